@@ -1,0 +1,66 @@
+// Config: one plain struct per section, defaults written here. Parsed from YAML with BELFRY_*
+// environment overrides by ParseConfig (src/app/config_parser). Unknown keys are an error.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace belfry {
+
+enum class MisfirePolicy { kFireAll, kCoalesce, kSkip };
+
+struct KafkaConfig {
+  std::string brokers = "127.0.0.1:59092";
+  std::string commands_topic = "belfry.commands";
+  std::string dlq_topic = "belfry.commands.dlq";
+  std::string results_topic = "belfry.command-results";
+  std::string group_id = "belfry";
+  int32_t command_batch_max = 5000;  // commands per transaction
+  int64_t command_batch_wait_ms = 50;
+  // Raw librdkafka settings (TLS, SASL, ...) applied to every client, after belfry's own.
+  std::map<std::string, std::string> properties;
+};
+
+struct SchedulerConfig {
+  int32_t shard_count = 120;
+  int64_t tick_ms = 500;  // shard_count * tick_ms must be 60000
+  std::vector<int32_t> intervals = {1, 2, 3, 5, 10, 15, 20, 30, 60, 120, 180, 240, 360, 480, 720, 1440};
+  MisfirePolicy misfire_policy = MisfirePolicy::kFireAll;
+  int64_t max_catchup_ms = 15 * 60 * 1000;
+  // A slot fired later than this after its time counts as missed and follows the misfire policy.
+  int64_t misfire_threshold_ms = 30 * 1000;
+  int64_t claim_lease_ms = 3000;
+  int32_t workers = 2;  // concurrent shard firings, each with its own database connection
+};
+
+struct CommandsConfig {
+  int64_t max_details_bytes = 64 * 1024;
+  // Glob patterns ('*' matches any run of characters). belfry's own topics and "__*" are
+  // always refused, whatever this says.
+  std::vector<std::string> allowed_topics = {"*"};
+};
+
+struct AdminConfig {
+  std::string listen = "127.0.0.1:8080";
+  std::string token;  // required when listen is not a loopback address
+};
+
+struct LogConfig {
+  std::string level = "info";
+  std::string format = "text";  // text | json
+};
+
+struct Config {
+  std::string database_url = "postgresql://belfry:belfry@127.0.0.1:55432/belfry";
+  std::string node_id;  // empty = hostname-pid
+  std::string migrations_dir;  // empty = search ./migrations, then /usr/share/belfry/migrations
+  KafkaConfig kafka;
+  SchedulerConfig scheduler;
+  CommandsConfig commands;
+  AdminConfig admin;
+  LogConfig log;
+};
+
+}  // namespace belfry

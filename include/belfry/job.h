@@ -1,0 +1,59 @@
+// Value types for jobs as stored, and for the rows the tick query returns.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "belfry/clock.h"
+
+namespace belfry {
+
+// Where a command came from in the commands topic. Used for replay protection and for
+// DLQ / outcome records.
+struct SourcePosition {
+  int32_t partition = -1;
+  int64_t offset = -1;
+  EpochMs timestamp_ms = 0;  // the Kafka message timestamp
+};
+
+// A job's full definition, as an upsert carries it and as the jobs table stores it.
+struct JobSpec {
+  std::string id;
+  std::string owner;  // may be empty
+  int32_t interval_minutes = 0;
+  int32_t offset_minutes = 0;  // 0 <= offset < interval
+  // True when the offset came from an explicit offsetMinutes or from startDateTime. When false
+  // the offset was derived from the message timestamp, and an update that keeps the interval
+  // keeps the stored offset instead.
+  bool offset_explicit = false;
+  int32_t shard = 0;
+  std::string topic;
+  std::string key;           // empty = use id as the trigger key
+  std::string details_json;  // minified JSON object text, "{}" when absent
+  std::optional<EpochMs> start_at;
+  std::optional<EpochMs> end_at;
+  int32_t priority = 0;  // higher first within one shard-minute (reserved; default 0)
+};
+
+// A stored job, as read back for the CLI and admin API.
+struct StoredJob {
+  JobSpec spec;
+  bool paused = false;
+  EpochMs created_at = 0;
+  EpochMs updated_at = 0;
+  SourcePosition source;
+};
+
+// One row of the tick query. The views are valid only during the callback that receives it.
+struct DueJob {
+  std::string_view id;
+  std::string_view topic;
+  std::string_view key;           // empty = use id
+  std::string_view details_json;  // minified JSON object
+  int32_t interval_minutes = 0;
+  int64_t due_minute = 0;  // the epoch minute whose slot this trigger is for
+};
+
+}  // namespace belfry

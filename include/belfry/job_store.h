@@ -1,0 +1,59 @@
+// JobStore: where jobs live. Implemented by PgJobStore (src/pg) and by FakeJobStore (tests/fakes).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "belfry/command.h"
+#include "belfry/job.h"
+#include "belfry/status.h"
+
+namespace belfry {
+
+// One term of the tick query: jobs with this interval whose offset is one of `offsets`.
+struct PhaseTerm {
+  int32_t interval_minutes = 0;
+  std::vector<int32_t> offsets;
+};
+
+// A set-based due-jobs query for one shard.
+//
+// Normal firing: terms hold one offset per interval (minute mod interval), first_minute ==
+// last_minute == the minute being fired.
+// Coalesced catch-up: terms hold every offset due in [first_minute, last_minute]; each job is
+// returned once, with due_minute = its latest due minute in the range.
+struct DueQuery {
+  int32_t shard = 0;
+  int64_t first_minute = 0;
+  int64_t last_minute = 0;
+  int64_t tick_ms = 500;  // slot(M, s) = M*60000 + s*tick_ms; start/end are checked at the slot
+  std::vector<PhaseTerm> terms;
+};
+
+struct JobListFilter {
+  std::string owner;   // empty = any
+  std::string topic;   // empty = any
+  std::string after_id;  // keyset cursor: ids strictly greater than this
+  int32_t limit = 100;
+};
+
+class JobStore {
+ public:
+  virtual ~JobStore() = default;
+
+  // Streams every due job for `q` into `fn`, without holding the whole result in memory.
+  // Read-only. Returns Retryable on connection faults (fn may have been called for a prefix).
+  virtual Status ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn) = 0;
+
+  // Applies the actions in one transaction, all or nothing. Idempotent under replay: an action
+  // whose source position is at or before the stored row's (same partition) changes nothing.
+  virtual Status ApplyActions(const std::vector<JobAction>& actions) = 0;
+
+  virtual StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) = 0;
+  virtual StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter& filter) = 0;
+};
+
+}  // namespace belfry

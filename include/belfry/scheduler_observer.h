@@ -1,0 +1,43 @@
+// SchedulerObserver: what the scheduler reports for metrics and logs. The metrics registry
+// (src/http) implements it; tests may record calls. Implementations must be thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "belfry/status.h"
+
+namespace belfry {
+
+struct ShardMinuteReport {
+  int32_t shard = 0;
+  int64_t first_minute = 0;
+  int64_t last_minute = 0;
+  bool coalesced = false;
+  bool on_time = true;
+  int64_t triggers = 0;        // sent and acknowledged
+  int64_t refused = 0;         // dropped by the output-topic policy
+  int64_t query_ms = 0;        // until the last row arrived
+  int64_t total_ms = 0;        // claim to last ack
+  int64_t lateness_ms = 0;     // last ack time - the (last) slot time
+};
+
+class SchedulerObserver {
+ public:
+  virtual ~SchedulerObserver() = default;
+  virtual void OnFired(const ShardMinuteReport& r) = 0;
+  virtual void OnMissed(int64_t caught_up, int64_t skipped, int64_t too_old) = 0;
+  virtual void OnFiringFailed(int32_t shard, const Status& status) = 0;
+  virtual void OnRefusedTopic(std::string_view topic) = 0;
+};
+
+// Does nothing; the default.
+class NullSchedulerObserver final : public SchedulerObserver {
+ public:
+  void OnFired(const ShardMinuteReport&) override {}
+  void OnMissed(int64_t, int64_t, int64_t) override {}
+  void OnFiringFailed(int32_t, const Status&) override {}
+  void OnRefusedTopic(std::string_view) override {}
+};
+
+}  // namespace belfry

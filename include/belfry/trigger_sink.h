@@ -1,0 +1,42 @@
+// TriggerSink: where triggers go. Implemented by KafkaTriggerSink (src/kafka) and by
+// FakeTriggerSink (tests/fakes).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "belfry/clock.h"
+#include "belfry/status.h"
+
+namespace belfry {
+
+// One trigger to send. Views are valid only during the Add call.
+struct TriggerView {
+  std::string_view job_id;
+  std::string_view topic;
+  std::string_view key;  // already defaulted to job_id when the job has none
+  std::string_view details_json;
+  int32_t interval_minutes = 0;
+  EpochMs scheduled_for_ms = 0;
+};
+
+// The triggers of one shard-minute (or one catch-up range).
+class TriggerBatch {
+ public:
+  virtual ~TriggerBatch() = default;
+  // Queues one trigger. May block briefly for back-pressure. Thread-compatible.
+  virtual void Add(const TriggerView& t) = 0;
+  // Waits until every added trigger has been acknowledged by the broker. Returns Ok iff all were;
+  // otherwise the first error (Retryable for broker faults). Call once.
+  virtual Status Finish() = 0;
+};
+
+class TriggerSink {
+ public:
+  virtual ~TriggerSink() = default;
+  // Thread-safe: several workers may hold batches at once.
+  virtual std::unique_ptr<TriggerBatch> NewBatch() = 0;
+};
+
+}  // namespace belfry

@@ -1,0 +1,93 @@
+# shellcheck shell=bash
+# Shared helpers for the scripts in scripts/. Source it; do not run it.
+#   source "$(dirname "$0")/lib.sh"
+# Sets REPO_ROOT (absolute) and defines small logging/utility functions.
+
+if [[ -z "${REPO_ROOT:-}" ]]; then
+  REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+fi
+export REPO_ROOT
+
+BELFRY_BUILD_DIR="${BELFRY_BUILD_DIR:-$REPO_ROOT/build}"
+
+_belfry_prog="$(basename "${0:-belfry}")"
+
+# Messages go to stderr so that stdout stays clean for machine-readable output
+# (scripts/local-stack env).
+log()  { printf '[%s] %s\n' "$_belfry_prog" "$*" >&2; }
+warn() { printf '[%s] WARNING: %s\n' "$_belfry_prog" "$*" >&2; }
+die()  { printf '[%s] ERROR: %s\n' "$_belfry_prog" "$*" >&2; exit 1; }
+
+need_cmd() {
+  local c
+  for c in "$@"; do
+    command -v "$c" >/dev/null 2>&1 || die "required command '$c' not found (run scripts/setup)"
+  done
+}
+
+is_root() { [[ "$(id -u)" -eq 0 ]]; }
+
+# Run a command as root: directly when we are root, through sudo otherwise.
+as_root() {
+  if is_root; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    die "need root to run: $* (and sudo is not installed)"
+  fi
+}
+
+# True if something accepts TCP connections on host:port.
+port_open() {
+  local host="$1" port="$2"
+  (exec 3<>"/dev/tcp/$host/$port") >/dev/null 2>&1
+}
+
+# Print the last N lines of a log file to stderr, framed.
+show_log_tail() {
+  local file="$1" n="${2:-40}"
+  if [[ -r "$file" ]]; then
+    printf -- '----- last %s lines of %s -----\n' "$n" "$file" >&2
+    tail -n "$n" "$file" >&2 || true
+    printf -- '----- end of %s -----\n' "$file" >&2
+  else
+    printf -- '(no log at %s)\n' "$file" >&2
+  fi
+}
+
+# Seconds since the epoch (integer).
+now_s() { date +%s; }
+
+# Major version of a java binary ("17"), or empty if it does not run.
+java_major() {
+  local v
+  v="$("$1" -version 2>&1 | awk -F'"' '/version/ {print $2; exit}')" || true
+  [[ -n "$v" ]] || return 0
+  if [[ "$v" == 1.* ]]; then v="${v#1.}"; fi
+  printf '%s\n' "${v%%[.+-]*}"
+}
+
+# Print the java binary to run the Kafka broker with. Kafka 3.9 supports Java
+# 11-21 (Java 24+ removed the SecurityManager APIs Kafka 3.x still calls), so
+# prefer a Debian JDK 17/21 over whatever `java` on PATH is. BELFRY_JAVA wins.
+find_java() {
+  local cand m
+  if [[ -n "${BELFRY_JAVA:-}" ]]; then
+    printf '%s\n' "$BELFRY_JAVA"
+    return 0
+  fi
+  for cand in /usr/lib/jvm/java-17-openjdk-*/bin/java /usr/lib/jvm/java-21-openjdk-*/bin/java \
+              /usr/lib/jvm/java-11-openjdk-*/bin/java "$(command -v java 2>/dev/null || true)"; do
+    [[ -n "$cand" && -x "$cand" ]] || continue
+    m="$(java_major "$cand")"
+    if [[ -n "$m" ]] && (( m >= 11 && m <= 23 )); then
+      printf '%s\n' "$cand"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# sha256 of a file (hex only).
+file_sha256() { sha256sum "$1" | awk '{print $1}'; }

@@ -1,0 +1,58 @@
+#include "core/catchup_planner.h"
+
+#include <algorithm>
+
+#include "core/slot_math.h"
+
+namespace belfry {
+namespace {
+
+// Smallest minute m with SlotMs(m, shard) >= t.
+int64_t FirstMinuteWithSlotAtOrAfter(EpochMs t, int32_t shard, int64_t tick_ms) {
+  return LastSlotMinuteAtOrBefore(t - 1, shard, tick_ms) + 1;
+}
+
+}  // namespace
+
+FiringPlan PlanFiring(const std::optional<int64_t>& fired_through, int64_t target_minute, int32_t shard,
+                      EpochMs now, const SchedulerConfig& cfg) {
+  FiringPlan plan;
+  plan.policy = cfg.misfire_policy;
+  const int64_t first = fired_through ? *fired_through + 1 : target_minute;
+  if (first > target_minute) {
+    plan.nothing_to_do = true;
+    plan.advance_to = fired_through ? *fired_through : target_minute;
+    return plan;
+  }
+  plan.advance_to = target_minute;
+  const int64_t on_time_from =
+      std::max(first, FirstMinuteWithSlotAtOrAfter(now - cfg.misfire_threshold_ms, shard, cfg.tick_ms));
+  const int64_t window_from =
+      std::max(first, FirstMinuteWithSlotAtOrAfter(now - cfg.max_catchup_ms, shard, cfg.tick_ms));
+  plan.on_time = MinuteRange{on_time_from, target_minute};
+  plan.missed = MinuteRange{window_from, std::min(on_time_from, target_minute + 1) - 1};
+  plan.too_old = std::max<int64_t>(0, std::min(window_from, target_minute + 1) - first);
+  return plan;
+}
+
+int64_t MissedMinutesFired(const FiringPlan& plan) {
+  return plan.policy == MisfirePolicy::kSkip ? 0 : plan.missed.size();
+}
+
+}  // namespace belfry
+
+namespace belfry {
+
+std::vector<FireRequest> CatchUpRequests(const std::vector<ShardState>& states, EpochMs now, int64_t grace_ms,
+                                         const SchedulerConfig& cfg) {
+  std::vector<FireRequest> out;
+  for (const ShardState& s : states) {
+    if (!s.fired_through || s.claim_live) continue;
+    if (s.shard < 0 || s.shard >= cfg.shard_count) continue;
+    const int64_t last_due = LastSlotMinuteAtOrBefore(now - grace_ms, s.shard, cfg.tick_ms);
+    if (last_due > *s.fired_through) out.push_back(FireRequest{s.shard, last_due, false});
+  }
+  return out;
+}
+
+}  // namespace belfry

@@ -1,0 +1,60 @@
+// CatchupPlanner: given a shard's watermark and the minute to fire up to, decides which
+// shard-minutes to fire, coalesce, skip or drop as too old, per the misfire policy.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "belfry/clock.h"
+#include "belfry/config.h"
+
+namespace belfry {
+
+struct MinuteRange {
+  int64_t first = 0;
+  int64_t last = -1;  // empty when last < first
+  bool empty() const { return last < first; }
+  int64_t size() const { return empty() ? 0 : last - first + 1; }
+};
+
+struct FiringPlan {
+  // Minutes still within the misfire threshold: fired each, first, in order.
+  MinuteRange on_time;
+  // Missed minutes within max_catchup. fire_all fires each (with its original slot), coalesce
+  // fires each due job once over the whole range, skip fires none.
+  MinuteRange missed;
+  MisfirePolicy policy = MisfirePolicy::kFireAll;
+  int64_t too_old = 0;  // missed minutes older than max_catchup, dropped under every policy
+  int64_t advance_to = 0;  // the watermark once the plan is done
+  bool nothing_to_do = false;  // the shard is already fired through target
+};
+
+// REQUIRES: cfg.tick_ms * cfg.shard_count == 60000.
+// fired_through == nullopt (a shard that never fired) plans just the target minute.
+FiringPlan PlanFiring(const std::optional<int64_t>& fired_through, int64_t target_minute, int32_t shard,
+                      EpochMs now, const SchedulerConfig& cfg);
+
+// How many shard-minutes the plan fires (coalesced range counts once per minute).
+int64_t MissedMinutesFired(const FiringPlan& plan);
+
+}  // namespace belfry
+
+#include <vector>
+
+#include "belfry/shard_ledger.h"
+
+namespace belfry {
+
+struct FireRequest {
+  int32_t shard = 0;
+  int64_t minute = 0;
+  bool on_time = true;
+};
+
+// Shards that should have fired by `now - grace_ms` but are not recorded as fired and are not
+// claimed by a live node: one request per shard, up to its latest due minute. Shards that never
+// fired are left to the ticker.
+std::vector<FireRequest> CatchUpRequests(const std::vector<ShardState>& states, EpochMs now, int64_t grace_ms,
+                                         const SchedulerConfig& cfg);
+
+}  // namespace belfry

@@ -1,0 +1,149 @@
+#include "core/command_batch.h"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <unordered_map>
+
+#include "core/json_writer.h"
+
+namespace belfry {
+namespace {
+
+// Folds `next` into the pending action for its id. The rules keep the result equal to applying
+// the commands one at a time:
+// - delete wins over whatever came before; a later upsert then re-creates the job fresh
+//   (replace_fresh: paused=false, offset taken from the new command).
+// - pause/resume after an upsert set the upsert's paused flag; after a delete they are no-ops
+//   (the job does not exist); otherwise they become a kSetPaused action.
+// - an upsert after an upsert replaces it; if the new one has no explicit offset and keeps the
+//   previous interval it inherits the previous offset (and its explicitness), as it would from
+//   the stored row; if it changes the interval its own offset is taken as decided.
+void Fold(JobAction* pending, bool* has_pending, const Command& next) {
+  const bool had = *has_pending;
+  JobAction prev = had ? *pending : JobAction{};
+  JobAction out;
+  out.id = next.id;
+  out.source = next.source;
+  switch (next.op) {
+    case CommandOp::kDelete:
+      out.kind = JobAction::Kind::kDelete;
+      break;
+    case CommandOp::kUpsert:
+      out.kind = JobAction::Kind::kUpsert;
+      out.spec = next.spec;
+      if (had && prev.kind == JobAction::Kind::kDelete) {
+        out.replace_fresh = true;
+        out.paused = false;
+        out.spec.offset_explicit = true;  // the stored row is gone: the decided offset stands
+      } else if (had && prev.kind == JobAction::Kind::kUpsert) {
+        out.replace_fresh = prev.replace_fresh;
+        out.paused = prev.paused;
+        if (!next.spec.offset_explicit) {
+          if (prev.spec.interval_minutes == next.spec.interval_minutes) {
+            out.spec.offset_minutes = prev.spec.offset_minutes;
+            out.spec.offset_explicit = prev.spec.offset_explicit;
+          } else {
+            out.spec.offset_explicit = true;  // interval changed within the batch
+          }
+        }
+      } else if (had && prev.kind == JobAction::Kind::kSetPaused) {
+        out.paused = prev.paused;
+      }
+      break;
+    case CommandOp::kPause:
+    case CommandOp::kResume: {
+      const bool flag = next.op == CommandOp::kPause;
+      if (had && prev.kind == JobAction::Kind::kDelete) {
+        out = prev;  // pausing a deleted job does nothing
+        out.source = next.source;
+      } else if (had && prev.kind == JobAction::Kind::kUpsert) {
+        out = prev;
+        out.paused = flag;
+        out.source = next.source;
+      } else {
+        out.kind = JobAction::Kind::kSetPaused;
+        out.paused = flag;
+      }
+      break;
+    }
+  }
+  *pending = std::move(out);
+  *has_pending = true;
+}
+
+bool IsUsableOutcomeKey(const std::string& key) {
+  if (key.empty() || key.size() > 255) return false;
+  for (unsigned char c : key) {
+    if (c < 0x20 || c == 0x7f) return false;
+  }
+  return simdjson::validate_utf8(key.data(), key.size());
+}
+
+}  // namespace
+
+std::vector<JobAction> ReduceCommands(const std::vector<Command>& commands) {
+  std::vector<JobAction> actions;
+  std::vector<bool> present;
+  std::unordered_map<std::string, size_t> index;
+  for (const Command& c : commands) {
+    auto [it, inserted] = index.try_emplace(c.id, actions.size());
+    if (inserted) {
+      actions.emplace_back();
+      present.push_back(false);
+    }
+    bool has = present[it->second];
+    Fold(&actions[it->second], &has, c);
+    present[it->second] = has;
+  }
+  return actions;
+}
+
+PreparedCommandBatch PrepareCommandBatch(const std::vector<RawCommand>& batch, const CommandRules& rules) {
+  PreparedCommandBatch out;
+  std::vector<Command> valid;
+  valid.reserve(batch.size());
+  out.outcomes.reserve(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const RawCommand& raw = batch[i];
+    StatusOr<Command> parsed = ParseCommand(raw, rules);
+    CommandOutcome outcome;
+    outcome.partition = raw.source.partition;
+    outcome.offset = raw.source.offset;
+    if (parsed.ok()) {
+      outcome.id = parsed->id;
+      outcome.op = CommandOpName(parsed->op);
+      outcome.applied = true;
+      valid.push_back(std::move(parsed.value()));
+    } else {
+      // Report the outcome under the Kafka key, so a producer waiting on its id hears back;
+      // a key that could not be an id gets no outcome record (the DLQ still has it).
+      if (raw.key && IsUsableOutcomeKey(*raw.key)) outcome.id = *raw.key;
+      outcome.op = "unknown";
+      outcome.applied = false;
+      outcome.error = parsed.status().ToString();
+      out.rejections.push_back(CommandRejection{i, parsed.status()});
+    }
+    out.outcomes.push_back(std::move(outcome));
+  }
+  out.actions = ReduceCommands(valid);
+  return out;
+}
+
+std::string EncodeCommandOutcome(const CommandOutcome& o) {
+  std::string out = "{\"id\":";
+  AppendJsonString(&out, o.id);
+  out.append(",\"op\":");
+  AppendJsonString(&out, o.op);
+  out.append(o.applied ? ",\"status\":\"applied\"" : ",\"status\":\"rejected\"");
+  out.append(",\"error\":");
+  if (o.error.empty()) {
+    out.append("null");
+  } else {
+    AppendJsonString(&out, o.error);
+  }
+  fmt::format_to(std::back_inserter(out), ",\"partition\":{},\"offset\":{}}}", o.partition, o.offset);
+  return out;
+}
+
+}  // namespace belfry

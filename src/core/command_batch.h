@@ -1,0 +1,45 @@
+// CommandBatch: what the command consumer does with one poll batch, decided on plain values.
+// Parsing, validation, per-job reduction and the outcome records; the adapter only does I/O.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "belfry/command.h"
+#include "belfry/status.h"
+#include "core/command_parser.h"
+
+namespace belfry {
+
+// One record for the command-results topic.
+struct CommandOutcome {
+  std::string id;  // empty when the command carried no usable id (then no record is published)
+  std::string op;  // "upsert", "delete", "pause", "resume", or "unknown"
+  bool applied = false;
+  std::string error;  // "<reason>: <message>" when rejected
+  int32_t partition = -1;
+  int64_t offset = -1;
+};
+
+struct CommandRejection {
+  size_t index = 0;  // into the raw batch
+  Status status;     // Code::kInvalid
+};
+
+struct PreparedCommandBatch {
+  std::vector<JobAction> actions;          // at most one per id, to apply in one transaction
+  std::vector<CommandOutcome> outcomes;    // one per raw command, in input order
+  std::vector<CommandRejection> rejections;  // for the DLQ, in input order
+};
+
+PreparedCommandBatch PrepareCommandBatch(const std::vector<RawCommand>& batch, const CommandRules& rules);
+
+// The command-results value: {"id","op","status":"applied"|"rejected","error","partition","offset"}.
+std::string EncodeCommandOutcome(const CommandOutcome& outcome);
+
+// Reduces validated commands, in partition order, to at most one JobAction per id whose effect
+// equals applying the commands one by one (see command_batch.cc for the rules).
+std::vector<JobAction> ReduceCommands(const std::vector<Command>& commands);
+
+}  // namespace belfry

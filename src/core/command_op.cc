@@ -1,0 +1,19 @@
+#include "belfry/command.h"
+
+namespace belfry {
+
+const char* CommandOpName(CommandOp op) {
+  switch (op) {
+    case CommandOp::kUpsert:
+      return "upsert";
+    case CommandOp::kDelete:
+      return "delete";
+    case CommandOp::kPause:
+      return "pause";
+    case CommandOp::kResume:
+      return "resume";
+  }
+  return "unknown";
+}
+
+}  // namespace belfry

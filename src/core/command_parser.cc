@@ -1,0 +1,587 @@
+#include "core/command_parser.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/interval_name.h"
+#include "core/iso_time.h"
+#include "core/shard_hash.h"
+#include "core/slot_math.h"
+
+namespace belfry {
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+
+constexpr size_t kMaxIdBytes = 255;
+constexpr size_t kMaxOwnerBytes = 255;
+constexpr size_t kMaxKeyBytes = 1024;
+constexpr int64_t kMaxAbsPriority = 1'000'000;
+constexpr size_t kMaxJsonDepth = 32;
+// Messages quote at most this many bytes of any user-supplied text.
+constexpr size_t kMaxEchoBytes = 100;
+
+// ---------------------------------------------------------------------------------------------
+// Safe echoing of user input in messages.
+
+// Length of the well-formed UTF-8 sequence (RFC 3629) starting at text[i], or 0 if malformed.
+size_t Utf8SequenceLength(std::string_view text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const auto cont = [&](size_t k, unsigned char lo, unsigned char hi) {
+    return k < text.size() && byte(k) >= lo && byte(k) <= hi;
+  };
+  const unsigned char c = byte(i);
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return cont(i + 1, 0x80, 0xBF) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    const unsigned char lo = c == 0xE0 ? 0xA0 : 0x80;
+    const unsigned char hi = c == 0xED ? 0x9F : 0xBF;
+    return cont(i + 1, lo, hi) && cont(i + 2, 0x80, 0xBF) ? 3 : 0;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    const unsigned char lo = c == 0xF0 ? 0x90 : 0x80;
+    const unsigned char hi = c == 0xF4 ? 0x8F : 0xBF;
+    return cont(i + 1, lo, hi) && cont(i + 2, 0x80, 0xBF) && cont(i + 3, 0x80, 0xBF) ? 4 : 0;
+  }
+  return 0;
+}
+
+// Byte offset of the first malformed UTF-8 sequence, or npos.
+size_t FirstInvalidUtf8(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const size_t len = Utf8SequenceLength(text, i);
+    if (len == 0) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+// `text` in double quotes, safe for logs and Kafka headers: control characters (C0, DEL, C1),
+// quotes, backslashes and malformed UTF-8 are escaped; at most kMaxEchoBytes of input are shown.
+std::string Quote(std::string_view text) {
+  std::string out = "\"";
+  size_t i = 0;
+  while (i < text.size() && i < kMaxEchoBytes) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const size_t len = Utf8SequenceLength(text, i);
+    if (len == 0 || (len == 1 && (c < 0x20 || c == 0x7f))) {
+      out += fmt::format("\\x{:02x}", c);
+      ++i;
+    } else if (len == 1 && (c == '"' || c == '\\')) {
+      out += '\\';
+      out += static_cast<char>(c);
+      ++i;
+    } else if (len == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));  // C1 control
+      i += 2;
+    } else {
+      out.append(text.substr(i, len));
+      i += len;
+    }
+  }
+  out += '"';
+  if (i < text.size()) out += fmt::format("... ({} bytes)", text.size());
+  return out;
+}
+
+// Byte offset and value of the first control character (< 0x20 or 0x7f), if any.
+std::optional<size_t> FirstControlChar(std::string_view text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) return i;
+  }
+  return std::nullopt;
+}
+
+Status Reject(std::string_view reason, std::string message) {
+  return Status::Invalid(std::string(reason), std::move(message));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fields.
+
+enum Field : size_t {
+  kOp,
+  kId,
+  kOwner,
+  kStartDateTime,
+  kEndDateTime,
+  kExecutionInterval,
+  kIntervalMinutes,
+  kOffsetMinutes,
+  kTopic,
+  kKey,
+  kJobDetails,
+  kPriority,
+  kFieldCount,
+};
+
+constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
+    "op",    "id",  "owner",      "startDateTime", "endDateTime", "executionInterval", "intervalMinutes",
+    "offsetMinutes", "topic", "key", "jobDetails", "priority",
+};
+
+const char* TypeName(const element& el) {
+  switch (el.type()) {
+    case element_type::ARRAY:
+      return "an array";
+    case element_type::OBJECT:
+      return "an object";
+    case element_type::INT64:
+    case element_type::UINT64:
+    case element_type::DOUBLE:
+      return "a number";
+    case element_type::STRING:
+      return "a string";
+    case element_type::BOOL:
+      return "a boolean";
+    case element_type::NULL_VALUE:
+      return "null";
+  }
+  return "an unknown type";
+}
+
+Status WrongType(Field field, std::string_view expected, const element& got) {
+  return Reject("wrong_type", fmt::format("field \"{}\" must be {}, not {}", kFieldNames[field], expected,
+                                          TypeName(got)));
+}
+
+// The known fields of one command object, each seen at most once.
+class CommandFields final {
+ public:
+  // Ok, or unknown_field / duplicate_field for the first offending field in document order.
+  Status Collect(const simdjson::dom::object& object) {
+    for (const simdjson::dom::key_value_pair field : object) {
+      const auto known = std::find(kFieldNames.begin(), kFieldNames.end(), field.key);
+      if (known == kFieldNames.end()) {
+        return Reject("unknown_field",
+                      fmt::format("unknown field {} (known fields: op, id, owner, startDateTime, endDateTime, "
+                                  "executionInterval, intervalMinutes, offsetMinutes, topic, key, jobDetails, "
+                                  "priority)",
+                                  Quote(field.key)));
+      }
+      const auto index = static_cast<size_t>(known - kFieldNames.begin());
+      if (seen_[index]) {
+        return Reject("duplicate_field", fmt::format("field \"{}\" appears more than once", kFieldNames[index]));
+      }
+      seen_[index] = true;
+      values_[index] = field.value;
+    }
+    return Status::Ok();
+  }
+
+  // The field's value; nullopt when it is absent or JSON null.
+  std::optional<element> Get(Field field) const {
+    if (!seen_[field] || values_[field].is_null()) return std::nullopt;
+    return values_[field];
+  }
+
+  // Ok and sets *out (unchanged when absent or null), or wrong_type.
+  Status GetString(Field field, std::optional<std::string_view>* out) const {
+    const std::optional<element> el = Get(field);
+    if (!el) return Status::Ok();
+    std::string_view s;
+    if (el->get_string().get(s) != simdjson::SUCCESS) return WrongType(field, "a string", *el);
+    *out = s;
+    return Status::Ok();
+  }
+
+ private:
+  std::array<element, kFieldCount> values_{};
+  std::array<bool, kFieldCount> seen_{};
+};
+
+// An integer-valued JSON number. Numbers with a fraction or exponent are not integers, even when
+// their value is integral.
+struct JsonInteger {
+  enum class Kind { kOk, kNotNumber, kNotInteger, kOutOfRange };
+  Kind kind = Kind::kNotNumber;
+  int64_t value = 0;
+};
+
+JsonInteger ReadInteger(const element& el) {
+  switch (el.type()) {
+    case element_type::INT64: {
+      int64_t v = 0;
+      if (el.get_int64().get(v) != simdjson::SUCCESS) return {JsonInteger::Kind::kOutOfRange, 0};
+      return {JsonInteger::Kind::kOk, v};
+    }
+    case element_type::UINT64:  // only used for values above INT64_MAX
+      return {JsonInteger::Kind::kOutOfRange, 0};
+    case element_type::DOUBLE:
+      return {JsonInteger::Kind::kNotInteger, 0};
+    default:
+      return {JsonInteger::Kind::kNotNumber, 0};
+  }
+}
+
+// The number as JSON text (short: numbers that simdjson accepts print in at most ~25 bytes).
+std::string NumberText(const element& el) { return simdjson::minify(el); }
+
+// ---------------------------------------------------------------------------------------------
+// Individual rules.
+
+// The id rules, shared by JSON ids and tombstone keys.
+Status CheckId(std::string_view id) {
+  if (id.empty()) return Reject("missing_id", "id is empty");
+  if (id.size() > kMaxIdBytes) {
+    return Reject("invalid_id", fmt::format("id is {} bytes; the limit is {}", id.size(), kMaxIdBytes));
+  }
+  if (const auto at = FirstControlChar(id)) {
+    return Reject("invalid_id", fmt::format("id {} contains control character 0x{:02x} at byte {}", Quote(id),
+                                            static_cast<unsigned char>(id[*at]), *at));
+  }
+  if (const size_t at = FirstInvalidUtf8(id); at != std::string_view::npos) {
+    return Reject("invalid_id", fmt::format("id {} is not valid UTF-8 (byte {})", Quote(id), at));
+  }
+  return Status::Ok();
+}
+
+std::string IntervalList(const std::vector<int32_t>& intervals) {
+  return fmt::format("{}", fmt::join(intervals, ","));
+}
+
+Status CheckConfigured(int32_t minutes, std::string_view given, const CommandRules& rules) {
+  if (std::find(rules.intervals.begin(), rules.intervals.end(), minutes) != rules.intervals.end()) {
+    return Status::Ok();
+  }
+  return Reject("unsupported_interval", fmt::format("{} is not one of the configured intervals {} (minutes)",
+                                                    given, IntervalList(rules.intervals)));
+}
+
+// Sets *interval from executionInterval and/or intervalMinutes.
+Status ParseInterval(const CommandFields& fields, const CommandRules& rules, int32_t* interval) {
+  std::optional<int32_t> from_name;
+  std::string name_text;
+  std::optional<std::string_view> name;
+  if (Status s = fields.GetString(kExecutionInterval, &name); !s.ok()) return s;
+  if (name) {
+    from_name = ParseExecutionInterval(*name);
+    if (!from_name) {
+      return Reject("unsupported_interval",
+                    fmt::format("executionInterval {} is not EVERY_MINUTE, EVERY_<N>_MINUTES, EVERY_HOUR or "
+                                "EVERY_<N>_HOURS",
+                                Quote(*name)));
+    }
+    name_text = fmt::format("executionInterval {} ({} minutes)", Quote(*name), *from_name);
+  }
+
+  std::optional<int32_t> from_minutes;
+  if (const std::optional<element> el = fields.Get(kIntervalMinutes)) {
+    const JsonInteger n = ReadInteger(*el);
+    switch (n.kind) {
+      case JsonInteger::Kind::kNotNumber:
+        return WrongType(kIntervalMinutes, "an integer number", *el);
+      case JsonInteger::Kind::kNotInteger:
+        return Reject("unsupported_interval",
+                      fmt::format("intervalMinutes {} is not an integer", NumberText(*el)));
+      case JsonInteger::Kind::kOutOfRange:
+        return Reject("unsupported_interval", fmt::format("intervalMinutes {} is out of range", NumberText(*el)));
+      case JsonInteger::Kind::kOk:
+        break;
+    }
+    if (n.value <= 0 || n.value > std::numeric_limits<int32_t>::max()) {
+      return Reject("unsupported_interval",
+                    fmt::format("intervalMinutes {} is not a positive number of minutes", n.value));
+    }
+    from_minutes = static_cast<int32_t>(n.value);
+  }
+
+  if (!from_name && !from_minutes) {
+    return Reject("missing_field", "upsert needs an interval: executionInterval or intervalMinutes");
+  }
+  if (from_name && from_minutes && *from_name != *from_minutes) {
+    return Reject("conflicting_interval", fmt::format("{} disagrees with intervalMinutes {}", name_text,
+                                                      *from_minutes));
+  }
+  if (from_minutes) {
+    if (Status s = CheckConfigured(*from_minutes, fmt::format("intervalMinutes {}", *from_minutes), rules);
+        !s.ok()) {
+      return s;
+    }
+  } else if (Status s = CheckConfigured(*from_name, name_text, rules); !s.ok()) {
+    return s;
+  }
+  *interval = from_minutes ? *from_minutes : *from_name;
+  return Status::Ok();
+}
+
+// Sets *offset to the explicit offsetMinutes, if given.
+Status ParseExplicitOffset(const CommandFields& fields, int32_t interval, std::optional<int32_t>* offset) {
+  const std::optional<element> el = fields.Get(kOffsetMinutes);
+  if (!el) return Status::Ok();
+  const JsonInteger n = ReadInteger(*el);
+  if (n.kind == JsonInteger::Kind::kNotNumber) return WrongType(kOffsetMinutes, "an integer number", *el);
+  if (n.kind != JsonInteger::Kind::kOk || n.value < 0 || n.value >= interval) {
+    return Reject("offset_out_of_range",
+                  fmt::format("offsetMinutes {} must be an integer in [0, {}) for interval {}", NumberText(*el),
+                              interval, interval));
+  }
+  *offset = static_cast<int32_t>(n.value);
+  return Status::Ok();
+}
+
+// An optional date field; an empty string means absent, like null (project44 producers send "").
+Status ParseDate(const CommandFields& fields, Field field, std::optional<EpochMs>* out) {
+  std::optional<std::string_view> text;
+  if (Status s = fields.GetString(field, &text); !s.ok()) return s;
+  if (!text || text->empty()) return Status::Ok();
+  *out = ParseIsoTime(*text);
+  if (!*out) {
+    return Reject("invalid_date",
+                  fmt::format("{} {} is not a valid UTC time like 2026-11-22T13:00:00Z (YYYY-MM-DDTHH:MM:SS"
+                              "[.fff][Z|+HH:MM|-HH:MM], years 1970-9999)",
+                              kFieldNames[field], Quote(*text)));
+  }
+  return Status::Ok();
+}
+
+// True iff any string or object key inside `el` holds a NUL character. PostgreSQL text and jsonb
+// cannot store U+0000, so such details would fail the whole batch at the database.
+bool ContainsNul(const element& el) {
+  switch (el.type()) {
+    case element_type::STRING: {
+      std::string_view s;
+      return el.get_string().get(s) == simdjson::SUCCESS && s.find('\0') != std::string_view::npos;
+    }
+    case element_type::ARRAY: {
+      simdjson::dom::array array;
+      if (el.get_array().get(array) != simdjson::SUCCESS) return false;
+      return std::any_of(array.begin(), array.end(), [](element child) { return ContainsNul(child); });
+    }
+    case element_type::OBJECT: {
+      simdjson::dom::object object;
+      if (el.get_object().get(object) != simdjson::SUCCESS) return false;
+      for (const simdjson::dom::key_value_pair field : object) {
+        if (field.key.find('\0') != std::string_view::npos || ContainsNul(field.value)) return true;
+      }
+      return false;
+    }
+    default:
+      return false;
+  }
+}
+
+Status ParseDetails(const CommandFields& fields, const CommandRules& rules, std::string* details_json) {
+  const std::optional<element> el = fields.Get(kJobDetails);
+  if (!el) {
+    *details_json = "{}";
+    return Status::Ok();
+  }
+  if (!el->is_object()) {
+    return Reject("invalid_details", fmt::format("jobDetails must be an object, not {}", TypeName(*el)));
+  }
+  if (ContainsNul(*el)) {
+    return Reject("invalid_details", "jobDetails contains a NUL character (\\u0000), which cannot be stored");
+  }
+  *details_json = simdjson::minify(*el);
+  if (static_cast<int64_t>(details_json->size()) > rules.max_details_bytes) {
+    return Reject("details_too_large", fmt::format("jobDetails is {} bytes minified; the limit is {}",
+                                                   details_json->size(), rules.max_details_bytes));
+  }
+  return Status::Ok();
+}
+
+Status ParseUpsert(const CommandFields& fields, const RawCommand& raw, const CommandRules& rules,
+                   JobSpec* spec) {
+  if (Status s = ParseInterval(fields, rules, &spec->interval_minutes); !s.ok()) return s;
+  std::optional<int32_t> explicit_offset;
+  if (Status s = ParseExplicitOffset(fields, spec->interval_minutes, &explicit_offset); !s.ok()) return s;
+
+  if (Status s = ParseDate(fields, kStartDateTime, &spec->start_at); !s.ok()) return s;
+  if (Status s = ParseDate(fields, kEndDateTime, &spec->end_at); !s.ok()) return s;
+  if (spec->start_at && spec->end_at && *spec->end_at <= *spec->start_at) {
+    return Reject("end_before_start", fmt::format("endDateTime {} is not after startDateTime {}",
+                                                  FormatIsoTime(*spec->end_at), FormatIsoTime(*spec->start_at)));
+  }
+
+  // design.md, "Time model": explicit offset, else startDateTime's minute, else the message's.
+  const int64_t interval = spec->interval_minutes;
+  if (explicit_offset) {
+    spec->offset_minutes = *explicit_offset;
+    spec->offset_explicit = true;
+  } else if (spec->start_at) {
+    spec->offset_minutes = static_cast<int32_t>(PositiveMod(EpochMinuteOf(*spec->start_at), interval));
+    spec->offset_explicit = true;
+  } else {
+    spec->offset_minutes = static_cast<int32_t>(PositiveMod(EpochMinuteOf(raw.source.timestamp_ms), interval));
+    spec->offset_explicit = false;
+  }
+
+  std::optional<std::string_view> topic;
+  if (Status s = fields.GetString(kTopic, &topic); !s.ok()) return s;
+  if (!topic) return Reject("missing_field", "upsert needs a topic");
+  if (rules.topic_policy == nullptr) return Reject("forbidden_topic", "no output-topic policy is configured");
+  if (Status s = rules.topic_policy->Check(*topic); !s.ok()) return s;
+  spec->topic = std::string(*topic);
+
+  std::optional<std::string_view> key;
+  if (Status s = fields.GetString(kKey, &key); !s.ok()) return s;
+  if (key) {
+    if (key->size() > kMaxKeyBytes) {
+      return Reject("invalid_key", fmt::format("key is {} bytes; the limit is {}", key->size(), kMaxKeyBytes));
+    }
+    if (key->find('\0') != std::string_view::npos) {
+      return Reject("invalid_key", fmt::format("key {} contains a NUL character", Quote(*key)));
+    }
+    spec->key = std::string(*key);
+  }
+
+  std::optional<std::string_view> owner;
+  if (Status s = fields.GetString(kOwner, &owner); !s.ok()) return s;
+  if (owner) {
+    if (owner->size() > kMaxOwnerBytes) {
+      return Reject("invalid_owner",
+                    fmt::format("owner is {} bytes; the limit is {}", owner->size(), kMaxOwnerBytes));
+    }
+    if (const auto at = FirstControlChar(*owner)) {
+      return Reject("invalid_owner", fmt::format("owner {} contains control character 0x{:02x} at byte {}",
+                                                 Quote(*owner), static_cast<unsigned char>((*owner)[*at]), *at));
+    }
+    spec->owner = std::string(*owner);
+  }
+
+  if (const std::optional<element> el = fields.Get(kPriority)) {
+    const JsonInteger n = ReadInteger(*el);
+    if (n.kind == JsonInteger::Kind::kNotNumber) return WrongType(kPriority, "an integer number", *el);
+    if (n.kind != JsonInteger::Kind::kOk || n.value < -kMaxAbsPriority || n.value > kMaxAbsPriority) {
+      return Reject("invalid_priority", fmt::format("priority {} must be an integer in [{}, {}]", NumberText(*el),
+                                                    -kMaxAbsPriority, kMaxAbsPriority));
+    }
+    spec->priority = static_cast<int32_t>(n.value);
+  }
+
+  return ParseDetails(fields, rules, &spec->details_json);
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON parsing.
+
+// A DOM parser per thread, limited to kMaxJsonDepth. nullptr if it cannot allocate.
+simdjson::dom::parser* ThreadParser() {
+  constexpr size_t kInitialCapacity = 64 * 1024;
+  thread_local simdjson::dom::parser parser;
+  if (parser.max_depth() != kMaxJsonDepth || parser.capacity() == 0) {
+    if (parser.allocate(kInitialCapacity, kMaxJsonDepth) != simdjson::SUCCESS) return nullptr;
+  }
+  return &parser;
+}
+
+Status JsonError(simdjson::error_code error) {
+  switch (error) {
+    case simdjson::DEPTH_ERROR:
+      return Reject("too_deep", fmt::format("JSON nesting is deeper than {} levels", kMaxJsonDepth));
+    case simdjson::NUMBER_ERROR:
+      return Reject("invalid_number",
+                    "a JSON number is malformed or out of range (integers must fit in 64 bits, other numbers "
+                    "in a double)");
+    case simdjson::UTF8_ERROR:
+      return Reject("invalid_utf8", "command value is not valid UTF-8");
+    case simdjson::EMPTY:
+      return Reject("invalid_json", "command value is empty or only whitespace");
+    case simdjson::STRING_ERROR:
+      return Reject("invalid_json", "a JSON string has an invalid escape or an unpaired surrogate");
+    case simdjson::UNESCAPED_CHARS:
+      return Reject("invalid_json", "a JSON string contains an unescaped control character");
+    default:
+      return Reject("invalid_json", fmt::format("command value is not JSON: {}", simdjson::error_message(error)));
+  }
+}
+
+StatusOr<Command> ParseTombstone(const RawCommand& raw, const CommandRules& rules) {
+  if (!raw.key) return Reject("missing_id", "tombstone (null value) without a Kafka key");
+  if (Status s = CheckId(*raw.key); !s.ok()) {
+    return Status::Invalid(s.reason(), "tombstone key: " + s.message());
+  }
+  Command command;
+  command.op = CommandOp::kDelete;
+  command.id = *raw.key;
+  command.spec.id = command.id;
+  command.spec.shard = ShardForId(command.id, rules.shard_count);
+  command.source = raw.source;
+  return command;
+}
+
+}  // namespace
+
+StatusOr<Command> ParseCommand(const RawCommand& raw, const CommandRules& rules) {
+  if (!raw.value) return ParseTombstone(raw, rules);
+  const std::string& value = *raw.value;
+
+  if (static_cast<int64_t>(value.size()) > rules.max_command_bytes) {
+    return Reject("too_large",
+                  fmt::format("command is {} bytes; the limit is {}", value.size(), rules.max_command_bytes));
+  }
+  if (!simdjson::validate_utf8(value.data(), value.size())) {
+    return Reject("invalid_utf8",
+                  fmt::format("command value is not valid UTF-8 (first bad byte at offset {})",
+                              FirstInvalidUtf8(value)));
+  }
+
+  simdjson::dom::parser* parser = ThreadParser();
+  if (parser == nullptr) return Status::Retryable("out of memory allocating the JSON parser");
+  element root;
+  if (const simdjson::error_code error = parser->parse(value.data(), value.size(), true).get(root);
+      error != simdjson::SUCCESS) {
+    if (error == simdjson::MEMALLOC || error == simdjson::CAPACITY) {
+      return Status::Retryable(fmt::format("JSON parser: {}", simdjson::error_message(error)));
+    }
+    return JsonError(error);
+  }
+  simdjson::dom::object object;
+  if (root.get_object().get(object) != simdjson::SUCCESS) {
+    return Reject("not_object", fmt::format("command must be a JSON object, not {}", TypeName(root)));
+  }
+
+  CommandFields fields;
+  if (Status s = fields.Collect(object); !s.ok()) return s;
+
+  Command command;
+  command.source = raw.source;
+
+  std::optional<std::string_view> op;
+  if (Status s = fields.GetString(kOp, &op); !s.ok()) return s;
+  if (!op || *op == "upsert") {
+    command.op = CommandOp::kUpsert;
+  } else if (*op == "delete") {
+    command.op = CommandOp::kDelete;
+  } else if (*op == "pause") {
+    command.op = CommandOp::kPause;
+  } else if (*op == "resume") {
+    command.op = CommandOp::kResume;
+  } else {
+    return Reject("unknown_op", fmt::format("op {} is not one of upsert, delete, pause, resume", Quote(*op)));
+  }
+
+  std::optional<std::string_view> id;
+  if (Status s = fields.GetString(kId, &id); !s.ok()) return s;
+  if (!id) return Reject("missing_id", "command has no id");
+  if (Status s = CheckId(*id); !s.ok()) return s;
+  if (!raw.key) {
+    return Reject("key_mismatch", fmt::format("message has no Kafka key; it must equal the id {}", Quote(*id)));
+  }
+  if (*raw.key != *id) {
+    return Reject("key_mismatch",
+                  fmt::format("Kafka key {} differs from id {}; the key must be the job id", Quote(*raw.key),
+                              Quote(*id)));
+  }
+  command.id = std::string(*id);
+  command.spec.id = command.id;
+  command.spec.shard = ShardForId(command.id, rules.shard_count);
+
+  if (command.op == CommandOp::kUpsert) {
+    if (Status s = ParseUpsert(fields, raw, rules, &command.spec); !s.ok()) return s;
+  }
+  return command;
+}
+
+}  // namespace belfry

@@ -1,0 +1,57 @@
+// Slot arithmetic: the time model of design.md, as plain functions over plain values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "belfry/clock.h"
+#include "belfry/job_store.h"
+
+namespace belfry {
+
+constexpr int64_t kMsPerMinute = 60'000;
+
+// floor(ms / 60000), correct for negative times too.
+int64_t EpochMinuteOf(EpochMs ms);
+
+// Non-negative remainder: ((a % m) + m) % m. REQUIRES: m > 0.
+int64_t PositiveMod(int64_t a, int64_t m);
+
+// slot(M, s) = M*60 s + s*tick.
+EpochMs SlotMs(int64_t minute, int32_t shard, int64_t tick_ms);
+
+// The (minute, shard) of the first slot at or after `ms`. REQUIRES: shard_count*tick_ms == 60000.
+struct SlotRef {
+  int64_t minute = 0;
+  int32_t shard = 0;
+};
+SlotRef FirstSlotAtOrAfter(EpochMs ms, int64_t tick_ms);
+
+// The latest minute M with SlotMs(M, shard) <= ms.
+int64_t LastSlotMinuteAtOrBefore(EpochMs ms, int32_t shard, int64_t tick_ms);
+
+// True iff a job with this interval and offset is due in `minute` (ignoring start/end/paused).
+bool IsDueInMinute(int32_t interval_minutes, int32_t offset_minutes, int64_t minute);
+
+// Full due rule of design.md, for one job at one slot.
+bool IsDueAtSlot(int32_t interval_minutes, int32_t offset_minutes, const std::optional<EpochMs>& start_at,
+                 const std::optional<EpochMs>& end_at, bool paused, int64_t minute, EpochMs slot_ms);
+
+// The tick query's terms for one minute: one (interval, minute mod interval) per interval.
+std::vector<PhaseTerm> TermsForMinute(const std::vector<int32_t>& intervals, int64_t minute);
+
+// Terms covering every minute in [first, last]: per interval, each offset due at least once.
+// REQUIRES: first <= last.
+std::vector<PhaseTerm> TermsForRange(const std::vector<int32_t>& intervals, int64_t first, int64_t last);
+
+// The latest minute <= last_minute in which (interval, offset) is due.
+int64_t LatestDueMinute(int32_t interval_minutes, int32_t offset_minutes, int64_t last_minute);
+
+// The first `n` trigger instants (slot times) strictly after `after_ms` for a job, honouring
+// start_at and end_at (not paused). Fewer than n when end_at cuts the schedule short.
+std::vector<EpochMs> NextTriggerTimes(int32_t interval_minutes, int32_t offset_minutes, int32_t shard,
+                                      int64_t tick_ms, const std::optional<EpochMs>& start_at,
+                                      const std::optional<EpochMs>& end_at, EpochMs after_ms, int n);
+
+}  // namespace belfry

@@ -1,0 +1,26 @@
+#include "core/trigger_encoder.h"
+
+#include <fmt/format.h>
+
+#include "core/iso_time.h"
+#include "core/json_writer.h"
+
+namespace belfry {
+
+void EncodeTriggerValue(const TriggerView& t, std::string* out) {
+  out->clear();
+  out->reserve(96 + t.job_id.size() + t.details_json.size());
+  out->append("{\"jobId\":");
+  AppendJsonString(out, t.job_id);
+  out->append(",\"scheduledFor\":\"");
+  out->append(FormatIsoTime(t.scheduled_for_ms));
+  out->append("\",\"intervalMinutes\":");
+  fmt::format_to(std::back_inserter(*out), "{}", t.interval_minutes);
+  out->append(",\"jobDetails\":");
+  out->append(t.details_json.empty() ? std::string_view("{}") : t.details_json);
+  out->push_back('}');
+}
+
+std::string ScheduledForHeader(EpochMs scheduled_for_ms) { return fmt::format("{}", scheduled_for_ms); }
+
+}  // namespace belfry

@@ -1,0 +1,84 @@
+// CommandConsumer: reads the commands topic in batches, applies each batch to the JobStore in
+// one transaction, publishes rejections to the DLQ and outcomes to the results topic, and only
+// then commits the batch's offsets (at-least-once; the store makes replays idempotent).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "belfry/config.h"
+#include "belfry/job_store.h"
+#include "belfry/status.h"
+#include "belfry/stop_signal.h"
+#include "core/command_parser.h"
+
+namespace belfry {
+
+// What one committed batch did. Handed to CommandConsumerOptions::on_batch.
+struct CommandBatchReport {
+  uint64_t size = 0;  // messages in the batch
+  std::map<std::string, uint64_t> applied_by_op;        // "upsert" -> n, ...
+  std::map<std::string, uint64_t> rejected_by_reason;   // Status::reason() -> n
+  int64_t apply_latency_ms = 0;  // ApplyActions, retries and backoff included
+  int32_t apply_attempts = 0;    // 0 when the batch had no valid command
+};
+
+// Totals since construction.
+struct CommandConsumerStats {
+  uint64_t batches_total = 0;
+  uint64_t commands_applied_total = 0;
+  uint64_t commands_rejected_total = 0;
+  uint64_t apply_retries_total = 0;    // failed ApplyActions attempts
+  uint64_t publish_retries_total = 0;  // failed DLQ/results publication rounds
+  uint64_t last_batch_size = 0;
+  int64_t last_apply_latency_ms = 0;
+  // Sum over the assigned partitions of (high watermark - consumer position), refreshed every
+  // lag_refresh_ms; -1 until known.
+  int64_t consumer_lag = -1;
+  std::map<std::string, uint64_t> applied_by_op;
+  std::map<std::string, uint64_t> rejected_by_reason;
+};
+
+struct CommandConsumerOptions {
+  std::string client_id = "belfry-commands";
+  // Backoff between failed ApplyActions attempts / publication rounds: doubles from initial.
+  int64_t retry_initial_ms = 100;
+  int64_t retry_max_ms = 5000;
+  // message.timeout.ms of the DLQ/results producer.
+  int64_t publish_timeout_ms = 30000;
+  int64_t lag_refresh_ms = 5000;
+  // Called on the Run thread after each committed batch (e.g. to feed Prometheus counters).
+  std::function<void(const CommandBatchReport&)> on_batch;
+};
+
+class CommandConsumer final {
+ public:
+  class Impl;
+
+  // Creates the consumer (group config.group_id, subscribed to config.commands_topic) and its
+  // DLQ/results producer. REQUIRES: `store` and rules.topic_policy outlive the consumer.
+  static StatusOr<std::unique_ptr<CommandConsumer>> Create(const KafkaConfig& config, JobStore& store,
+                                                           CommandRules rules,
+                                                           CommandConsumerOptions options = {});
+  // Leaves the group (close()) and flushes the producer.
+  ~CommandConsumer();
+  CommandConsumer(const CommandConsumer&) = delete;
+  CommandConsumer& operator=(const CommandConsumer&) = delete;
+
+  // Consumes until `stop` is requested. A batch interrupted by stop is not committed; whoever
+  // owns its partitions next re-applies it. Never returns early for bad input or broker faults.
+  // REQUIRES: called from one thread at a time.
+  void Run(StopSignal& stop);
+
+  // Thread-safe snapshot.
+  CommandConsumerStats Stats() const;
+
+ private:
+  explicit CommandConsumer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace belfry

@@ -1,0 +1,61 @@
+// KafkaClientConfig: librdkafka configurations built from belfry::KafkaConfig, and the event
+// callback that routes librdkafka's logs and errors to spdlog. Private to src/kafka.
+#pragma once
+
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafkacpp.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "belfry/config.h"
+#include "belfry/status.h"
+
+namespace belfry {
+
+// Role-specific librdkafka settings, applied in order.
+using KafkaSettings = std::vector<std::pair<std::string, std::string>>;
+
+// Builds a global librdkafka config. Order: bootstrap.servers and client.id, then `settings`
+// (belfry's defaults for the client's role), then config.properties last, so an operator's
+// pass-through map can override anything. Every failed set() is Invalid("kafka_config", ...)
+// naming the key. `event_cb` (optional) must outlive every client created from the config.
+StatusOr<std::unique_ptr<RdKafka::Conf>> BuildKafkaConf(const KafkaConfig& config, const std::string& client_id,
+                                                        const KafkaSettings& settings,
+                                                        RdKafka::EventCb* event_cb = nullptr);
+
+struct RdKafkaConfDeleter {
+  void operator()(rd_kafka_conf_t* conf) const { rd_kafka_conf_destroy(conf); }
+};
+using RdKafkaConfPtr = std::unique_ptr<rd_kafka_conf_t, RdKafkaConfDeleter>;
+
+struct RdKafkaDeleter {
+  void operator()(rd_kafka_t* rk) const { rd_kafka_destroy(rk); }
+};
+using RdKafkaPtr = std::unique_ptr<rd_kafka_t, RdKafkaDeleter>;
+
+// The same for the C API (used by the Admin API), with librdkafka's logs routed to spdlog.
+StatusOr<RdKafkaConfPtr> BuildKafkaCConf(const KafkaConfig& config, const std::string& client_id,
+                                         const KafkaSettings& settings);
+
+// Routes librdkafka LOG events to spdlog at the matching level, ERROR events at WARN (ERROR
+// when fatal), and calls `on_error` (if set) for every ERROR event. Thread-safe; must outlive
+// the client it is registered with.
+class KafkaEventLogger final : public RdKafka::EventCb {
+ public:
+  explicit KafkaEventLogger(std::string client_id, std::function<void(RdKafka::Event&)> on_error = nullptr)
+      : client_id_(std::move(client_id)), on_error_(std::move(on_error)) {}
+  KafkaEventLogger(const KafkaEventLogger&) = delete;
+  KafkaEventLogger& operator=(const KafkaEventLogger&) = delete;
+
+  void event_cb(RdKafka::Event& event) override;
+
+ private:
+  const std::string client_id_;
+  const std::function<void(RdKafka::Event&)> on_error_;
+};
+
+}  // namespace belfry

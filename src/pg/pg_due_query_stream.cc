@@ -1,0 +1,175 @@
+#include "pg/pg_due_query_stream.h"
+
+#include <libpq-fe.h>
+
+#include <charconv>
+#include <memory>
+#include <utility>
+
+#include "pg/pg_queries.h"
+#include "pg/pg_status.h"
+
+namespace belfry {
+namespace {
+
+struct PgResultDeleter {
+  void operator()(PGresult* r) const { PQclear(r); }
+};
+using PgResultPtr = std::unique_ptr<PGresult, PgResultDeleter>;
+
+void AppendInt(std::string* out, int64_t v) {
+  char buf[24];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  out->append(buf, end);
+}
+
+std::string IntText(int64_t v) {
+  std::string s;
+  AppendInt(&s, v);
+  return s;
+}
+
+std::string_view Value(const PGresult* res, int row, int col) {
+  return std::string_view(PQgetvalue(res, row, col), static_cast<size_t>(PQgetlength(res, row, col)));
+}
+
+template <typename T>
+T IntValue(const PGresult* res, int row, int col) {
+  const std::string_view text = Value(res, row, col);
+  T v = 0;
+  std::from_chars(text.data(), text.data() + text.size(), v);
+  return v;
+}
+
+}  // namespace
+
+StatusOr<std::string> PhaseArrayLiteral(const std::vector<PhaseTerm>& terms) {
+  std::string out = "{";
+  for (const PhaseTerm& t : terms) {
+    if (t.interval_minutes <= 0 || t.interval_minutes > 1440) {
+      return Status::Invalid("due_query", "interval " + std::to_string(t.interval_minutes) + " is outside 1..1440");
+    }
+    for (int32_t offset : t.offsets) {
+      if (offset < 0 || offset >= t.interval_minutes) {
+        return Status::Invalid("due_query", "offset " + std::to_string(offset) + " is outside [0, " +
+                                                std::to_string(t.interval_minutes) + ")");
+      }
+      if (out.size() > 1) out.push_back(',');
+      AppendInt(&out, static_cast<int64_t>(t.interval_minutes) * 1440 + offset);
+    }
+  }
+  out.push_back('}');
+  return out;
+}
+
+PgDueQueryStream::PgDueQueryStream(std::string database_url) : database_url_(std::move(database_url)) {}
+
+PgDueQueryStream::~PgDueQueryStream() { Disconnect(); }
+
+void PgDueQueryStream::Disconnect() {
+  if (conn_ != nullptr) PQfinish(conn_);
+  conn_ = nullptr;
+}
+
+Status PgDueQueryStream::ConnectionError(const char* what) {
+  const std::string message = conn_ != nullptr ? PQerrorMessage(conn_) : "out of memory";
+  Status st = StatusFromSqlState("", what, message);
+  if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
+    Disconnect();
+    return Status::Retryable(st.message());
+  }
+  return st;
+}
+
+Status PgDueQueryStream::Connect() {
+  if (conn_ != nullptr) return Status::Ok();
+  conn_ = PQconnectdb(database_url_.c_str());
+  if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) return ConnectionError("due query: connect");
+  const struct {
+    const char* name;
+    const char* sql;
+  } statements[] = {
+      {pg_queries::kDueJobsName, pg_queries::kDueJobsSql},
+      {pg_queries::kDueJobsRangeName, pg_queries::kDueJobsRangeSql},
+  };
+  for (const auto& [name, sql] : statements) {
+    PgResultPtr res(PQprepare(conn_, name, sql, 0, nullptr));
+    if (res == nullptr) return ConnectionError("due query: prepare");
+    if (PQresultStatus(res.get()) != PGRES_COMMAND_OK) {
+      const char* sqlstate = PQresultErrorField(res.get(), PG_DIAG_SQLSTATE);
+      Status st = StatusFromSqlState(sqlstate != nullptr ? sqlstate : "", "due query: prepare",
+                                     PQresultErrorMessage(res.get()));
+      Disconnect();
+      return st.retryable() || sqlstate == nullptr ? Status::Retryable(st.message()) : st;
+    }
+  }
+  return Status::Ok();
+}
+
+Status PgDueQueryStream::ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn) {
+  StatusOr<std::string> phases = PhaseArrayLiteral(q.terms);
+  if (!phases.ok()) return phases.status();
+  if (*phases == "{}") return Status::Ok();  // no term: nothing can be due
+  if (Status st = Connect(); !st.ok()) return st;
+
+  const bool range = q.first_minute != q.last_minute;
+  const int64_t slot_offset_ms = static_cast<int64_t>(q.shard) * q.tick_ms;
+  const std::string shard = IntText(q.shard);
+  std::string params[3];
+  const char* values[5] = {shard.c_str(), phases->c_str(), nullptr, nullptr, nullptr};
+  int n_params = 3;
+  if (!range) {
+    params[0] = IntText(q.last_minute * 60'000 + slot_offset_ms);
+    values[2] = params[0].c_str();
+  } else {
+    params[0] = IntText(q.first_minute);
+    params[1] = IntText(q.last_minute);
+    params[2] = IntText(slot_offset_ms);
+    for (int i = 0; i < 3; ++i) values[2 + i] = params[i].c_str();
+    n_params = 5;
+  }
+  const char* name = range ? pg_queries::kDueJobsRangeName : pg_queries::kDueJobsName;
+  if (PQsendQueryPrepared(conn_, name, n_params, values, nullptr, nullptr, 0) == 0) {
+    return ConnectionError("due query: send");
+  }
+  // If single-row mode cannot be set the rows still arrive, in one result; the loop below copes.
+  PQsetSingleRowMode(conn_);
+
+  Status status;
+  DueJob job;
+  job.due_minute = q.last_minute;
+  try {
+    // Drain every result, even after an error, so the connection is ready for the next query.
+    while (PGresult* raw = PQgetResult(conn_)) {
+      PgResultPtr res(raw);
+      const ExecStatusType result_status = PQresultStatus(raw);
+      if (result_status == PGRES_SINGLE_TUPLE || result_status == PGRES_TUPLES_OK) {
+        if (!status.ok()) continue;
+        const int rows = PQntuples(raw);
+        for (int r = 0; r < rows; ++r) {
+          job.id = Value(raw, r, 0);
+          job.topic = Value(raw, r, 1);
+          job.key = Value(raw, r, 2);
+          job.details_json = Value(raw, r, 3);
+          job.interval_minutes = IntValue<int32_t>(raw, r, 4);
+          if (range) job.due_minute = IntValue<int64_t>(raw, r, 5);
+          fn(job);
+        }
+      } else if (status.ok()) {
+        const char* sqlstate = PQresultErrorField(raw, PG_DIAG_SQLSTATE);
+        status = StatusFromSqlState(sqlstate != nullptr ? sqlstate : "", "due query", PQresultErrorMessage(raw));
+      }
+    }
+  } catch (...) {
+    Disconnect();  // mid-stream: the connection still has rows in flight
+    throw;
+  }
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    Disconnect();
+    return Status::Retryable(status.ok() ? "due query: connection lost" : status.message());
+  }
+  if (status.retryable()) Disconnect();
+  return status;
+}
+
+}  // namespace belfry

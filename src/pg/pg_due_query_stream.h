@@ -1,0 +1,50 @@
+// PgDueQueryStream: runs the tick query on its own raw libpq connection in single-row mode, so
+// that a shard-minute of any size streams through in constant memory.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "belfry/job.h"
+#include "belfry/job_store.h"
+#include "belfry/status.h"
+
+struct pg_conn;
+
+namespace belfry {
+
+// The query's phase set as an int[] literal, "{1441,2883,...}": interval * 1440 + offset for each
+// (interval, offset) of the terms, the same expression as the jobs.phase generated column.
+// Invalid for an interval outside 1..1440 or an offset outside [0, interval).
+StatusOr<std::string> PhaseArrayLiteral(const std::vector<PhaseTerm>& terms);
+
+// Thread-compatible: one instance per thread. Connects lazily; a connection fault closes the
+// connection and the next call reconnects (and re-prepares).
+class PgDueQueryStream final {
+ public:
+  explicit PgDueQueryStream(std::string database_url);
+  PgDueQueryStream(const PgDueQueryStream&) = delete;
+  PgDueQueryStream& operator=(const PgDueQueryStream&) = delete;
+  ~PgDueQueryStream();
+
+  // Calls fn once per due job of `q`, as the rows arrive. With q.first_minute == q.last_minute
+  // it runs the normal tick query (due_minute = q.last_minute for every row); otherwise the
+  // coalesced range query. Read-only. Returns Invalid for a malformed query (an interval outside
+  // 1..1440, an offset outside [0, interval)), Retryable on connection faults (fn may have seen a
+  // prefix of the rows).
+  // REQUIRES: fn does not throw; if it does, the connection is closed and the exception propagates.
+  Status ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn);
+
+  void Disconnect();
+
+ private:
+  Status Connect();
+  // Translates the connection's current error; closes the connection when it is broken.
+  Status ConnectionError(const char* what);
+
+  const std::string database_url_;
+  pg_conn* conn_ = nullptr;
+};
+
+}  // namespace belfry

@@ -1,0 +1,54 @@
+// PgJobStore: the JobStore over PostgreSQL (schema: migrations/, reasoning: docs/storage.md).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "belfry/job_store.h"
+#include "pg/pg_due_query_stream.h"
+#include "pg/pg_session.h"
+
+namespace belfry {
+
+// Thread-compatible, not thread-safe: use one instance per thread. It holds up to two
+// connections, each opened on first use: a libpqxx one for writes and admin reads, and a raw
+// libpq one for the streamed tick query. A scheduler worker therefore holds only the second and
+// the command consumer only the first. A broken connection makes the call return Retryable and
+// is reopened by the next call.
+class PgJobStore final : public JobStore {
+ public:
+  // `due_query_url`, when not empty, serves the tick query instead of `database_url`: the query
+  // is read-only, so it may run on a hot standby.
+  explicit PgJobStore(std::string database_url, std::string due_query_url = {});
+  PgJobStore(const PgJobStore&) = delete;
+  PgJobStore& operator=(const PgJobStore&) = delete;
+  ~PgJobStore() override;
+
+  // One statement per call, streamed in single-row mode (see PgDueQueryStream).
+  Status ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn) override;
+
+  // One transaction; one set-based statement per action kind (two for upserts: insert the new
+  // ids, then update the existing rows), whatever the number of actions.
+  // REQUIRES: at most one action per id (the batch reducer guarantees it).
+  Status ApplyActions(const std::vector<JobAction>& actions) override;
+
+  // StoredJob.spec.offset_explicit is always false and source.timestamp_ms 0: neither is stored.
+  StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) override;
+  // Ordered by id; filter.limit is clamped to 1..1000.
+  StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter& filter) override;
+
+  // EXPLAIN (ANALYZE, BUFFERS) of the normal tick query for shard q.shard at minute
+  // q.last_minute with q.terms, one plan line per line. Executes the query (read-only).
+  StatusOr<std::string> ExplainDueQuery(const DueQuery& q);
+
+  StatusOr<int64_t> CountJobs();
+
+ private:
+  PgSession session_;
+  PgDueQueryStream due_stream_;
+};
+
+}  // namespace belfry

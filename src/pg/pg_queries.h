@@ -1,0 +1,234 @@
+// Every SQL statement belfry runs, as named constants with $n parameters. Values are always bound
+// as parameters, never spliced into the text. The schema itself lives only in migrations/.
+//
+// Timestamps cross the wire as epoch milliseconds (bigint): to_timestamp(0) + ms * 1 ms is exact
+// for the whole timestamptz range, and so is floor(extract(epoch ...) * 1000) on the way back
+// (extract returns numeric since PostgreSQL 14).
+#pragma once
+
+namespace belfry::pg_queries {
+
+// ---- Tick query (src/pg/pg_due_query_stream.cc), streamed in single-row mode. ----------------
+
+// Normal firing of one shard-minute. $1 shard, $2 phases (interval*1440 + offset) as int[],
+// $3 the slot, epoch ms. The slot is computed once, in an InitPlan, not per row.
+// Index condition: (shard = $1) AND (phase = ANY ($2)) on jobs_due_idx.
+#define BELFRY_DUE_JOBS_SELECT                                                                        \
+  "SELECT id, topic, key, details, interval_minutes "                                                 \
+  "FROM jobs "                                                                                        \
+  "WHERE shard = $1::smallint AND phase = ANY ($2::int[]) AND NOT paused "                            \
+  "AND (start_at IS NULL OR start_at <= (SELECT to_timestamp(0) + $3::bigint * interval '1 millisecond')) " \
+  "AND (end_at IS NULL OR end_at > (SELECT to_timestamp(0) + $3::bigint * interval '1 millisecond'))"
+
+inline constexpr const char kDueJobsName[] = "belfry_due_jobs";
+inline constexpr const char kDueJobsSql[] = BELFRY_DUE_JOBS_SELECT;
+
+// `belfry explain`: the same query, run for real, with buffer counts.
+inline constexpr const char kExplainDueJobsName[] = "belfry_explain_due_jobs";
+inline constexpr const char kExplainDueJobsSql[] = "EXPLAIN (ANALYZE, BUFFERS) " BELFRY_DUE_JOBS_SELECT;
+
+#undef BELFRY_DUE_JOBS_SELECT
+
+// Coalesced catch-up over minutes [$3, $4] of shard $1. $2 phases due at least once in the range,
+// $5 the slot's offset within its minute (shard * tick_ms). Each job comes back once, with
+// due_minute = the latest minute M in [$3, $4] with M = offset (mod interval) whose slot
+// M*60000 + $5 satisfies start_at <= slot < end_at; jobs with no such minute are left out.
+//   cap          = min($4, last minute whose slot is before end_at)
+//   start_minute = first minute whose slot is at or after start_at
+//   due_minute   = cap - ((cap - offset) mod interval)
+inline constexpr const char kDueJobsRangeName[] = "belfry_due_jobs_range";
+inline constexpr const char kDueJobsRangeSql[] =
+    "SELECT id, topic, key, details, interval_minutes, due_minute FROM ("
+    "  SELECT id, topic, key, details, interval_minutes, start_minute,"
+    "    cap - ((cap - offset_minutes) % interval_minutes + interval_minutes) % interval_minutes AS due_minute"
+    "  FROM ("
+    "    SELECT id, topic, key, details, interval_minutes, offset_minutes,"
+    "      CASE WHEN end_at IS NULL THEN $4::bigint"
+    "        ELSE LEAST($4::bigint,"
+    "                   ceil((extract(epoch FROM end_at) * 1000 - $5::bigint) / 60000)::bigint - 1)"
+    "      END AS cap,"
+    "      ceil((extract(epoch FROM start_at) * 1000 - $5::bigint) / 60000)::bigint AS start_minute"
+    "    FROM jobs"
+    "    WHERE shard = $1::smallint AND phase = ANY ($2::int[]) AND NOT paused"
+    "    OFFSET 0"  // keeps cap computed once per row instead of inlined into every use
+    "  ) AS bounded"
+    ") AS due "
+    "WHERE due_minute >= $3::bigint AND (start_minute IS NULL OR due_minute >= start_minute)";
+
+// ---- Command application (src/pg/pg_job_store.cc): one statement per action kind. -----------
+// Each takes $1 = a JSON array of objects, one per action, read with jsonb_to_recordset. Every
+// write is guarded by the replay rule: nothing happens when the stored row came from the same
+// partition at the same or a later offset (deletes: a strictly later offset).
+
+#define BELFRY_UPSERT_RECORDSET                                                                       \
+  "jsonb_to_recordset($1::jsonb) AS a(id text, shard smallint, interval_minutes int, offset_minutes int," \
+  " keep_offset boolean, owner text, topic text, key text, details text, start_ms bigint, end_ms bigint," \
+  " priority int, paused boolean, replace_fresh boolean, src_partition int, src_offset bigint)"
+
+// Step 1 of an upsert: insert the jobs that do not exist yet. Existing ids are left to step 2.
+inline constexpr const char kInsertJobsName[] = "belfry_insert_jobs";
+inline constexpr const char kInsertJobsSql[] =
+    "INSERT INTO jobs (id, shard, interval_minutes, offset_minutes, owner, topic, key, details,"
+    " start_at, end_at, priority, paused, src_partition, src_offset) "
+    "SELECT a.id, a.shard, a.interval_minutes, a.offset_minutes, a.owner, a.topic, a.key, a.details,"
+    " to_timestamp(0) + a.start_ms * interval '1 millisecond',"
+    " to_timestamp(0) + a.end_ms * interval '1 millisecond',"
+    " a.priority, COALESCE(a.paused, false), a.src_partition, a.src_offset "
+    "FROM " BELFRY_UPSERT_RECORDSET " "
+    "ON CONFLICT (id) DO NOTHING";
+
+// Step 2 of an upsert: replace existing rows. Runs after step 1 in the same transaction, so it
+// also sees rows step 1 just inserted, which the replay guard skips (same source position).
+// keep_offset = !replace_fresh && !offset_explicit; the stored offset survives only when the
+// interval is unchanged. paused: the action's flag if given, else false for a fresh replacement,
+// else the stored flag. SET expressions read the row's values from before this update.
+inline constexpr const char kUpdateJobsName[] = "belfry_update_jobs";
+inline constexpr const char kUpdateJobsSql[] =
+    "UPDATE jobs AS j SET"
+    " shard = a.shard,"
+    " interval_minutes = a.interval_minutes,"
+    " offset_minutes = CASE WHEN a.keep_offset AND j.interval_minutes = a.interval_minutes"
+    "   THEN j.offset_minutes ELSE a.offset_minutes END,"
+    " owner = a.owner, topic = a.topic, key = a.key, details = a.details,"
+    " start_at = to_timestamp(0) + a.start_ms * interval '1 millisecond',"
+    " end_at = to_timestamp(0) + a.end_ms * interval '1 millisecond',"
+    " priority = a.priority,"
+    " paused = CASE WHEN a.paused IS NOT NULL THEN a.paused WHEN a.replace_fresh THEN false ELSE j.paused END,"
+    " src_partition = a.src_partition, src_offset = a.src_offset,"
+    " created_at = CASE WHEN a.replace_fresh THEN now() ELSE j.created_at END,"
+    " updated_at = now() "
+    "FROM " BELFRY_UPSERT_RECORDSET " "
+    "WHERE j.id = a.id AND NOT (j.src_partition = a.src_partition AND j.src_offset >= a.src_offset)";
+
+#undef BELFRY_UPSERT_RECORDSET
+
+inline constexpr const char kDeleteJobsName[] = "belfry_delete_jobs";
+inline constexpr const char kDeleteJobsSql[] =
+    "DELETE FROM jobs AS j "
+    "USING jsonb_to_recordset($1::jsonb) AS a(id text, src_partition int, src_offset bigint) "
+    "WHERE j.id = a.id AND NOT (j.src_partition = a.src_partition AND j.src_offset > a.src_offset)";
+
+inline constexpr const char kSetPausedName[] = "belfry_set_paused";
+inline constexpr const char kSetPausedSql[] =
+    "UPDATE jobs AS j SET paused = a.paused, src_partition = a.src_partition, src_offset = a.src_offset,"
+    " updated_at = now() "
+    "FROM jsonb_to_recordset($1::jsonb) AS a(id text, paused boolean, src_partition int, src_offset bigint) "
+    "WHERE j.id = a.id AND NOT (j.src_partition = a.src_partition AND j.src_offset >= a.src_offset)";
+
+// ---- Reads (src/pg/pg_job_store.cc). ----------------------------------------------------------
+
+// Column order is decoded by PgJobStore's row reader; keep the two in step.
+#define BELFRY_JOB_COLUMNS                                                                            \
+  "id, owner, interval_minutes, offset_minutes, shard, topic, key, details,"                          \
+  " floor(extract(epoch FROM start_at) * 1000)::bigint, floor(extract(epoch FROM end_at) * 1000)::bigint," \
+  " priority, paused, floor(extract(epoch FROM created_at) * 1000)::bigint,"                          \
+  " floor(extract(epoch FROM updated_at) * 1000)::bigint, src_partition, src_offset"
+
+inline constexpr const char kGetJobName[] = "belfry_get_job";
+inline constexpr const char kGetJobSql[] = "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE id = $1";
+
+// Keyset pagination: $1 = after_id, $2 = limit, then the filters. One statement per filter shape,
+// so each prepared plan can use its own index (pkey, (owner, id) or (topic, id)).
+inline constexpr const char kListJobsName[] = "belfry_list_jobs";
+inline constexpr const char kListJobsSql[] =
+    "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE id > $1 ORDER BY id LIMIT $2";
+inline constexpr const char kListJobsByOwnerName[] = "belfry_list_jobs_by_owner";
+inline constexpr const char kListJobsByOwnerSql[] =
+    "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE owner = $3 AND id > $1 ORDER BY id LIMIT $2";
+inline constexpr const char kListJobsByTopicName[] = "belfry_list_jobs_by_topic";
+inline constexpr const char kListJobsByTopicSql[] =
+    "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE topic = $3 AND id > $1 ORDER BY id LIMIT $2";
+inline constexpr const char kListJobsByOwnerTopicName[] = "belfry_list_jobs_by_owner_topic";
+inline constexpr const char kListJobsByOwnerTopicSql[] =
+    "SELECT " BELFRY_JOB_COLUMNS
+    " FROM jobs WHERE owner = $3 AND topic = $4 AND id > $1 ORDER BY id LIMIT $2";
+
+#undef BELFRY_JOB_COLUMNS
+
+inline constexpr const char kCountJobsName[] = "belfry_count_jobs";
+inline constexpr const char kCountJobsSql[] = "SELECT count(*) FROM jobs";
+
+// ---- Shard ledger (src/pg/pg_shard_ledger.cc). All leases use the database's clock. ----------
+
+// $1 shard, $2 node, $3 up_to_minute, $4 lease ms. One row: (claimed, fired_through). No row at
+// all means the shard has no shard_state row.
+inline constexpr const char kClaimShardName[] = "belfry_claim_shard";
+inline constexpr const char kClaimShardSql[] =
+    "WITH claimed AS ("
+    "  UPDATE shard_state SET claim_node = $2, claim_until = now() + $4::bigint * interval '1 millisecond',"
+    "    updated_at = now()"
+    "  WHERE shard = $1::smallint AND (fired_through IS NULL OR fired_through < $3::bigint)"
+    "    AND (claim_until IS NULL OR claim_until <= now() OR claim_node = $2)"
+    "  RETURNING fired_through"
+    ") "
+    "SELECT true, fired_through FROM claimed "
+    "UNION ALL "
+    "SELECT false, fired_through FROM shard_state "
+    "WHERE shard = $1::smallint AND NOT EXISTS (SELECT 1 FROM claimed)";
+
+// $1 shard, $2 minute, $3 node, $4 lease ms, $5 release.
+inline constexpr const char kMarkFiredName[] = "belfry_mark_fired";
+inline constexpr const char kMarkFiredSql[] =
+    "UPDATE shard_state SET"
+    " fired_through = GREATEST(COALESCE(fired_through, $2::bigint), $2::bigint),"
+    " claim_node = CASE WHEN $5::boolean THEN NULL ELSE claim_node END,"
+    " claim_until = CASE WHEN $5::boolean THEN NULL"
+    "   ELSE now() + $4::bigint * interval '1 millisecond' END,"
+    " updated_at = now() "
+    "WHERE shard = $1::smallint AND claim_node = $3";
+
+// $1 shard, $2 node.
+inline constexpr const char kReleaseShardName[] = "belfry_release_shard";
+inline constexpr const char kReleaseShardSql[] =
+    "UPDATE shard_state SET claim_node = NULL, claim_until = NULL, updated_at = now() "
+    "WHERE shard = $1::smallint AND claim_node = $2";
+
+inline constexpr const char kLoadShardStatesName[] = "belfry_load_shard_states";
+inline constexpr const char kLoadShardStatesSql[] =
+    "SELECT shard, fired_through, COALESCE(claim_node, ''),"
+    " floor(extract(epoch FROM claim_until) * 1000)::bigint, COALESCE(claim_until > now(), false) "
+    "FROM shard_state ORDER BY shard";
+
+// ---- Migrations (src/pg/migrator.cc). ---------------------------------------------------------
+
+// Session advisory lock key held while migrating: ASCII "belfrymg".
+inline constexpr long long kMigrationLockKey = 0x62656c6672796d67LL;
+
+inline constexpr const char kMigrationLockName[] = "belfry_migration_lock";
+inline constexpr const char kMigrationLockSql[] = "SELECT pg_advisory_lock($1::bigint)";
+inline constexpr const char kMigrationUnlockName[] = "belfry_migration_unlock";
+inline constexpr const char kMigrationUnlockSql[] = "SELECT pg_advisory_unlock($1::bigint)";
+
+inline constexpr const char kCreateSchemaMigrationsSql[] =
+    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+    " version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())";
+
+inline constexpr const char kSchemaMigrationsExistsName[] = "belfry_schema_migrations_exists";
+inline constexpr const char kSchemaMigrationsExistsSql[] =
+    "SELECT to_regclass('schema_migrations') IS NOT NULL";
+
+inline constexpr const char kAppliedMigrationsName[] = "belfry_applied_migrations";
+inline constexpr const char kAppliedMigrationsSql[] = "SELECT version FROM schema_migrations ORDER BY version";
+
+inline constexpr const char kRecordMigrationName[] = "belfry_record_migration";
+inline constexpr const char kRecordMigrationSql[] =
+    "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())";
+
+// $1 shard_count as text.
+inline constexpr const char kInsertShardCountName[] = "belfry_insert_shard_count";
+inline constexpr const char kInsertShardCountSql[] =
+    "INSERT INTO belfry_meta (key, value) VALUES ('shard_count', $1) ON CONFLICT (key) DO NOTHING";
+
+inline constexpr const char kMetaExistsName[] = "belfry_meta_exists";
+inline constexpr const char kMetaExistsSql[] = "SELECT to_regclass('belfry_meta') IS NOT NULL";
+
+inline constexpr const char kGetShardCountName[] = "belfry_get_shard_count";
+inline constexpr const char kGetShardCountSql[] = "SELECT value FROM belfry_meta WHERE key = 'shard_count'";
+
+// $1 shard_count.
+inline constexpr const char kInsertShardStatesName[] = "belfry_insert_shard_states";
+inline constexpr const char kInsertShardStatesSql[] =
+    "INSERT INTO shard_state (shard) SELECT s FROM generate_series(0, $1::int - 1) AS s "
+    "ON CONFLICT (shard) DO NOTHING";
+
+}  // namespace belfry::pg_queries

@@ -1,0 +1,57 @@
+// PgSession: one lazily opened libpqxx connection with the prepared statements its owner needs.
+// A connection fault drops the connection; the next Run reconnects and re-prepares.
+#pragma once
+
+#include <exception>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <pqxx/connection>
+
+#include "belfry/status.h"
+#include "pg/pg_status.h"
+
+namespace belfry {
+
+struct PreparedStatement {
+  const char* name;
+  const char* sql;
+};
+
+// Thread-compatible: one instance per thread.
+class PgSession final {
+ public:
+  PgSession(std::string database_url, std::vector<PreparedStatement> statements);
+  PgSession(const PgSession&) = delete;
+  PgSession& operator=(const PgSession&) = delete;
+  ~PgSession();
+
+  // Connects if needed, then runs `fn(pqxx::connection&)`, which returns a Status. Exceptions
+  // from fn are translated with StatusFromException(e, context); after a Retryable error the
+  // connection is dropped, so a half-broken session is never reused.
+  template <typename Fn>
+  Status Run(const char* context, Fn&& fn) {
+    if (Status st = Connect(context); !st.ok()) return st;
+    Status result;
+    try {
+      result = std::forward<Fn>(fn)(*conn_);
+    } catch (const std::exception& e) {
+      result = StatusFromException(e, context);
+    }
+    if (result.retryable() || !conn_->is_open()) Disconnect();
+    return result;
+  }
+
+  void Disconnect();
+
+ private:
+  Status Connect(const char* context);
+
+  const std::string database_url_;
+  const std::vector<PreparedStatement> statements_;
+  std::unique_ptr<pqxx::connection> conn_;
+};
+
+}  // namespace belfry

@@ -1,0 +1,115 @@
+#include "core/catchup_planner.h"
+
+#include <gtest/gtest.h>
+
+#include "core/slot_math.h"
+
+namespace belfry {
+namespace {
+
+constexpr int64_t kM = 29922577;  // 2026-11-22T13:37Z
+
+SchedulerConfig Cfg(MisfirePolicy p) {
+  SchedulerConfig c;
+  c.misfire_policy = p;
+  return c;
+}
+
+TEST(CatchupPlannerTest, NormalTickFiresJustTheMinute) {
+  const auto plan = PlanFiring(kM - 1, kM, 10, SlotMs(kM, 10, 500) + 3, Cfg(MisfirePolicy::kFireAll));
+  EXPECT_FALSE(plan.nothing_to_do);
+  EXPECT_EQ(plan.on_time.first, kM);
+  EXPECT_EQ(plan.on_time.last, kM);
+  EXPECT_TRUE(plan.missed.empty());
+  EXPECT_EQ(plan.too_old, 0);
+  EXPECT_EQ(plan.advance_to, kM);
+}
+
+TEST(CatchupPlannerTest, AlreadyFiredIsNothingToDo) {
+  const auto plan = PlanFiring(kM, kM, 10, SlotMs(kM, 10, 500), Cfg(MisfirePolicy::kFireAll));
+  EXPECT_TRUE(plan.nothing_to_do);
+}
+
+TEST(CatchupPlannerTest, FreshShardStartsAtTarget) {
+  const auto plan = PlanFiring(std::nullopt, kM, 10, SlotMs(kM, 10, 500), Cfg(MisfirePolicy::kFireAll));
+  EXPECT_EQ(plan.on_time.size(), 1);
+  EXPECT_TRUE(plan.missed.empty());
+}
+
+TEST(CatchupPlannerTest, FiveMinuteOutageUnderEachPolicy) {
+  const EpochMs now = SlotMs(kM, 10, 500) + 100;
+  for (MisfirePolicy p : {MisfirePolicy::kFireAll, MisfirePolicy::kCoalesce, MisfirePolicy::kSkip}) {
+    const auto plan = PlanFiring(kM - 6, kM, 10, now, Cfg(p));
+    EXPECT_EQ(plan.on_time.first, kM);
+    EXPECT_EQ(plan.on_time.last, kM);
+    EXPECT_EQ(plan.missed.first, kM - 5);
+    EXPECT_EQ(plan.missed.last, kM - 1);
+    EXPECT_EQ(plan.too_old, 0);
+    EXPECT_EQ(MissedMinutesFired(plan), p == MisfirePolicy::kSkip ? 0 : 5);
+  }
+}
+
+TEST(CatchupPlannerTest, OlderThanMaxCatchupIsTooOld) {
+  const EpochMs now = SlotMs(kM, 10, 500) + 100;
+  const auto plan = PlanFiring(kM - 61, kM, 10, now, Cfg(MisfirePolicy::kFireAll));
+  // Window is 15 minutes: slots >= now - 15 min are kM-15 .. kM-1 (kM-15's slot is 15 min - 100ms ago).
+  EXPECT_EQ(plan.missed.first, kM - 15);
+  EXPECT_EQ(plan.missed.last, kM - 1);
+  EXPECT_EQ(plan.too_old, 45);  // kM-60 .. kM-16
+  EXPECT_EQ(plan.advance_to, kM);
+}
+
+TEST(CatchupPlannerTest, LateTargetWithinThresholdIsOnTime) {
+  // A takeover 3 s after the slot is not a misfire.
+  const auto plan = PlanFiring(kM - 1, kM, 10, SlotMs(kM, 10, 500) + 3000, Cfg(MisfirePolicy::kSkip));
+  EXPECT_EQ(plan.on_time.size(), 1);
+  EXPECT_TRUE(plan.missed.empty());
+}
+
+TEST(CatchupPlannerTest, TargetItselfMissedBeyondThreshold) {
+  const auto plan = PlanFiring(kM - 3, kM - 1, 10, SlotMs(kM - 1, 10, 500) + 45'000, Cfg(MisfirePolicy::kSkip));
+  EXPECT_TRUE(plan.on_time.empty());
+  EXPECT_EQ(plan.missed.first, kM - 2);
+  EXPECT_EQ(plan.missed.last, kM - 1);
+  EXPECT_EQ(plan.advance_to, kM - 1);
+}
+
+TEST(CatchupPlannerTest, HugeGapIsArithmeticNotALoop) {
+  const auto plan = PlanFiring(0, kM, 10, SlotMs(kM, 10, 500), Cfg(MisfirePolicy::kFireAll));
+  EXPECT_EQ(plan.too_old + plan.missed.size() + plan.on_time.size(), kM);
+}
+
+TEST(CatchupPlannerTest, CatchUpRequestsSkipLiveClaimsAndFreshShards) {
+  SchedulerConfig cfg;
+  const EpochMs now = SlotMs(kM, 0, 500) + 30'000;  // half way through minute kM
+  std::vector<ShardState> states(4);
+  for (int i = 0; i < 3; ++i) states[i].shard = i * 40;  // shards 0, 40, 80
+  states[0].fired_through = kM;           // shard 0 fired this minute: nothing
+  states[1].fired_through = kM - 1;       // shard 40 (slot 20 s) is due this minute and not fired
+  states[2].fired_through = kM - 5;       // shard 80 (slot 40 s): behind, due up to kM-1
+  states[2].claim_live = true;            // ... but claimed by a live node
+  states[3].shard = 60;
+  states[3].fired_through = std::nullopt;  // never fired: left to the ticker
+  auto reqs = CatchUpRequests(states, now, 2000, cfg);
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].shard, 40);
+  EXPECT_EQ(reqs[0].minute, kM);
+  EXPECT_FALSE(reqs[0].on_time);
+  states[2].claim_live = false;
+  reqs = CatchUpRequests(states, now, 2000, cfg);
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(reqs[1].shard, 80);
+  EXPECT_EQ(reqs[1].minute, kM - 1);
+}
+
+TEST(CatchupPlannerTest, GraceLeavesJustPassedSlotsToTheTicker) {
+  SchedulerConfig cfg;
+  std::vector<ShardState> states(1);
+  states[0].shard = 40;
+  states[0].fired_through = kM - 1;
+  EXPECT_TRUE(CatchUpRequests(states, SlotMs(kM, 40, 500) + 1999, 2000, cfg).empty());
+  EXPECT_EQ(CatchUpRequests(states, SlotMs(kM, 40, 500) + 2000, 2000, cfg).size(), 1u);
+}
+
+}  // namespace
+}  // namespace belfry

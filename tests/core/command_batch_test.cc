@@ -1,0 +1,161 @@
+#include "core/command_batch.h"
+
+#include <gtest/gtest.h>
+
+#include "core/shard_hash.h"
+
+namespace belfry {
+namespace {
+
+Command Upsert(const std::string& id, int interval, int offset, bool explicit_offset, int64_t off) {
+  Command c;
+  c.op = CommandOp::kUpsert;
+  c.id = id;
+  c.spec.id = id;
+  c.spec.interval_minutes = interval;
+  c.spec.offset_minutes = offset;
+  c.spec.offset_explicit = explicit_offset;
+  c.spec.topic = "t";
+  c.source = SourcePosition{0, off, 0};
+  return c;
+}
+
+Command Op(CommandOp op, const std::string& id, int64_t off) {
+  Command c;
+  c.op = op;
+  c.id = id;
+  c.source = SourcePosition{0, off, 0};
+  return c;
+}
+
+TEST(ReduceCommandsTest, OneActionPerIdInFirstSeenOrder) {
+  auto actions = ReduceCommands({Upsert("a", 5, 1, false, 1), Upsert("b", 5, 2, false, 2), Upsert("a", 5, 3, false, 3)});
+  ASSERT_EQ(actions.size(), 2u);
+  EXPECT_EQ(actions[0].id, "a");
+  EXPECT_EQ(actions[1].id, "b");
+  EXPECT_EQ(actions[0].source.offset, 3);
+}
+
+TEST(ReduceCommandsTest, SecondUpsertKeepingIntervalInheritsOffset) {
+  auto a = ReduceCommands({Upsert("a", 5, 1, true, 1), Upsert("a", 5, 3, false, 2)});
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].spec.offset_minutes, 1);
+  EXPECT_TRUE(a[0].spec.offset_explicit);
+  // ... unless the second one is explicit.
+  a = ReduceCommands({Upsert("a", 5, 1, false, 1), Upsert("a", 5, 3, true, 2)});
+  EXPECT_EQ(a[0].spec.offset_minutes, 3);
+  // Both derived: the stored row (if any) still decides, so stay non-explicit with the first's offset.
+  a = ReduceCommands({Upsert("a", 5, 1, false, 1), Upsert("a", 5, 3, false, 2)});
+  EXPECT_EQ(a[0].spec.offset_minutes, 1);
+  EXPECT_FALSE(a[0].spec.offset_explicit);
+}
+
+TEST(ReduceCommandsTest, IntervalChangeWithinBatchTakesNewOffset) {
+  auto a = ReduceCommands({Upsert("a", 5, 1, false, 1), Upsert("a", 10, 7, false, 2)});
+  EXPECT_EQ(a[0].spec.interval_minutes, 10);
+  EXPECT_EQ(a[0].spec.offset_minutes, 7);
+  EXPECT_TRUE(a[0].spec.offset_explicit);  // must not fall back to a stored row's offset
+}
+
+TEST(ReduceCommandsTest, DeleteThenUpsertIsFresh) {
+  auto a = ReduceCommands({Op(CommandOp::kDelete, "a", 1), Upsert("a", 5, 3, false, 2)});
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].kind, JobAction::Kind::kUpsert);
+  EXPECT_TRUE(a[0].replace_fresh);
+  EXPECT_EQ(a[0].paused, std::optional<bool>(false));
+  EXPECT_EQ(a[0].spec.offset_minutes, 3);
+}
+
+TEST(ReduceCommandsTest, UpsertThenDeleteIsDelete) {
+  auto a = ReduceCommands({Upsert("a", 5, 3, false, 1), Op(CommandOp::kDelete, "a", 2)});
+  EXPECT_EQ(a[0].kind, JobAction::Kind::kDelete);
+  EXPECT_EQ(a[0].source.offset, 2);
+}
+
+TEST(ReduceCommandsTest, PauseAndResumeFoldIntoUpsert) {
+  auto a = ReduceCommands({Upsert("a", 5, 3, false, 1), Op(CommandOp::kPause, "a", 2)});
+  EXPECT_EQ(a[0].kind, JobAction::Kind::kUpsert);
+  EXPECT_EQ(a[0].paused, std::optional<bool>(true));
+  EXPECT_EQ(a[0].source.offset, 2);
+  a = ReduceCommands({Op(CommandOp::kPause, "a", 1), Upsert("a", 5, 3, false, 2)});
+  EXPECT_EQ(a[0].paused, std::optional<bool>(true));  // upsert keeps the paused flag
+  a = ReduceCommands({Op(CommandOp::kPause, "a", 1), Op(CommandOp::kResume, "a", 2)});
+  EXPECT_EQ(a[0].kind, JobAction::Kind::kSetPaused);
+  EXPECT_EQ(a[0].paused, std::optional<bool>(false));
+}
+
+TEST(ReduceCommandsTest, PauseAfterDeleteStaysDeleted) {
+  auto a = ReduceCommands({Op(CommandOp::kDelete, "a", 1), Op(CommandOp::kPause, "a", 2)});
+  EXPECT_EQ(a[0].kind, JobAction::Kind::kDelete);
+  EXPECT_EQ(a[0].source.offset, 2);
+}
+
+TEST(ReduceCommandsTest, LoneUpsertKeepsStoredPausedFlag) {
+  auto a = ReduceCommands({Upsert("a", 5, 3, false, 1)});
+  EXPECT_FALSE(a[0].paused.has_value());
+  EXPECT_FALSE(a[0].replace_fresh);
+}
+
+TEST(EncodeCommandOutcomeTest, Format) {
+  CommandOutcome o{"job-1", "upsert", true, "", 3, 42};
+  EXPECT_EQ(EncodeCommandOutcome(o),
+            R"({"id":"job-1","op":"upsert","status":"applied","error":null,"partition":3,"offset":42})");
+  o.applied = false;
+  o.error = "invalid_json: \"bad\"";
+  EXPECT_EQ(EncodeCommandOutcome(o),
+            R"({"id":"job-1","op":"upsert","status":"rejected","error":"invalid_json: \"bad\"","partition":3,"offset":42})");
+}
+
+class PrepareCommandBatchTest : public ::testing::Test {
+ protected:
+  PrepareCommandBatchTest() : policy_({"*"}, {"belfry.commands"}) {
+    rules_.intervals = {1, 2, 5, 60};
+    rules_.topic_policy = &policy_;
+  }
+  RawCommand Raw(std::optional<std::string> key, std::optional<std::string> value, int64_t off) {
+    return RawCommand{std::move(key), std::move(value), SourcePosition{2, off, 1795354620000LL}};
+  }
+  TopicPolicy policy_;
+  CommandRules rules_;
+};
+
+TEST_F(PrepareCommandBatchTest, ValidAndRejectedSideBySide) {
+  std::vector<RawCommand> batch = {
+      Raw("j1", R"({"id":"j1","intervalMinutes":5,"topic":"out"})", 10),
+      Raw("j2", "{not json", 11),
+      Raw("j3", std::nullopt, 12),  // tombstone
+      Raw("j4", R"({"id":"j4","intervalMinutes":5,"topic":"belfry.commands"})", 13),
+      Raw("j1", R"({"op":"pause","id":"j1"})", 14),
+  };
+  PreparedCommandBatch p = PrepareCommandBatch(batch, rules_);
+  ASSERT_EQ(p.outcomes.size(), 5u);
+  EXPECT_TRUE(p.outcomes[0].applied);
+  EXPECT_FALSE(p.outcomes[1].applied);
+  EXPECT_EQ(p.outcomes[1].id, "j2");
+  EXPECT_EQ(p.outcomes[1].partition, 2);
+  EXPECT_EQ(p.outcomes[1].offset, 11);
+  EXPECT_TRUE(p.outcomes[2].applied);
+  EXPECT_EQ(p.outcomes[2].op, "delete");
+  EXPECT_FALSE(p.outcomes[3].applied);
+  ASSERT_EQ(p.rejections.size(), 2u);
+  EXPECT_EQ(p.rejections[0].index, 1u);
+  EXPECT_EQ(p.rejections[0].status.reason(), "invalid_json");
+  EXPECT_EQ(p.rejections[1].index, 3u);
+  EXPECT_EQ(p.rejections[1].status.reason(), "forbidden_topic");
+  ASSERT_EQ(p.actions.size(), 2u);
+  EXPECT_EQ(p.actions[0].id, "j1");
+  EXPECT_EQ(p.actions[0].kind, JobAction::Kind::kUpsert);
+  EXPECT_EQ(p.actions[0].paused, std::optional<bool>(true));
+  EXPECT_EQ(p.actions[0].spec.shard, ShardForId("j1", 120));
+  EXPECT_EQ(p.actions[1].kind, JobAction::Kind::kDelete);
+}
+
+TEST_F(PrepareCommandBatchTest, UnusableKeyGetsNoOutcomeId) {
+  PreparedCommandBatch p = PrepareCommandBatch({Raw(std::string("bad\x01key"), "{}", 1), Raw(std::nullopt, "[]", 2)}, rules_);
+  ASSERT_EQ(p.rejections.size(), 2u);
+  EXPECT_TRUE(p.outcomes[0].id.empty());
+  EXPECT_TRUE(p.outcomes[1].id.empty());
+}
+
+}  // namespace
+}  // namespace belfry

@@ -1,0 +1,81 @@
+#include "core/shard_firer.h"
+
+#include <gtest/gtest.h>
+
+#include "scheduler_sim.h"
+
+namespace belfry {
+namespace {
+
+constexpr int64_t kM = 29922577;
+
+class ShardFirerTest : public ::testing::Test {
+ protected:
+  ShardFirerTest()
+      : clock_(SlotMs(kM, 0, 500)),
+        ledger_(120, clock_),
+        policy_({"*"}, {}),
+        firer_(cfg_, "node-a", store_, ledger_, sink_, policy_, clock_, observer_) {}
+
+  SchedulerConfig cfg_;
+  FakeClock clock_;
+  FakeJobStore store_;
+  FakeShardLedger ledger_;
+  FakeTriggerSink sink_;
+  TopicPolicy policy_;
+  RecordingObserver observer_;
+  ShardFirer firer_;
+};
+
+TEST_F(ShardFirerTest, RecordsFiredOnlyAfterAcks) {
+  JobSpec s = MakeJob("j", 1, 0);
+  store_.Put(s);
+  ledger_.SetFiredThrough(s.shard, kM - 1);
+  sink_.FailNextBatches(1);
+  Status err;
+  EXPECT_EQ(firer_.FireUpTo(s.shard, kM, &err), ShardFirer::Outcome::kFailed);
+  EXPECT_TRUE(err.retryable());
+  EXPECT_EQ(ledger_.FiredThrough(s.shard), kM - 1);
+  // The claim was released: the next attempt (any node) can fire it.
+  EXPECT_EQ(firer_.FireUpTo(s.shard, kM), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(ledger_.FiredThrough(s.shard), kM);
+  ASSERT_EQ(sink_.sent().size(), 1u);
+  EXPECT_EQ(firer_.FireUpTo(s.shard, kM), ShardFirer::Outcome::kNotClaimed);
+}
+
+TEST_F(ShardFirerTest, QueryFailureRecordsNothing) {
+  JobSpec s = MakeJob("j", 1, 0);
+  store_.Put(s);
+  ledger_.SetFiredThrough(s.shard, kM - 1);
+  store_.FailNextQueries(1);
+  EXPECT_EQ(firer_.FireUpTo(s.shard, kM), ShardFirer::Outcome::kFailed);
+  EXPECT_EQ(ledger_.FiredThrough(s.shard), kM - 1);
+}
+
+TEST_F(ShardFirerTest, AnotherNodesLiveClaimBlocks) {
+  JobSpec s = MakeJob("j", 1, 0);
+  store_.Put(s);
+  ASSERT_TRUE(ledger_.Claim(s.shard, kM, "node-b", 3000)->claimed);
+  EXPECT_EQ(firer_.FireUpTo(s.shard, kM), ShardFirer::Outcome::kNotClaimed);
+  clock_.Advance(3001);  // node-b died: its lease runs out
+  EXPECT_EQ(firer_.FireUpTo(s.shard, kM), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(sink_.sent().size(), 1u);
+}
+
+TEST_F(ShardFirerTest, CatchUpFiresCurrentSlotFirst) {
+  JobSpec s = MakeJob("j", 1, 0);
+  store_.Put(s);
+  ledger_.SetFiredThrough(s.shard, kM - 4);
+  clock_.Set(SlotMs(kM, s.shard, 500));
+  EXPECT_EQ(firer_.FireUpTo(s.shard, kM), ShardFirer::Outcome::kFired);
+  const auto sent = sink_.sent();
+  ASSERT_EQ(sent.size(), 4u);
+  EXPECT_EQ(sent[0].scheduled_for_ms, SlotMs(kM, s.shard, 500));
+  EXPECT_EQ(sent[1].scheduled_for_ms, SlotMs(kM - 3, s.shard, 500));
+  EXPECT_EQ(sent[3].scheduled_for_ms, SlotMs(kM - 1, s.shard, 500));
+  EXPECT_EQ(observer_.caught_up, 3);
+  EXPECT_EQ(ledger_.FiredThrough(s.shard), kM);
+}
+
+}  // namespace
+}  // namespace belfry

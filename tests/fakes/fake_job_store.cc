@@ -1,0 +1,119 @@
+#include "fakes/fake_job_store.h"
+
+#include <algorithm>
+
+#include "core/slot_math.h"
+
+namespace belfry {
+
+void FakeJobStore::Put(const JobSpec& spec, bool paused) {
+  std::lock_guard<std::mutex> lock(mu_);
+  rows_[spec.id] = Row{spec, paused, {}};
+}
+
+std::map<std::string, FakeJobStore::Row> FakeJobStore::rows() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rows_;
+}
+
+Status FakeJobStore::ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn) {
+  std::vector<DueJob> due;
+  std::vector<Row> copies;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++queries_;
+    if (fail_queries_ > 0) {
+      --fail_queries_;
+      return Status::Retryable("injected query failure");
+    }
+    for (const auto& [id, row] : rows_) {
+      const JobSpec& s = row.spec;
+      if (s.shard != q.shard || row.paused) continue;
+      bool term = false;
+      for (const PhaseTerm& t : q.terms) {
+        if (t.interval_minutes == s.interval_minutes &&
+            std::find(t.offsets.begin(), t.offsets.end(), s.offset_minutes) != t.offsets.end()) {
+          term = true;
+        }
+      }
+      if (!term) continue;
+      const int64_t m = LatestDueMinute(s.interval_minutes, s.offset_minutes, q.last_minute);
+      const EpochMs slot = SlotMs(m, q.shard, q.tick_ms);
+      if (!IsDueAtSlot(s.interval_minutes, s.offset_minutes, s.start_at, s.end_at, false, m, slot)) continue;
+      copies.push_back(row);
+    }
+  }
+  for (const Row& r : copies) {
+    DueJob j;
+    j.id = r.spec.id;
+    j.topic = r.spec.topic;
+    j.key = r.spec.key;
+    j.details_json = r.spec.details_json;
+    j.interval_minutes = r.spec.interval_minutes;
+    j.due_minute = LatestDueMinute(r.spec.interval_minutes, r.spec.offset_minutes, q.last_minute);
+    fn(j);
+  }
+  return Status::Ok();
+}
+
+Status FakeJobStore::ApplyActions(const std::vector<JobAction>& actions) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const JobAction& a : actions) {
+    auto it = rows_.find(a.id);
+    if (it != rows_.end() && it->second.source.partition == a.source.partition &&
+        it->second.source.offset >= a.source.offset) {
+      continue;  // replayed
+    }
+    switch (a.kind) {
+      case JobAction::Kind::kDelete:
+        if (it != rows_.end()) rows_.erase(it);
+        break;
+      case JobAction::Kind::kSetPaused:
+        if (it != rows_.end()) {
+          it->second.paused = a.paused.value_or(false);
+          it->second.source = a.source;
+        }
+        break;
+      case JobAction::Kind::kUpsert: {
+        Row row{a.spec, a.paused.value_or(false), a.source};
+        if (it != rows_.end() && !a.replace_fresh) {
+          if (!a.spec.offset_explicit && it->second.spec.interval_minutes == a.spec.interval_minutes) {
+            row.spec.offset_minutes = it->second.spec.offset_minutes;
+          }
+          if (!a.paused) row.paused = it->second.paused;
+        }
+        rows_[a.id] = row;
+        break;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::optional<StoredJob>> FakeJobStore::GetJob(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = rows_.find(id);
+  if (it == rows_.end()) return std::optional<StoredJob>();
+  StoredJob j;
+  j.spec = it->second.spec;
+  j.paused = it->second.paused;
+  j.source = it->second.source;
+  return std::optional<StoredJob>(j);
+}
+
+StatusOr<std::vector<StoredJob>> FakeJobStore::ListJobs(const JobListFilter& filter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<StoredJob> out;
+  for (auto it = rows_.upper_bound(filter.after_id); it != rows_.end(); ++it) {
+    if (static_cast<int32_t>(out.size()) >= filter.limit) break;
+    if (!filter.owner.empty() && it->second.spec.owner != filter.owner) continue;
+    if (!filter.topic.empty() && it->second.spec.topic != filter.topic) continue;
+    StoredJob j;
+    j.spec = it->second.spec;
+    j.paused = it->second.paused;
+    out.push_back(j);
+  }
+  return out;
+}
+
+}  // namespace belfry

@@ -1,0 +1,38 @@
+// FakeJobStore: an in-memory JobStore with the due rule of design.md, for unit tests.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "belfry/job_store.h"
+
+namespace belfry {
+
+class FakeJobStore final : public JobStore {
+ public:
+  struct Row {
+    JobSpec spec;
+    bool paused = false;
+    SourcePosition source;
+  };
+
+  Status ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn) override;
+  Status ApplyActions(const std::vector<JobAction>& actions) override;
+  StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) override;
+  StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter& filter) override;
+
+  // Test controls.
+  void Put(const JobSpec& spec, bool paused = false);
+  void FailNextQueries(int n) { fail_queries_ = n; }
+  std::map<std::string, Row> rows() const;
+  int queries() const { return queries_; }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, Row> rows_;
+  int fail_queries_ = 0;
+  int queries_ = 0;
+};
+
+}  // namespace belfry

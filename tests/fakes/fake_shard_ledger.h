@@ -1,0 +1,36 @@
+// FakeShardLedger: an in-memory ShardLedger whose leases run on the injected Clock.
+#pragma once
+
+#include <map>
+#include <mutex>
+
+#include "belfry/clock.h"
+#include "belfry/shard_ledger.h"
+
+namespace belfry {
+
+class FakeShardLedger final : public ShardLedger {
+ public:
+  FakeShardLedger(int32_t shard_count, Clock& clock);
+
+  StatusOr<ShardClaim> Claim(int32_t shard, int64_t up_to_minute, const std::string& node, int64_t lease_ms) override;
+  Status MarkFired(int32_t shard, int64_t minute, const std::string& node, int64_t lease_ms, bool release) override;
+  Status Release(int32_t shard, const std::string& node) override;
+  StatusOr<std::vector<ShardState>> LoadStates() override;
+
+  // Test controls.
+  void SetFiredThrough(int32_t shard, int64_t minute);
+  std::optional<int64_t> FiredThrough(int32_t shard) const;
+
+ private:
+  struct Row {
+    std::optional<int64_t> fired_through;
+    std::string claim_node;
+    EpochMs claim_until = 0;
+  };
+  mutable std::mutex mu_;
+  std::map<int32_t, Row> rows_;
+  Clock& clock_;
+};
+
+}  // namespace belfry
