@@ -126,8 +126,18 @@ enum Field : size_t {
 };
 
 constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
-    "op",    "id",  "owner",      "startDateTime", "endDateTime", "executionInterval", "intervalMinutes",
-    "offsetMinutes", "topic", "key", "jobDetails", "priority",
+    "op",
+    "id",
+    "owner",
+    "startDateTime",
+    "endDateTime",
+    "executionInterval",
+    "intervalMinutes",
+    "offsetMinutes",
+    "topic",
+    "key",
+    "jobDetails",
+    "priority",
 };
 
 const char* TypeName(const element& el) {
@@ -151,8 +161,8 @@ const char* TypeName(const element& el) {
 }
 
 Status WrongType(Field field, std::string_view expected, const element& got) {
-  return Reject("wrong_type", fmt::format("field \"{}\" must be {}, not {}", kFieldNames[field], expected,
-                                          TypeName(got)));
+  return Reject("wrong_type",
+                fmt::format("field \"{}\" must be {}, not {}", kFieldNames[field], expected, TypeName(got)));
 }
 
 // The known fields of one command object, each seen at most once.
@@ -163,15 +173,17 @@ class CommandFields final {
     for (const simdjson::dom::key_value_pair field : object) {
       const auto known = std::find(kFieldNames.begin(), kFieldNames.end(), field.key);
       if (known == kFieldNames.end()) {
-        return Reject("unknown_field",
-                      fmt::format("unknown field {} (known fields: op, id, owner, startDateTime, endDateTime, "
-                                  "executionInterval, intervalMinutes, offsetMinutes, topic, key, jobDetails, "
-                                  "priority)",
-                                  Quote(field.key)));
+        return Reject(
+            "unknown_field",
+            fmt::format("unknown field {} (known fields: op, id, owner, startDateTime, endDateTime, "
+                        "executionInterval, intervalMinutes, offsetMinutes, topic, key, jobDetails, "
+                        "priority)",
+                        Quote(field.key)));
       }
       const auto index = static_cast<size_t>(known - kFieldNames.begin());
       if (seen_[index]) {
-        return Reject("duplicate_field", fmt::format("field \"{}\" appears more than once", kFieldNames[index]));
+        return Reject("duplicate_field",
+                      fmt::format("field \"{}\" appears more than once", kFieldNames[index]));
       }
       seen_[index] = true;
       values_[index] = field.value;
@@ -285,7 +297,8 @@ Status ParseInterval(const CommandFields& fields, const CommandRules& rules, int
         return Reject("unsupported_interval",
                       fmt::format("intervalMinutes {} is not an integer", NumberText(*el)));
       case JsonInteger::Kind::kOutOfRange:
-        return Reject("unsupported_interval", fmt::format("intervalMinutes {} is out of range", NumberText(*el)));
+        return Reject("unsupported_interval",
+                      fmt::format("intervalMinutes {} is out of range", NumberText(*el)));
       case JsonInteger::Kind::kOk:
         break;
     }
@@ -300,8 +313,8 @@ Status ParseInterval(const CommandFields& fields, const CommandRules& rules, int
     return Reject("missing_field", "upsert needs an interval: executionInterval or intervalMinutes");
   }
   if (from_name && from_minutes && *from_name != *from_minutes) {
-    return Reject("conflicting_interval", fmt::format("{} disagrees with intervalMinutes {}", name_text,
-                                                      *from_minutes));
+    return Reject("conflicting_interval",
+                  fmt::format("{} disagrees with intervalMinutes {}", name_text, *from_minutes));
   }
   if (from_minutes) {
     if (Status s = CheckConfigured(*from_minutes, fmt::format("intervalMinutes {}", *from_minutes), rules);
@@ -323,8 +336,8 @@ Status ParseExplicitOffset(const CommandFields& fields, int32_t interval, std::o
   if (n.kind == JsonInteger::Kind::kNotNumber) return WrongType(kOffsetMinutes, "an integer number", *el);
   if (n.kind != JsonInteger::Kind::kOk || n.value < 0 || n.value >= interval) {
     return Reject("offset_out_of_range",
-                  fmt::format("offsetMinutes {} must be an integer in [0, {}) for interval {}", NumberText(*el),
-                              interval, interval));
+                  fmt::format("offsetMinutes {} must be an integer in [0, {}) for interval {}",
+                              NumberText(*el), interval, interval));
   }
   *offset = static_cast<int32_t>(n.value);
   return Status::Ok();
@@ -400,8 +413,9 @@ Status ParseUpsert(const CommandFields& fields, const RawCommand& raw, const Com
   if (Status s = ParseDate(fields, kStartDateTime, &spec->start_at); !s.ok()) return s;
   if (Status s = ParseDate(fields, kEndDateTime, &spec->end_at); !s.ok()) return s;
   if (spec->start_at && spec->end_at && *spec->end_at <= *spec->start_at) {
-    return Reject("end_before_start", fmt::format("endDateTime {} is not after startDateTime {}",
-                                                  FormatIsoTime(*spec->end_at), FormatIsoTime(*spec->start_at)));
+    return Reject("end_before_start",
+                  fmt::format("endDateTime {} is not after startDateTime {}", FormatIsoTime(*spec->end_at),
+                              FormatIsoTime(*spec->start_at)));
   }
 
   // design.md, "Time model": explicit offset, else startDateTime's minute, else the message's.
@@ -413,7 +427,8 @@ Status ParseUpsert(const CommandFields& fields, const RawCommand& raw, const Com
     spec->offset_minutes = static_cast<int32_t>(PositiveMod(EpochMinuteOf(*spec->start_at), interval));
     spec->offset_explicit = true;
   } else {
-    spec->offset_minutes = static_cast<int32_t>(PositiveMod(EpochMinuteOf(raw.source.timestamp_ms), interval));
+    spec->offset_minutes =
+        static_cast<int32_t>(PositiveMod(EpochMinuteOf(raw.source.timestamp_ms), interval));
     spec->offset_explicit = false;
   }
 
@@ -428,7 +443,8 @@ Status ParseUpsert(const CommandFields& fields, const RawCommand& raw, const Com
   if (Status s = fields.GetString(kKey, &key); !s.ok()) return s;
   if (key) {
     if (key->size() > kMaxKeyBytes) {
-      return Reject("invalid_key", fmt::format("key is {} bytes; the limit is {}", key->size(), kMaxKeyBytes));
+      return Reject("invalid_key",
+                    fmt::format("key is {} bytes; the limit is {}", key->size(), kMaxKeyBytes));
     }
     if (key->find('\0') != std::string_view::npos) {
       return Reject("invalid_key", fmt::format("key {} contains a NUL character", Quote(*key)));
@@ -444,8 +460,9 @@ Status ParseUpsert(const CommandFields& fields, const RawCommand& raw, const Com
                     fmt::format("owner is {} bytes; the limit is {}", owner->size(), kMaxOwnerBytes));
     }
     if (const auto at = FirstControlChar(*owner)) {
-      return Reject("invalid_owner", fmt::format("owner {} contains control character 0x{:02x} at byte {}",
-                                                 Quote(*owner), static_cast<unsigned char>((*owner)[*at]), *at));
+      return Reject("invalid_owner",
+                    fmt::format("owner {} contains control character 0x{:02x} at byte {}", Quote(*owner),
+                                static_cast<unsigned char>((*owner)[*at]), *at));
     }
     spec->owner = std::string(*owner);
   }
@@ -454,8 +471,8 @@ Status ParseUpsert(const CommandFields& fields, const RawCommand& raw, const Com
     const JsonInteger n = ReadInteger(*el);
     if (n.kind == JsonInteger::Kind::kNotNumber) return WrongType(kPriority, "an integer number", *el);
     if (n.kind != JsonInteger::Kind::kOk || n.value < -kMaxAbsPriority || n.value > kMaxAbsPriority) {
-      return Reject("invalid_priority", fmt::format("priority {} must be an integer in [{}, {}]", NumberText(*el),
-                                                    -kMaxAbsPriority, kMaxAbsPriority));
+      return Reject("invalid_priority", fmt::format("priority {} must be an integer in [{}, {}]",
+                                                    NumberText(*el), -kMaxAbsPriority, kMaxAbsPriority));
     }
     spec->priority = static_cast<int32_t>(n.value);
   }
@@ -493,7 +510,8 @@ Status JsonError(simdjson::error_code error) {
     case simdjson::UNESCAPED_CHARS:
       return Reject("invalid_json", "a JSON string contains an unescaped control character");
     default:
-      return Reject("invalid_json", fmt::format("command value is not JSON: {}", simdjson::error_message(error)));
+      return Reject("invalid_json",
+                    fmt::format("command value is not JSON: {}", simdjson::error_message(error)));
   }
 }
 
@@ -567,12 +585,12 @@ StatusOr<Command> ParseCommand(const RawCommand& raw, const CommandRules& rules)
   if (!id) return Reject("missing_id", "command has no id");
   if (Status s = CheckId(*id); !s.ok()) return s;
   if (!raw.key) {
-    return Reject("key_mismatch", fmt::format("message has no Kafka key; it must equal the id {}", Quote(*id)));
+    return Reject("key_mismatch",
+                  fmt::format("message has no Kafka key; it must equal the id {}", Quote(*id)));
   }
   if (*raw.key != *id) {
-    return Reject("key_mismatch",
-                  fmt::format("Kafka key {} differs from id {}; the key must be the job id", Quote(*raw.key),
-                              Quote(*id)));
+    return Reject("key_mismatch", fmt::format("Kafka key {} differs from id {}; the key must be the job id",
+                                              Quote(*raw.key), Quote(*id)));
   }
   command.id = std::string(*id);
   command.spec.id = command.id;

@@ -149,8 +149,8 @@ std::string FormatIsoTime(EpochMs ms) {
   const int64_t minute = in_day / 60'000 % 60;
   const int64_t second = in_day / 1000 % 60;
   const int64_t milli = in_day % 1000;
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", date.year, date.month, date.day, hour, minute,
-                     second, milli);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", date.year, date.month, date.day, hour,
+                     minute, second, milli);
 }
 
 }  // namespace belfry

@@ -83,8 +83,8 @@ Status TopicPolicy::Check(std::string_view topic) const {
   const bool allowed = std::any_of(allowed_globs_.begin(), allowed_globs_.end(),
                                    [&](const std::string& glob) { return GlobMatch(glob, topic); });
   if (!allowed) {
-    return Status::Invalid("forbidden_topic",
-                           fmt::format("topic {} is not in the allowlist of output topics", QuoteTopic(topic)));
+    return Status::Invalid("forbidden_topic", fmt::format("topic {} is not in the allowlist of output topics",
+                                                          QuoteTopic(topic)));
   }
   return Status::Ok();
 }

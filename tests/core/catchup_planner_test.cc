@@ -52,10 +52,10 @@ TEST(CatchupPlannerTest, FiveMinuteOutageUnderEachPolicy) {
 TEST(CatchupPlannerTest, OlderThanMaxCatchupIsTooOld) {
   const EpochMs now = SlotMs(kM, 10, 500) + 100;
   const auto plan = PlanFiring(kM - 61, kM, 10, now, Cfg(MisfirePolicy::kFireAll));
-  // Window is 15 minutes: slots >= now - 15 min are kM-15 .. kM-1 (kM-15's slot is 15 min - 100ms ago).
-  EXPECT_EQ(plan.missed.first, kM - 15);
+  // Window is 15 minutes: kM-15's slot is 15 min + 100 ms ago, just outside it.
+  EXPECT_EQ(plan.missed.first, kM - 14);
   EXPECT_EQ(plan.missed.last, kM - 1);
-  EXPECT_EQ(plan.too_old, 45);  // kM-60 .. kM-16
+  EXPECT_EQ(plan.too_old, 46);  // kM-60 .. kM-15
   EXPECT_EQ(plan.advance_to, kM);
 }
 

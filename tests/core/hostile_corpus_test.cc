@@ -28,7 +28,9 @@ struct HostileCase {
   int line = 0;
 };
 
-std::string CorpusPath(const std::string& name) { return std::string(BELFRY_HOSTILE_CORPUS_DIR) + "/" + name; }
+std::string CorpusPath(const std::string& name) {
+  return std::string(BELFRY_HOSTILE_CORPUS_DIR) + "/" + name;
+}
 
 std::optional<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -57,7 +59,8 @@ std::optional<std::string> DecodeKey(const std::string& field) {
       out += '\n';
     } else if (e == 't') {
       out += '\t';
-    } else if (e == 'x' && i + 2 < field.size() && HexDigit(field[i + 1]) >= 0 && HexDigit(field[i + 2]) >= 0) {
+    } else if (e == 'x' && i + 2 < field.size() && HexDigit(field[i + 1]) >= 0 &&
+               HexDigit(field[i + 2]) >= 0) {
       out += static_cast<char>(HexDigit(field[i + 1]) * 16 + HexDigit(field[i + 2]));
       i += 2;
     } else {
@@ -92,10 +95,10 @@ std::vector<HostileCase> LoadManifest() {
 }
 
 // {"id":"<id>","topic":"tracking.poll","intervalMinutes":5,"<field>":<open>"<fill x n>"<close>}
-std::string PaddedCommand(const std::string& id, const std::string& field, const std::string& open,
-                          char fill, size_t n, const std::string& close) {
-  return "{\"id\":\"" + id + "\",\"topic\":\"tracking.poll\",\"intervalMinutes\":5,\"" + field + "\":" + open +
-         "\"" + std::string(n, fill) + "\"" + close + "}";
+std::string PaddedCommand(const std::string& id, const std::string& field, const std::string& open, char fill,
+                          size_t n, const std::string& close) {
+  return "{\"id\":\"" + id + "\",\"topic\":\"tracking.poll\",\"intervalMinutes\":5,\"" + field +
+         "\":" + open + "\"" + std::string(n, fill) + "\"" + close + "}";
 }
 
 // The value bytes of a case: nullopt for a tombstone.
@@ -117,8 +120,7 @@ std::optional<std::string> CaseValue(const HostileCase& c) {
 
 class HostileCorpusTest : public ::testing::Test {
  protected:
-  HostileCorpusTest()
-      : policy_({"*"}, {"belfry.commands", "belfry.commands.dlq", "belfry.command-results"}) {
+  HostileCorpusTest() : policy_({"*"}, {"belfry.commands", "belfry.commands.dlq", "belfry.command-results"}) {
     rules_.intervals = {1, 2, 3, 5, 10, 15, 20, 30, 60, 120, 180, 240, 360, 480, 720, 1440};
     rules_.shard_count = 120;
     rules_.max_details_bytes = 64 * 1024;

@@ -1,0 +1,27 @@
+// Small shared pieces of the CLI and the server.
+#pragma once
+
+#include <string>
+
+#include "belfry/config.h"
+#include "core/command_parser.h"
+#include "core/topic_policy.h"
+
+namespace belfry {
+
+// The migrations folder: cfg.migrations_dir, else ./migrations, else the dir next to the
+// binary's ../share/belfry/migrations, else /usr/share/belfry/migrations.
+std::string ResolveMigrationsDir(const Config& cfg);
+
+// cfg.node_id, else "<hostname>-<pid>".
+std::string ResolveNodeId(const Config& cfg);
+
+// The output-topic policy: the configured allowlist, with belfry's own topics reserved.
+TopicPolicy MakeTopicPolicy(const Config& cfg);
+
+// Validation rules for commands. `policy` must outlive the result.
+CommandRules MakeCommandRules(const Config& cfg, const TopicPolicy* policy);
+
+extern const char* const kBelfryVersion;
+
+}  // namespace belfry

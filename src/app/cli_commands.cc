@@ -1,0 +1,269 @@
+#include "app/cli_commands.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "app/app_support.h"
+#include "app/system_clock.h"
+#include "belfry/stop_signal.h"
+#include "core/iso_time.h"
+#include "core/job_json.h"
+#include "core/slot_math.h"
+#include "kafka/command_publisher.h"
+#include "kafka/topic_admin.h"
+#include "kafka/topic_tail.h"
+#include "pg/migrator.h"
+#include "pg/pg_job_store.h"
+#include "pg/pg_shard_ledger.h"
+
+namespace belfry {
+namespace {
+
+int Fail(const std::string& message, int code = 1) {
+  std::fprintf(stderr, "belfry: %s\n", message.c_str());
+  return code;
+}
+
+// Publishes one command and, if asked, waits for and prints its outcome.
+int PublishCommand(const Config& cfg, const std::string& id, const std::optional<std::string>& value,
+                   const WaitArgs& wait) {
+  CommandPublisherOptions options;
+  options.wait_for_outcomes = wait.wait;
+  auto publisher = CommandPublisher::Create(cfg.kafka, options);
+  if (!publisher.ok()) return Fail(publisher.status().message());
+  if (Status st = (*publisher)->Publish(id, value); !st.ok()) {
+    return Fail(fmt::format("could not publish to {}: {}", cfg.kafka.commands_topic, st.message()));
+  }
+  if (!wait.wait) {
+    std::printf("published to %s (not waiting for the outcome)\n", cfg.kafka.commands_topic.c_str());
+    return 0;
+  }
+  auto outcome = (*publisher)->WaitForOutcome(id, wait.timeout_ms);
+  if (!outcome.ok()) {
+    return Fail(fmt::format("published, but no outcome on {} within {} ms (is belfry serve running?)",
+                            cfg.kafka.results_topic, wait.timeout_ms),
+                3);
+  }
+  std::printf("%s\n", outcome->c_str());
+  const auto parsed = nlohmann::json::parse(*outcome, nullptr, false);
+  return parsed.is_object() && parsed.value("status", "") == "applied" ? 0 : 1;
+}
+
+std::string FormatOptionalTime(const std::optional<EpochMs>& t) { return t ? FormatIsoTime(*t) : "-"; }
+
+}  // namespace
+
+int RunMigrate(const Config& cfg, bool create_topics) {
+  const std::string dir = ResolveMigrationsDir(cfg);
+  if (Status st = Migrate(cfg.database_url, dir, cfg.scheduler.shard_count); !st.ok()) {
+    return Fail(fmt::format("migrate failed: {}", st.message()));
+  }
+  std::printf("database schema is current (migrations from %s, shard_count %d)\n", dir.c_str(),
+              cfg.scheduler.shard_count);
+  if (create_topics) {
+    if (Status st = EnsureTopics(cfg.kafka, BelfryTopicSpecs(cfg.kafka)); !st.ok()) {
+      return Fail(fmt::format("creating Kafka topics failed: {}", st.message()));
+    }
+    std::printf("kafka topics exist: %s, %s, %s\n", cfg.kafka.commands_topic.c_str(), cfg.kafka.dlq_topic.c_str(),
+                cfg.kafka.results_topic.c_str());
+  }
+  return 0;
+}
+
+int RunJobsPut(const Config& cfg, const PutJobArgs& a, const WaitArgs& wait) {
+  nlohmann::ordered_json cmd = nlohmann::ordered_json::object();
+  if (!a.file.empty()) {
+    std::stringstream ss;
+    if (a.file == "-") {
+      ss << std::cin.rdbuf();
+    } else {
+      std::ifstream in(a.file);
+      if (!in) return Fail(fmt::format("cannot read '{}'", a.file), 64);
+      ss << in.rdbuf();
+    }
+    cmd = nlohmann::ordered_json::parse(ss.str(), nullptr, false);
+    if (!cmd.is_object()) return Fail(fmt::format("'{}' does not hold a JSON object", a.file), 64);
+  }
+  if (!cmd.contains("op")) cmd["op"] = "upsert";
+  if (!a.id.empty()) cmd["id"] = a.id;
+  if (!a.owner.empty()) cmd["owner"] = a.owner;
+  if (!a.topic.empty()) cmd["topic"] = a.topic;
+  if (!a.key.empty()) cmd["key"] = a.key;
+  if (!a.every.empty()) cmd["executionInterval"] = a.every;
+  if (a.interval_minutes) cmd["intervalMinutes"] = *a.interval_minutes;
+  if (a.offset_minutes) cmd["offsetMinutes"] = *a.offset_minutes;
+  if (a.priority) cmd["priority"] = *a.priority;
+  if (!a.start.empty()) cmd["startDateTime"] = a.start;
+  if (!a.end.empty()) cmd["endDateTime"] = a.end;
+  if (!a.details.empty()) {
+    auto details = nlohmann::ordered_json::parse(a.details, nullptr, false);
+    if (!details.is_object()) return Fail("--details must be a JSON object", 64);
+    cmd["jobDetails"] = details;
+  }
+  if (!cmd.contains("id") || !cmd["id"].is_string() || cmd["id"].get<std::string>().empty()) {
+    return Fail("a job needs an id (--id or \"id\" in the file)", 64);
+  }
+  if (!cmd.contains("topic")) return Fail("a job needs an output topic (--topic)", 64);
+  if (!cmd.contains("intervalMinutes") && !cmd.contains("executionInterval")) {
+    return Fail("a job needs an interval (--interval-minutes or --every)", 64);
+  }
+  // belfry validates everything else itself and reports it in the outcome.
+  return PublishCommand(cfg, cmd["id"].get<std::string>(), cmd.dump(), wait);
+}
+
+int RunJobsOp(const Config& cfg, const std::string& op, const std::string& id, bool tombstone, const WaitArgs& wait) {
+  if (id.empty()) return Fail("the job id must not be empty", 64);
+  if (tombstone) return PublishCommand(cfg, id, std::nullopt, wait);
+  nlohmann::ordered_json cmd = {{"op", op}, {"id", id}};
+  return PublishCommand(cfg, id, cmd.dump(), wait);
+}
+
+int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
+  PgJobStore store(cfg.database_url);
+  auto job = store.GetJob(id);
+  if (!job.ok()) return Fail(job.status().message());
+  if (!job->has_value()) return Fail(fmt::format("no job with id '{}'", id), 4);
+  const StoredJob& j = **job;
+  if (json) {
+    std::printf("%s\n", EncodeJobJson(j).c_str());
+    return 0;
+  }
+  const auto next = NextTriggerTimes(j.spec.interval_minutes, j.spec.offset_minutes, j.spec.shard,
+                                     cfg.scheduler.tick_ms, j.spec.start_at, j.spec.end_at, SystemClock().NowMs(), 1);
+  std::printf("id:        %s\nowner:     %s\ntopic:     %s\nkey:       %s\n", j.spec.id.c_str(), j.spec.owner.c_str(),
+              j.spec.topic.c_str(), j.spec.key.empty() ? "(job id)" : j.spec.key.c_str());
+  std::printf("interval:  %d min, offset %d, shard %d\n", j.spec.interval_minutes, j.spec.offset_minutes,
+              j.spec.shard);
+  std::printf("window:    %s .. %s\nstatus:    %s\nnext:      %s\ndetails:   %s\n",
+              FormatOptionalTime(j.spec.start_at).c_str(), FormatOptionalTime(j.spec.end_at).c_str(),
+              j.paused ? "paused" : "active",
+              j.paused || next.empty() ? "-" : FormatIsoTime(next.front()).c_str(), j.spec.details_json.c_str());
+  return 0;
+}
+
+int RunJobsList(const Config& cfg, const std::string& owner, const std::string& topic, int limit,
+                const std::string& cursor, const std::string& output) {
+  PgJobStore store(cfg.database_url);
+  JobListFilter filter{owner, topic, cursor, limit};
+  auto jobs = store.ListJobs(filter);
+  if (!jobs.ok()) return Fail(jobs.status().message());
+  const std::string next_cursor = static_cast<int>(jobs->size()) == limit && !jobs->empty() ? jobs->back().spec.id : "";
+  if (output == "json") {
+    std::string out = "{\"jobs\":[";
+    for (size_t i = 0; i < jobs->size(); ++i) {
+      if (i) out.push_back(',');
+      out.append(EncodeJobJson((*jobs)[i]));
+    }
+    out.append("],\"next_cursor\":");
+    out.append(next_cursor.empty() ? "null" : nlohmann::json(next_cursor).dump());
+    out.append("}");
+    std::printf("%s\n", out.c_str());
+    return 0;
+  }
+  std::printf("%-40s %-16s %-28s %8s %6s %5s %s\n", "ID", "OWNER", "TOPIC", "INTERVAL", "OFFSET", "SHARD", "STATUS");
+  for (const StoredJob& j : *jobs) {
+    std::printf("%-40s %-16s %-28s %7dm %6d %5d %s\n", j.spec.id.c_str(), j.spec.owner.c_str(), j.spec.topic.c_str(),
+                j.spec.interval_minutes, j.spec.offset_minutes, j.spec.shard, j.paused ? "paused" : "active");
+  }
+  if (!next_cursor.empty()) std::printf("more: --cursor '%s'\n", next_cursor.c_str());
+  return 0;
+}
+
+int RunJobsNext(const Config& cfg, const std::string& id, int n) {
+  PgJobStore store(cfg.database_url);
+  auto job = store.GetJob(id);
+  if (!job.ok()) return Fail(job.status().message());
+  if (!job->has_value()) return Fail(fmt::format("no job with id '{}'", id), 4);
+  const StoredJob& j = **job;
+  if (j.paused) {
+    std::printf("job '%s' is paused: it has no next triggers until resumed\n", id.c_str());
+    return 0;
+  }
+  for (EpochMs t : NextTriggerTimes(j.spec.interval_minutes, j.spec.offset_minutes, j.spec.shard,
+                                    cfg.scheduler.tick_ms, j.spec.start_at, j.spec.end_at, SystemClock().NowMs(), n)) {
+    std::printf("%s\n", FormatIsoTime(t).c_str());
+  }
+  return 0;
+}
+
+int RunShards(const Config& cfg, bool json) {
+  PgShardLedger ledger(cfg.database_url);
+  auto states = ledger.LoadStates();
+  if (!states.ok()) return Fail(states.status().message());
+  const EpochMs now = SystemClock().NowMs();
+  nlohmann::json arr = nlohmann::json::array();
+  if (!json) std::printf("%5s %-20s %8s %-32s %s\n", "SHARD", "FIRED THROUGH", "LAG", "CLAIMED BY", "");
+  for (const ShardState& s : *states) {
+    const int64_t due = LastSlotMinuteAtOrBefore(now, s.shard, cfg.scheduler.tick_ms);
+    const int64_t lag_s =
+        s.fired_through && *s.fired_through < due ? (now - SlotMs(*s.fired_through + 1, s.shard, cfg.scheduler.tick_ms)) / 1000 : 0;
+    if (json) {
+      arr.push_back({{"shard", s.shard},
+                     {"fired_through_minute", s.fired_through ? nlohmann::json(*s.fired_through) : nlohmann::json()},
+                     {"claim_node", s.claim_node.empty() ? nlohmann::json() : nlohmann::json(s.claim_node)},
+                     {"claim_live", s.claim_live},
+                     {"lag_seconds", lag_s}});
+    } else {
+      std::printf("%5d %-20s %7llds %-32s %s\n", s.shard,
+                  s.fired_through ? FormatIsoTime(*s.fired_through * kMsPerMinute).substr(0, 16).c_str() : "never",
+                  static_cast<long long>(lag_s), s.claim_node.empty() ? "-" : s.claim_node.c_str(),
+                  s.claim_live ? "(live)" : "");
+    }
+  }
+  if (json) std::printf("%s\n", nlohmann::json{{"shards", arr}}.dump().c_str());
+  return 0;
+}
+
+int RunExplain(const Config& cfg, int shard, const std::string& at) {
+  if (shard >= cfg.scheduler.shard_count) {
+    return Fail(fmt::format("--shard must be below shard_count ({})", cfg.scheduler.shard_count), 64);
+  }
+  EpochMs t = SystemClock().NowMs();
+  if (!at.empty()) {
+    auto parsed = ParseIsoTime(at);
+    if (!parsed) return Fail(fmt::format("--at: '{}' is not an ISO-8601 time", at), 64);
+    t = *parsed;
+  }
+  const int64_t minute = EpochMinuteOf(t);
+  DueQuery q{shard, minute, minute, cfg.scheduler.tick_ms, TermsForMinute(cfg.scheduler.intervals, minute)};
+  PgJobStore store(cfg.database_url);
+  auto plan = store.ExplainDueQuery(q);
+  if (!plan.ok()) return Fail(plan.status().message());
+  std::printf("tick query for shard %d, minute %s:\n%s\n", shard, FormatIsoTime(minute * kMsPerMinute).c_str(),
+              plan->c_str());
+  return 0;
+}
+
+int RunWatch(const Config& cfg, const std::vector<std::string>& topics, bool from_beginning) {
+  StopSignal stop;
+  TopicTailOptions options;
+  options.from_beginning = from_beginning;
+  auto tail = TopicTail::Create(cfg.kafka, topics, options);
+  if (!tail.ok()) return Fail(tail.status().message());
+  std::signal(SIGINT, [](int) { std::_Exit(0); });
+  std::signal(SIGTERM, [](int) { std::_Exit(0); });
+  SystemClock clock;
+  std::fprintf(stderr, "watching %zu topic(s); Ctrl-C to stop\n", topics.size());
+  (*tail)->Run(stop, [&clock](const TailRecord& r) {
+    const EpochMs now = clock.NowMs();
+    auto it = r.headers.find("belfry-scheduled-for");
+    std::string late = "";
+    if (it != r.headers.end()) {
+      const long long scheduled = std::atoll(it->second.c_str());
+      late = fmt::format(" scheduledFor={} late={}ms", FormatIsoTime(scheduled), now - scheduled);
+    }
+    std::printf("%s %s key=%s%s %s\n", FormatIsoTime(now).substr(11).c_str(), r.topic.c_str(),
+                r.key.value_or("").c_str(), late.c_str(), r.value.value_or("null").c_str());
+    std::fflush(stdout);
+  });
+  return 0;
+}
+
+}  // namespace belfry

@@ -1,0 +1,35 @@
+// The `belfry` subcommands other than serve. Each returns the process exit code and prints a
+// one-line reason on failure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "belfry/config.h"
+
+namespace belfry {
+
+int RunMigrate(const Config& cfg, bool create_topics);
+
+struct PutJobArgs {
+  std::string file;  // a JSON command file ("-" = stdin); flags below override its fields
+  std::string id, owner, topic, key, every, details, start, end;
+  std::optional<int> interval_minutes, offset_minutes, priority;
+};
+struct WaitArgs {
+  bool wait = true;
+  int64_t timeout_ms = 30'000;
+};
+int RunJobsPut(const Config& cfg, const PutJobArgs& args, const WaitArgs& wait);
+// op: "delete" (publishes a tombstone when tombstone is set), "pause", "resume".
+int RunJobsOp(const Config& cfg, const std::string& op, const std::string& id, bool tombstone, const WaitArgs& wait);
+int RunJobsGet(const Config& cfg, const std::string& id, bool json);
+int RunJobsList(const Config& cfg, const std::string& owner, const std::string& topic, int limit,
+                const std::string& cursor, const std::string& output);
+int RunJobsNext(const Config& cfg, const std::string& id, int n);
+int RunShards(const Config& cfg, bool json);
+int RunExplain(const Config& cfg, int shard, const std::string& at);
+int RunWatch(const Config& cfg, const std::vector<std::string>& topics, bool from_beginning);
+
+}  // namespace belfry

@@ -1,0 +1,141 @@
+// belfry: one binary with subcommands (design.md, "Operating it").
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "app/app_support.h"
+#include "app/cli_commands.h"
+#include "app/config_parser.h"
+#include "app/logging.h"
+#include "app/serve_command.h"
+#include "app/system_clock.h"
+#include "core/iso_time.h"
+
+namespace {
+
+// Durations on the command line use the config syntax ("30s").
+int64_t DurationOrDie(const std::string& text, const char* flag) {
+  auto ms = belfry::ParseDurationMs(text);
+  if (!ms) {
+    std::fprintf(stderr, "belfry: %s: '%s' is not a duration like 500ms, 30s or 2m\n", flag, text.c_str());
+    std::exit(64);
+  }
+  return *ms;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"belfry: fixed-interval triggers at scale, from Kafka commands, PostgreSQL and Kafka triggers"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for every subcommand");
+  std::string config_path;
+  app.add_option("-c,--config", config_path, "YAML config file (BELFRY_* environment variables override it)")
+      ->envname("BELFRY_CONFIG");
+
+  auto* version = app.add_subcommand("version", "Print the version");
+  auto* serve = app.add_subcommand("serve", "Run the command consumer, the scheduler and the admin HTTP server");
+  auto* migrate = app.add_subcommand("migrate", "Apply database migrations and create belfry's Kafka topics");
+  bool skip_topics = false;
+  migrate->add_flag("--skip-topics", skip_topics, "Do not create belfry's Kafka topics");
+
+  auto* jobs = app.add_subcommand("jobs", "Create, change and read jobs");
+  jobs->require_subcommand(1);
+  belfry::PutJobArgs put_args;
+  belfry::WaitArgs wait_args;
+  std::string timeout_text = "30s";
+  auto add_wait = [&](CLI::App* sub) {
+    sub->add_flag("!--no-wait", wait_args.wait, "Do not wait for the outcome on the command-results topic");
+    sub->add_option("--timeout", timeout_text, "How long to wait for the outcome (e.g. 30s)");
+  };
+  auto* put = jobs->add_subcommand("put", "Create or replace a job (publishes an upsert command)");
+  put->add_option("-f,--file", put_args.file, "JSON command file ('-' for stdin); flags override its fields");
+  put->add_option("--id", put_args.id, "Job id");
+  put->add_option("--owner", put_args.owner, "Owning service");
+  put->add_option("--topic", put_args.topic, "Output topic for the job's triggers");
+  put->add_option("--key", put_args.key, "Kafka key of the triggers (default: the job id)");
+  put->add_option("--interval-minutes", put_args.interval_minutes, "Interval in minutes");
+  put->add_option("--every", put_args.every, "Interval as a name, e.g. EVERY_15_MINUTES");
+  put->add_option("--offset-minutes", put_args.offset_minutes, "Offset within the interval");
+  put->add_option("--start", put_args.start, "startDateTime (ISO-8601)");
+  put->add_option("--end", put_args.end, "endDateTime (ISO-8601)");
+  put->add_option("--details", put_args.details, "jobDetails as a JSON object");
+  put->add_option("--priority", put_args.priority, "Priority within a shard-minute");
+  add_wait(put);
+  std::string op_id;
+  bool tombstone = false;
+  auto* del = jobs->add_subcommand("delete", "Delete a job");
+  del->add_option("id", op_id, "Job id")->required();
+  del->add_flag("--tombstone", tombstone, "Publish a null value (tombstone) instead of {\"op\":\"delete\"}");
+  add_wait(del);
+  auto* pause = jobs->add_subcommand("pause", "Pause a job: it stays stored but never fires");
+  pause->add_option("id", op_id, "Job id")->required();
+  add_wait(pause);
+  auto* resume = jobs->add_subcommand("resume", "Resume a paused job");
+  resume->add_option("id", op_id, "Job id")->required();
+  add_wait(resume);
+  bool json = false;
+  auto* get = jobs->add_subcommand("get", "Show one job");
+  get->add_option("id", op_id, "Job id")->required();
+  get->add_flag("--json", json, "JSON output");
+  std::string owner, topic, cursor, output = "table";
+  int limit = 50;
+  auto* list = jobs->add_subcommand("list", "List jobs, by id, with keyset pagination");
+  list->add_option("--owner", owner, "Only this owner");
+  list->add_option("--topic", topic, "Only this output topic");
+  list->add_option("--limit", limit, "Page size (1..1000)")->check(CLI::Range(1, 1000));
+  list->add_option("--cursor", cursor, "Continue after this cursor (printed at the end of a page)");
+  list->add_option("-o,--output", output, "table or json")->check(CLI::IsMember({"table", "json"}));
+  int n = 5;
+  auto* next = jobs->add_subcommand("next", "The next trigger instants of a job");
+  next->add_option("id", op_id, "Job id")->required();
+  next->add_option("-n", n, "How many (1..1000)")->check(CLI::Range(1, 1000));
+
+  auto* shards = app.add_subcommand("shards", "Per-shard progress: fired-through minute, claim, lag");
+  shards->add_flag("--json", json, "JSON output");
+  int shard = 0;
+  std::string at;
+  auto* explain = app.add_subcommand("explain", "EXPLAIN ANALYZE the tick query for a shard and minute");
+  explain->add_option("--shard", shard, "Shard")->required()->check(CLI::NonNegativeNumber);
+  explain->add_option("--at", at, "A time inside the minute (ISO-8601; default: now)");
+  std::vector<std::string> watch_topics;
+  bool from_beginning = false;
+  auto* watch = app.add_subcommand("watch", "Print triggers arriving on topics, with their lateness");
+  watch->add_option("--topic", watch_topics, "Topic to watch (repeatable)")->required();
+  watch->add_flag("--from-beginning", from_beginning, "Start at the oldest message");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (version->parsed()) {
+    std::printf("belfry %s\n", belfry::kBelfryVersion);
+    return 0;
+  }
+  auto cfg_or = belfry::LoadConfig(config_path, belfry::ProcessEnv());
+  if (!cfg_or.ok()) {
+    std::fprintf(stderr, "belfry: %s\n", cfg_or.status().message().c_str());
+    return 78;  // EX_CONFIG
+  }
+  const belfry::Config& cfg = *cfg_or;
+  belfry::LogConfig log = cfg.log;
+  if (!serve->parsed() && log.level == "info") log.level = "warn";  // keep CLI output clean
+  belfry::SetUpLogging(log);
+  wait_args.timeout_ms = DurationOrDie(timeout_text, "--timeout");
+
+  if (serve->parsed()) return belfry::RunServe(cfg);
+  if (migrate->parsed()) return belfry::RunMigrate(cfg, !skip_topics);
+  if (put->parsed()) return belfry::RunJobsPut(cfg, put_args, wait_args);
+  if (del->parsed()) return belfry::RunJobsOp(cfg, "delete", op_id, tombstone, wait_args);
+  if (pause->parsed()) return belfry::RunJobsOp(cfg, "pause", op_id, false, wait_args);
+  if (resume->parsed()) return belfry::RunJobsOp(cfg, "resume", op_id, false, wait_args);
+  if (get->parsed()) return belfry::RunJobsGet(cfg, op_id, json);
+  if (list->parsed()) return belfry::RunJobsList(cfg, owner, topic, limit, cursor, output);
+  if (next->parsed()) return belfry::RunJobsNext(cfg, op_id, n);
+  if (shards->parsed()) return belfry::RunShards(cfg, json);
+  if (explain->parsed()) return belfry::RunExplain(cfg, shard, at);
+  if (watch->parsed()) return belfry::RunWatch(cfg, watch_topics, from_beginning);
+  return 64;
+}

@@ -1,0 +1,164 @@
+#include "app/serve_command.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "app/app_support.h"
+#include "app/node_health.h"
+#include "app/signal_waiter.h"
+#include "app/system_clock.h"
+#include "core/firing_pool.h"
+#include "core/shard_firer.h"
+#include "core/shard_ticker.h"
+#include "http/admin_server.h"
+#include "http/metrics_registry.h"
+#include "kafka/command_consumer.h"
+#include "kafka/kafka_trigger_sink.h"
+#include "pg/migrator.h"
+#include "pg/pg_job_store.h"
+#include "pg/pg_shard_ledger.h"
+
+namespace belfry {
+namespace {
+
+// A shutdown must finish within this; whatever is still in flight is simply not recorded as
+// fired, so it is fired again later (at-least-once), never lost.
+constexpr auto kShutdownBudget = std::chrono::milliseconds(9000);
+
+// Waits until the schema is current. Retries connection faults with backoff; a schema or
+// shard_count mismatch is fatal.
+Status AwaitSchema(const Config& cfg, const std::string& migrations_dir, StopSignal& stop) {
+  int64_t backoff_ms = 250;
+  while (true) {
+    Status st = CheckSchema(cfg.database_url, migrations_dir, cfg.scheduler.shard_count);
+    if (st.ok() || !st.retryable()) return st;
+    spdlog::warn("database not reachable yet ({}); retrying in {} ms", st.message(), backoff_ms);
+    if (!stop.WaitFor(std::chrono::milliseconds(backoff_ms))) return Status::Retryable("stopped");
+    backoff_ms = std::min<int64_t>(backoff_ms * 2, 5000);
+  }
+}
+
+struct Worker {
+  std::unique_ptr<PgJobStore> store;
+  std::unique_ptr<PgShardLedger> ledger;
+  std::unique_ptr<ShardFirer> firer;
+};
+
+}  // namespace
+
+int RunServe(const Config& cfg) {
+  StopSignal stop;
+  SignalWaiter signals(stop);
+  SystemClock clock;
+  const std::string node_id = ResolveNodeId(cfg);
+  const std::string migrations_dir = ResolveMigrationsDir(cfg);
+  spdlog::info("belfry {} starting: node {}, {} shards every {} ms, misfire policy {}", kBelfryVersion, node_id,
+               cfg.scheduler.shard_count, cfg.scheduler.tick_ms, static_cast<int>(cfg.scheduler.misfire_policy));
+
+  if (Status st = AwaitSchema(cfg, migrations_dir, stop); !st.ok()) {
+    if (stop.requested()) return 0;
+    spdlog::error("refusing to start: {}", st.message());
+    return 2;
+  }
+
+  MetricsRegistry metrics(kBelfryVersion);
+  NodeHealth health(metrics, clock);
+  const TopicPolicy policy = MakeTopicPolicy(cfg);
+
+  auto sink_or = KafkaTriggerSink::Create(cfg.kafka);
+  if (!sink_or.ok()) {
+    spdlog::error("cannot create the trigger producer: {}", sink_or.status().ToString());
+    return 1;
+  }
+  std::unique_ptr<KafkaTriggerSink> sink = std::move(sink_or.value());
+
+  std::vector<Worker> workers(static_cast<size_t>(cfg.scheduler.workers));
+  std::vector<FiringPool::Worker> pool_workers;
+  for (Worker& w : workers) {
+    w.store = std::make_unique<PgJobStore>(cfg.database_url);
+    w.ledger = std::make_unique<PgShardLedger>(cfg.database_url);
+    w.firer = std::make_unique<ShardFirer>(cfg.scheduler, node_id, *w.store, *w.ledger, *sink, policy, clock, health);
+    pool_workers.push_back(FiringPool::Worker{w.firer.get(), w.ledger.get()});
+  }
+
+  PgJobStore consumer_store(cfg.database_url);
+  CommandConsumerOptions consumer_options;
+  consumer_options.on_batch = [&metrics](const CommandBatchReport& r) {
+    metrics.OnCommandBatch(r.applied_by_op, r.rejected_by_reason, r.apply_latency_ms);
+  };
+  auto consumer_or = CommandConsumer::Create(cfg.kafka, consumer_store, MakeCommandRules(cfg, &policy), consumer_options);
+  if (!consumer_or.ok()) {
+    spdlog::error("cannot create the command consumer: {}", consumer_or.status().ToString());
+    return 1;
+  }
+  std::unique_ptr<CommandConsumer> consumer = std::move(consumer_or.value());
+
+  PgJobStore admin_store(cfg.database_url);
+  PgShardLedger admin_ledger(cfg.database_url);
+  metrics.SetSampler([&sink, &consumer](MetricsRegistry& m) {
+    m.SetProducerQueue(sink->queue_length());
+    m.SetConsumerLag(consumer->Stats().consumer_lag);
+  });
+  AdminServerOptions admin_options;
+  admin_options.listen = cfg.admin.listen;
+  admin_options.token = cfg.admin.token;
+  admin_options.scheduler = cfg.scheduler;
+  AdminDeps deps;
+  deps.store = &admin_store;
+  deps.ledger = &admin_ledger;
+  deps.metrics = &metrics;
+  deps.clock = &clock;
+  deps.node_id = node_id;
+  deps.version = kBelfryVersion;
+  deps.readiness = [&]() -> Status {
+    if (Status st = CheckSchema(cfg.database_url, migrations_dir, cfg.scheduler.shard_count); !st.ok()) return st;
+    if (health.consecutive_failures() >= 10) {
+      return Status::Retryable("the last 10 shard firings failed (is Kafka reachable?)");
+    }
+    return Status::Ok();
+  };
+  auto admin_or = AdminServer::Start(admin_options, deps);
+  if (!admin_or.ok()) {
+    spdlog::error("cannot start the admin server: {}", admin_or.status().ToString());
+    return 1;
+  }
+  std::unique_ptr<AdminServer> admin = std::move(admin_or.value());
+  spdlog::info("admin HTTP listening on {} (port {})", cfg.admin.listen, admin->port());
+
+  auto pool = std::make_unique<FiringPool>(cfg.scheduler, pool_workers, clock);
+  std::thread consumer_thread([&] { consumer->Run(stop); });
+  std::thread ticker_thread([&] {
+    ShardTicker ticker(cfg.scheduler, clock, *pool);
+    ticker.Run(stop);
+  });
+  spdlog::info("belfry serving");
+
+  while (stop.WaitFor(std::chrono::seconds(3600))) {
+  }
+
+  // Shutdown: a watchdog bounds it; everything below is at-least-once safe if cut short.
+  std::thread watchdog([] {
+    std::this_thread::sleep_for(kShutdownBudget);  // NO_CHECK_CLOCK: process-level watchdog
+    spdlog::warn("shutdown took longer than {} ms; exiting now (unrecorded shard-minutes will fire again)",
+                 kShutdownBudget.count());
+    spdlog::default_logger()->flush();
+    std::_Exit(0);
+  });
+  watchdog.detach();
+  ticker_thread.join();
+  pool->Stop();
+  consumer_thread.join();
+  pool.reset();
+  admin.reset();
+  consumer.reset();
+  sink.reset();
+  spdlog::info("belfry stopped cleanly");
+  return 0;
+}
+
+}  // namespace belfry

@@ -1,0 +1,52 @@
+#include "core/job_json.h"
+
+#include <fmt/format.h>
+
+#include "core/iso_time.h"
+#include "core/json_writer.h"
+
+namespace belfry {
+namespace {
+
+void AppendOptionalTime(std::string* out, const std::optional<EpochMs>& t) {
+  if (t) {
+    AppendJsonString(out, FormatIsoTime(*t));
+  } else {
+    out->append("null");
+  }
+}
+
+}  // namespace
+
+std::string EncodeJobJson(const StoredJob& job) {
+  const JobSpec& s = job.spec;
+  std::string out = "{\"id\":";
+  AppendJsonString(&out, s.id);
+  out.append(",\"owner\":");
+  AppendJsonString(&out, s.owner);
+  out.append(",\"topic\":");
+  AppendJsonString(&out, s.topic);
+  out.append(",\"key\":");
+  if (s.key.empty()) {
+    out.append("null");
+  } else {
+    AppendJsonString(&out, s.key);
+  }
+  fmt::format_to(std::back_inserter(out), ",\"intervalMinutes\":{},\"offsetMinutes\":{},\"shard\":{}",
+                 s.interval_minutes, s.offset_minutes, s.shard);
+  out.append(",\"startDateTime\":");
+  AppendOptionalTime(&out, s.start_at);
+  out.append(",\"endDateTime\":");
+  AppendOptionalTime(&out, s.end_at);
+  fmt::format_to(std::back_inserter(out), ",\"paused\":{},\"priority\":{}", job.paused ? "true" : "false", s.priority);
+  out.append(",\"jobDetails\":");
+  out.append(s.details_json.empty() ? "{}" : s.details_json);
+  out.append(",\"createdAt\":");
+  AppendOptionalTime(&out, job.created_at ? std::optional<EpochMs>(job.created_at) : std::nullopt);
+  out.append(",\"updatedAt\":");
+  AppendOptionalTime(&out, job.updated_at ? std::optional<EpochMs>(job.updated_at) : std::nullopt);
+  out.push_back('}');
+  return out;
+}
+
+}  // namespace belfry
