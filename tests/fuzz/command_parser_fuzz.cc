@@ -1,0 +1,137 @@
+// libFuzzer target for ParseCommand. Input layout: the Kafka key, a '\n', then the value.
+//   - no '\n' at all: a tombstone (null value) whose key is the whole input;
+//   - an empty first line: a message without a key.
+// Every accepted command must satisfy the invariants below; a violation traps.
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/command_parser.h"
+#include "core/interval_name.h"
+#include "core/iso_time.h"
+#include "core/shard_hash.h"
+#include "core/topic_policy.h"
+
+namespace {
+
+using belfry::Command;
+using belfry::CommandOp;
+using belfry::CommandRules;
+using belfry::RawCommand;
+using belfry::Status;
+using belfry::StatusOr;
+
+constexpr int64_t kMessageTimestampMs = 1'795'871'262'123;
+
+void Check(bool condition) {
+  if (!condition) __builtin_trap();
+}
+
+const belfry::TopicPolicy& Policy() {
+  static const belfry::TopicPolicy policy(
+      {"tracking.*", "eta.*", "*.triggers", "t"},
+      {"belfry.commands", "belfry.commands.dlq", "belfry.command-results"});
+  return policy;
+}
+
+const CommandRules& Rules() {
+  static const CommandRules rules = [] {
+    CommandRules r;
+    r.intervals = {1, 2, 3, 5, 10, 15, 20, 30, 60, 120, 180, 240, 360, 480, 720, 1440};
+    r.shard_count = 120;
+    r.max_details_bytes = 64 * 1024;
+    r.max_command_bytes = 256 * 1024;
+    r.topic_policy = &Policy();
+    return r;
+  }();
+  return rules;
+}
+
+bool HasControlChar(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) {
+    const auto b = static_cast<unsigned char>(c);
+    return b < 0x20 || b == 0x7f;
+  });
+}
+
+void CheckRejection(const Status& status) {
+  Check(status.code() == Status::Code::kInvalid);
+  Check(!status.reason().empty());
+  Check(!status.message().empty());
+  // Messages quote at most ~100 bytes of input and escape everything unprintable.
+  Check(status.message().size() < 1024);
+  Check(!HasControlChar(status.message()));
+}
+
+void CheckAccepted(const RawCommand& raw, const Command& command) {
+  const CommandRules& rules = Rules();
+  Check(!command.id.empty() && command.id.size() <= 255);
+  Check(!HasControlChar(command.id));
+  Check(simdjson::validate_utf8(command.id.data(), command.id.size()));
+  Check(raw.key.has_value() && *raw.key == command.id);
+  Check(command.source.offset == raw.source.offset);
+  if (!raw.value) Check(command.op == CommandOp::kDelete);
+  if (command.op != CommandOp::kUpsert) return;
+
+  const belfry::JobSpec& spec = command.spec;
+  Check(spec.id == command.id);
+  Check(std::find(rules.intervals.begin(), rules.intervals.end(), spec.interval_minutes) !=
+        rules.intervals.end());
+  Check(spec.offset_minutes >= 0 && spec.offset_minutes < spec.interval_minutes);
+  Check(spec.shard >= 0 && spec.shard < rules.shard_count);
+  Check(spec.shard == belfry::ShardForId(spec.id, rules.shard_count));
+  Check(rules.topic_policy->Check(spec.topic).ok());
+  Check(spec.key.size() <= 1024 && spec.key.find('\0') == std::string::npos);
+  Check(spec.owner.size() <= 255 && !HasControlChar(spec.owner));
+  Check(spec.priority >= -1'000'000 && spec.priority <= 1'000'000);
+  if (spec.start_at && spec.end_at) Check(*spec.end_at > *spec.start_at);
+  if (!spec.offset_explicit) Check(!spec.start_at);
+
+  // details_json is a minified object within the limit that re-parses, and minifies to itself.
+  Check(static_cast<int64_t>(spec.details_json.size()) <= rules.max_details_bytes);
+  Check(simdjson::validate_utf8(spec.details_json.data(), spec.details_json.size()));
+  simdjson::dom::parser parser;
+  simdjson::dom::element details;
+  Check(parser.parse(spec.details_json).get(details) == simdjson::SUCCESS);
+  Check(details.is_object());
+  Check(simdjson::minify(details) == spec.details_json);
+}
+
+// Side properties of the helpers, on the same bytes.
+void CheckHelpers(std::string_view data) {
+  if (const auto ms = belfry::ParseIsoTime(data)) {
+    // Format(Parse(x)) is canonical, and parses back to the same instant.
+    const std::string formatted = belfry::FormatIsoTime(*ms);
+    Check(belfry::ParseIsoTime(formatted) == ms || *ms < 0);
+  }
+  if (const auto minutes = belfry::ParseExecutionInterval(data)) Check(*minutes > 0);
+  if (belfry::IsValidKafkaTopicName(data)) Check(!data.empty() && data.size() <= 249);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+  RawCommand raw;
+  raw.source = belfry::SourcePosition{7, 4242, kMessageTimestampMs};
+  const size_t newline = input.find('\n');
+  if (newline == std::string_view::npos) {
+    raw.key = std::string(input);  // tombstone
+  } else {
+    if (newline > 0) raw.key = std::string(input.substr(0, newline));
+    raw.value = std::string(input.substr(newline + 1));
+  }
+
+  const StatusOr<Command> result = belfry::ParseCommand(raw, Rules());
+  if (result.ok()) {
+    CheckAccepted(raw, result.value());
+  } else {
+    CheckRejection(result.status());
+  }
+  if (size <= 512) CheckHelpers(input);
+  return 0;
+}
