@@ -84,6 +84,13 @@ ShardFirer::Outcome ShardFirer::FireUpTo(int32_t shard, int64_t target_minute, S
   // The lease is renewed after each query without moving the watermark (MarkFired never moves
   // it backwards), so that the watermark only advances once everything in the plan is acked.
   const int64_t hold_minute = claim->fired_through ? *claim->fired_through : plan.advance_to - 1;
+  if (!claim->fired_through) {
+    // A shard that never fired gets its watermark now, so that if this first firing fails the
+    // catch-up scan sees the shard as behind and retries it.
+    if (Status st = ledger_.MarkFired(shard, hold_minute, node_id_, cfg_.claim_lease_ms, false); !st.ok()) {
+      return fail(st, true);
+    }
+  }
   auto renew = [&]() { return ledger_.MarkFired(shard, hold_minute, node_id_, cfg_.claim_lease_ms, false); };
 
   // Current slots first, so a catch-up never makes the present late; then the missed ones.

@@ -60,7 +60,7 @@ TEST_F(SchedulerSimTest, ThreeSimulatedHoursFireExactlyTheDueSlots) {
   const auto sent = SentKeys(sink_, &dups);
   const auto want = ExpectedKeys(store_.rows(), kStart, end, cfg_.tick_ms);
   EXPECT_EQ(dups, 0u);
-  EXPECT_GT(want.size(), 10'000u);  // the run is not trivially empty
+  EXPECT_GT(want.size(), 5'000u);  // the run is not trivially empty
   EXPECT_EQ(sent, want);
   EXPECT_EQ(observer_.caught_up + observer_.skipped + observer_.too_old, 0);
   // Paused jobs and jobs that never start fire nothing.
