@@ -178,7 +178,9 @@ TEST_F(LifecycleTest, MalformedCommandsGoToTheDlqAndValidOnesAroundThemApply) {
     ASSERT_TRUE(r.headers.count("belfry-source-partition"));
     ASSERT_TRUE(r.headers.count("belfry-source-offset"));
     reason_by_offset[std::stoll(r.headers.at("belfry-source-offset"))] = r.headers.at("belfry-error");
-    if (r.key == "other-key") EXPECT_EQ(r.value.value_or(""), Upsert("bad-2", 5));  // original value kept
+    if (r.key == "other-key") {
+      EXPECT_EQ(r.value.value_or(""), Upsert("bad-2", 5));  // original value kept
+    }
   }
   EXPECT_EQ(reason_by_offset[bad_json].rfind("invalid_json", 0), 0u) << reason_by_offset[bad_json];
   EXPECT_EQ(reason_by_offset[bad_key].rfind("key_mismatch", 0), 0u) << reason_by_offset[bad_key];
