@@ -151,10 +151,14 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
 int RunJobsList(const Config& cfg, const std::string& owner, const std::string& topic, int limit,
                 const std::string& cursor, const std::string& output) {
   PgJobStore store(cfg.database_url);
-  JobListFilter filter{owner, topic, cursor, limit};
+  JobListFilter filter{owner, topic, cursor, limit + 1};  // one more, to know if a next page exists
   auto jobs = store.ListJobs(filter);
   if (!jobs.ok()) return Fail(jobs.status().message());
-  const std::string next_cursor = static_cast<int>(jobs->size()) == limit && !jobs->empty() ? jobs->back().spec.id : "";
+  std::string next_cursor;  // the CLI's cursor is the last id shown
+  if (static_cast<int>(jobs->size()) > limit) {
+    jobs->resize(static_cast<size_t>(limit));
+    next_cursor = jobs->back().spec.id;
+  }
   if (output == "json") {
     std::string out = "{\"jobs\":[";
     for (size_t i = 0; i < jobs->size(); ++i) {

@@ -2,6 +2,8 @@
 // whether firings are succeeding, and when the ticker last ran.
 #pragma once
 
+#include <spdlog/spdlog.h>
+
 #include <atomic>
 
 #include "belfry/clock.h"
@@ -19,10 +21,20 @@ class NodeHealth final : public SchedulerObserver {
     next_.OnFired(r);
   }
   void OnMissed(int64_t caught_up, int64_t skipped, int64_t too_old) override {
+    spdlog::warn("missed shard-minutes: {} caught up, {} skipped by the misfire policy, {} older than max_catchup "
+                 "dropped",
+                 caught_up, skipped, too_old);
     next_.OnMissed(caught_up, skipped, too_old);
   }
   void OnFiringFailed(int32_t shard, const Status& status) override {
-    ++consecutive_failures_;
+    const int64_t n = ++consecutive_failures_;
+    // During an outage every shard fails every few seconds: log the first failure, then at most
+    // one line per 10 s.
+    const EpochMs now = clock_.NowMs();
+    EpochMs last = last_failure_log_ms_;
+    if (now - last >= 10'000 && last_failure_log_ms_.compare_exchange_strong(last, now)) {
+      spdlog::warn("firing shard {} failed ({} consecutive failures), will retry: {}", shard, n, status.ToString());
+    }
     next_.OnFiringFailed(shard, status);
   }
   void OnRefusedTopic(std::string_view topic) override { next_.OnRefusedTopic(topic); }
@@ -35,6 +47,7 @@ class NodeHealth final : public SchedulerObserver {
   Clock& clock_;
   std::atomic<int64_t> consecutive_failures_{0};
   std::atomic<EpochMs> last_fired_ms_{0};
+  std::atomic<EpochMs> last_failure_log_ms_{0};
 };
 
 }  // namespace belfry

@@ -1,0 +1,596 @@
+#include "http/admin_server.h"
+
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/iso_time.h"
+#include "core/slot_math.h"
+
+namespace belfry {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr std::string_view kJsonType = "application/json";
+constexpr std::string_view kMetricsType = "text/plain; version=0.0.4; charset=utf-8";
+constexpr std::string_view kJobsPrefix = "/v1/jobs/";
+constexpr std::string_view kNextSuffix = "/next";
+constexpr int32_t kDefaultListLimit = 100;
+constexpr int kDefaultNext = 10;
+constexpr int kMaxNext = 1000;
+
+std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+void SendJson(httplib::Response& res, int status, const Json& body) {
+  res.status = status;
+  res.set_header("Cache-Control", "no-store");
+  res.set_content(Dump(body), std::string(kJsonType));
+}
+
+void SendError(httplib::Response& res, int status, const std::string& message) {
+  SendJson(res, status, Json{{"error", message}});
+}
+
+// A store or ledger failure: Retryable is the database being unreachable (503, try again);
+// anything else is a server fault (500).
+void SendStoreError(httplib::Response& res, std::string_view what, const Status& st) {
+  if (st.retryable()) {
+    spdlog::warn("admin: {} unavailable: {}", what, st.ToString());
+    SendError(res, 503, std::string(what) + " is unavailable, retry later: " + st.message());
+  } else {
+    spdlog::error("admin: {} failed: {}", what, st.ToString());
+    SendError(res, 500, std::string(what) + " failed: " + st.ToString());
+  }
+}
+
+Json IsoOrNull(const std::optional<EpochMs>& ms) { return ms ? Json(FormatIsoTime(*ms)) : Json(nullptr); }
+
+Json StringOrNull(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); }
+
+Json JobJson(const StoredJob& job) {
+  const JobSpec& s = job.spec;
+  Json details = Json::parse(s.details_json.empty() ? std::string("{}") : s.details_json, nullptr, false);
+  if (details.is_discarded()) details = s.details_json;  // never expected: validated at ingestion
+  return Json{
+      {"id", s.id},
+      {"owner", StringOrNull(s.owner)},
+      {"topic", s.topic},
+      {"key", StringOrNull(s.key)},
+      {"intervalMinutes", s.interval_minutes},
+      {"offsetMinutes", s.offset_minutes},
+      {"shard", s.shard},
+      {"startDateTime", IsoOrNull(s.start_at)},
+      {"endDateTime", IsoOrNull(s.end_at)},
+      {"paused", job.paused},
+      {"priority", s.priority},
+      {"jobDetails", std::move(details)},
+      {"createdAt", job.created_at > 0 ? Json(FormatIsoTime(job.created_at)) : Json(nullptr)},
+      {"updatedAt", job.updated_at > 0 ? Json(FormatIsoTime(job.updated_at)) : Json(nullptr)},
+  };
+}
+
+// Strict percent-decoding of one path segment ('+' stays '+'). nullopt on a malformed escape.
+std::optional<std::string> PercentDecode(std::string_view in) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out.push_back(in[i]);
+      continue;
+    }
+    if (i + 2 >= in.size()) return std::nullopt;
+    const int hi = hex(in[i + 1]);
+    const int lo = hex(in[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out.push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+  }
+  return out;
+}
+
+// Parses a whole decimal integer; nullopt on anything else.
+std::optional<int64_t> ParseInt(std::string_view s) {
+  int64_t v = 0;
+  const char* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, v);
+  if (s.empty() || ec != std::errc() || p != end) return std::nullopt;
+  return v;
+}
+
+// Every query parameter must be one of `allowed`. Returns an error message, or "" when fine.
+std::string CheckParams(const httplib::Request& req, std::initializer_list<std::string_view> allowed) {
+  for (const auto& [name, value] : req.params) {
+    bool ok = false;
+    for (std::string_view a : allowed) ok = ok || name == a;
+    if (!ok) {
+      std::string expected;
+      for (std::string_view a : allowed) expected += (expected.empty() ? "" : ", ") + std::string(a);
+      return "unknown query parameter \"" + name + "\" (expected: " + expected + ")";
+    }
+  }
+  return "";
+}
+
+// The first value of `name`, or "" when absent. An empty value counts as absent.
+std::string Param(const httplib::Request& req, const char* name) {
+  auto it = req.params.find(name);
+  return it == req.params.end() ? std::string() : it->second;
+}
+
+// Compares in time that depends only on the lengths, not on where the first difference is.
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = a.size();
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(a[i]) ^ y;
+  }
+  return diff == 0;
+}
+
+bool IsKnownPath(const std::string& path) {
+  return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/v1/jobs" ||
+         path == "/v1/shards" || (path.size() > kJobsPrefix.size() && path.starts_with(kJobsPrefix));
+}
+
+bool RequiresAuth(const std::string& path) {
+  return path == "/metrics" || path == "/v1" || path.starts_with("/v1/");
+}
+
+const char* DefaultErrorMessage(int status) {
+  switch (status) {
+    case 400:
+      return "bad request";
+    case 404:
+      return "no such route";
+    case 405:
+      return "method not allowed";
+    case 413:
+      return "request too large";
+    case 414:
+      return "request URI too long";
+    default:
+      return status >= 500 ? "internal error" : "request failed";
+  }
+}
+
+}  // namespace
+
+StatusOr<ListenAddress> ParseListenAddress(const std::string& listen) {
+  auto bad = [&](const std::string& why) {
+    return Status::Invalid("admin_listen", "admin.listen \"" + listen + "\" is invalid: " + why +
+                                               " (expected host:port or [ipv6]:port)");
+  };
+  ListenAddress a;
+  std::string_view port_text;
+  if (!listen.empty() && listen.front() == '[') {
+    const size_t close = listen.find(']');
+    if (close == std::string::npos || close + 1 >= listen.size() || listen[close + 1] != ':') {
+      return bad("missing ']:' after the IPv6 address");
+    }
+    a.host = listen.substr(1, close - 1);
+    port_text = std::string_view(listen).substr(close + 2);
+  } else {
+    const size_t colon = listen.rfind(':');
+    if (colon == std::string::npos) return bad("missing port");
+    a.host = listen.substr(0, colon);
+    if (a.host.find(':') != std::string::npos) return bad("an IPv6 address must be written in brackets");
+    port_text = std::string_view(listen).substr(colon + 1);
+  }
+  if (a.host.empty()) return bad("missing host (use 0.0.0.0 for every interface)");
+  const std::optional<int64_t> port = ParseInt(port_text);
+  if (!port || *port < 0 || *port > 65535) return bad("port must be an integer in 0..65535");
+  a.port = static_cast<int>(*port);
+  return a;
+}
+
+bool IsLoopbackHost(const std::string& host) {
+  if (host == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+  }
+  return false;
+}
+
+std::string Base64UrlEncode(std::string_view data) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  out.reserve((data.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= data.size(); i += 3) {
+    const uint32_t v = (static_cast<uint8_t>(data[i]) << 16) | (static_cast<uint8_t>(data[i + 1]) << 8) |
+                       static_cast<uint8_t>(data[i + 2]);
+    out.push_back(kAlphabet[(v >> 18) & 63]);
+    out.push_back(kAlphabet[(v >> 12) & 63]);
+    out.push_back(kAlphabet[(v >> 6) & 63]);
+    out.push_back(kAlphabet[v & 63]);
+  }
+  const size_t rest = data.size() - i;
+  if (rest > 0) {
+    uint32_t v = static_cast<uint8_t>(data[i]) << 16;
+    if (rest == 2) v |= static_cast<uint8_t>(data[i + 1]) << 8;
+    out.push_back(kAlphabet[(v >> 18) & 63]);
+    out.push_back(kAlphabet[(v >> 12) & 63]);
+    if (rest == 2) out.push_back(kAlphabet[(v >> 6) & 63]);
+  }
+  return out;
+}
+
+std::optional<std::string> Base64UrlDecode(std::string_view text) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '-') return 62;
+    if (c == '_') return 63;
+    return -1;
+  };
+  if (text.size() % 4 == 1) return std::nullopt;
+  std::string out;
+  out.reserve(text.size() * 3 / 4);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : text) {
+    const int v = value(c);
+    if (v < 0) return std::nullopt;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  // Leftover bits must be zero, so that each byte string has exactly one encoding.
+  if (bits > 0 && (acc & ((1u << bits) - 1)) != 0) return std::nullopt;
+  return out;
+}
+
+AdminServer::AdminServer(AdminServerOptions options, AdminDeps deps)
+    : options_(std::move(options)), deps_(std::move(deps)), server_(std::make_unique<httplib::Server>()) {}
+
+StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(AdminServerOptions options, AdminDeps deps) {
+  if (!deps.store || !deps.ledger || !deps.metrics || !deps.clock) {
+    return Status::Invalid("admin_deps",
+                           "AdminServer needs a job store, a shard ledger, metrics and a clock");
+  }
+  if (options.max_list_limit < 1) {
+    return Status::Invalid("admin_max_list_limit", "max_list_limit must be at least 1");
+  }
+  if (options.scheduler.tick_ms <= 0 || options.scheduler.shard_count <= 0) {
+    return Status::Invalid("admin_scheduler", "scheduler.tick_ms and scheduler.shard_count must be positive");
+  }
+  StatusOr<ListenAddress> addr = ParseListenAddress(options.listen);
+  if (!addr.ok()) return addr.status();
+  if (options.token.empty() && !IsLoopbackHost(addr->host)) {
+    return Status::Invalid("admin_token_required",
+                           "admin.listen \"" + options.listen +
+                               "\" is not a loopback address, so the admin API needs a bearer token: set "
+                               "admin.token (or BELFRY_ADMIN_TOKEN), or bind to 127.0.0.1");
+  }
+
+  std::unique_ptr<AdminServer> s(new AdminServer(std::move(options), std::move(deps)));
+  s->host_ = addr->host;
+  s->InstallRoutes();
+  httplib::Server& svr = *s->server_;
+  if (addr->port == 0) {
+    s->port_ = svr.bind_to_any_port(addr->host);
+    if (s->port_ < 0) s->port_ = 0;
+  } else if (svr.bind_to_port(addr->host, addr->port)) {
+    s->port_ = addr->port;
+  }
+  if (s->port_ == 0) {
+    return Status::FailedPrecondition("admin HTTP cannot listen on \"" + s->options_.listen +
+                                      "\": the address is in use or not available on this host");
+  }
+  s->thread_ = std::thread([&svr, returned = &s->listen_returned_] {
+    svr.listen_after_bind();
+    returned->store(true);
+  });
+  // stop() is a no-op until the accept loop runs, so wait for it before handing out the server;
+  // otherwise a quick destruction could hang in join().
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!svr.is_running()) {
+    if (s->listen_returned_.load() || std::chrono::steady_clock::now() > deadline) {
+      return Status::FailedPrecondition("admin HTTP server did not start within 10 s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  spdlog::debug("admin HTTP listening on {}:{}{}", s->host_, s->port_,
+                s->options_.token.empty() ? "" : " (bearer token required)");
+  return s;
+}
+
+AdminServer::~AdminServer() {
+  if (!thread_.joinable()) return;
+  // stop() does nothing before the accept loop has started, and must be called only once.
+  while (!server_->is_running() && !listen_returned_.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (server_->is_running()) server_->stop();
+  thread_.join();
+}
+
+bool AdminServer::Authorized(const httplib::Request& req) const {
+  if (options_.token.empty()) return true;
+  const std::string header = req.get_header_value("Authorization");
+  constexpr std::string_view kScheme = "bearer ";
+  if (header.size() < kScheme.size()) return false;
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return false;
+  }
+  std::string_view presented = std::string_view(header).substr(kScheme.size());
+  while (!presented.empty() && presented.front() == ' ') presented.remove_prefix(1);
+  while (!presented.empty() && presented.back() == ' ') presented.remove_suffix(1);
+  return ConstantTimeEquals(presented, options_.token);
+}
+
+void AdminServer::InstallRoutes() {
+  httplib::Server& svr = *server_;
+  const size_t threads = static_cast<size_t>(std::max(1, options_.worker_threads));
+  svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  svr.set_read_timeout(5, 0);
+  svr.set_write_timeout(5, 0);
+  svr.set_keep_alive_timeout(2);
+  svr.set_payload_max_length(64 * 1024);
+  // httplib's default also sets SO_REUSEPORT, which would let a second process bind the same
+  // port and silently receive half of the requests. SO_REUSEADDR alone keeps fast restarts.
+  svr.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+
+  svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (RequiresAuth(req.path) && !Authorized(req)) {
+      res.set_header("WWW-Authenticate", "Bearer realm=\"belfry\"");
+      SendError(res, 401, "missing or wrong bearer token: send \"Authorization: Bearer <admin.token>\"");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  // Called for every response >= 400; fills in JSON only where httplib produced the error.
+  svr.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        std::string message = DefaultErrorMessage(res.status);
+        if (res.status == 404) message += ": " + req.path;
+        SendJson(res, res.status, Json{{"error", message}});
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  svr.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    spdlog::error("admin: {} {} failed: {}", req.method, req.path, what);
+    SendError(res, 500, "internal error: " + what);
+  });
+
+  svr.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) { HandleHealthz(res); });
+  svr.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) { HandleReadyz(res); });
+  svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) { HandleMetrics(res); });
+  svr.Get("/v1/shards", [this](const httplib::Request&, httplib::Response& res) { HandleShards(res); });
+  svr.Get("/v1/jobs",
+          [this](const httplib::Request& req, httplib::Response& res) { HandleListJobs(req, res); });
+  // [\s\S] rather than '.', which would not match a decoded newline in an id.
+  svr.Get(R"(/v1/jobs/[\s\S]+)",
+          [this](const httplib::Request& req, httplib::Response& res) { HandleJobsPath(req, res); });
+
+  auto not_allowed = [](const httplib::Request& req, httplib::Response& res) {
+    if (!IsKnownPath(req.path)) {
+      SendError(res, 404, std::string("no such route: ") + req.path);
+      return;
+    }
+    res.set_header("Allow", "GET, HEAD");
+    SendError(res, 405,
+              "method " + req.method +
+                  " is not allowed: the admin API is read-only (writes go "
+                  "through the Kafka commands topic)");
+  };
+  const std::string any = R"([\s\S]*)";
+  svr.Post(any, not_allowed);
+  svr.Put(any, not_allowed);
+  svr.Patch(any, not_allowed);
+  svr.Delete(any, not_allowed);
+  svr.Options(any, not_allowed);
+}
+
+void AdminServer::HandleHealthz(httplib::Response& res) { SendJson(res, 200, Json{{"status", "ok"}}); }
+
+void AdminServer::HandleReadyz(httplib::Response& res) {
+  Status st;
+  if (deps_.readiness) {
+    try {
+      st = deps_.readiness();
+    } catch (const std::exception& e) {
+      st = Status::Retryable(std::string("readiness check threw: ") + e.what());
+    }
+  }
+  if (st.ok()) {
+    SendJson(res, 200, Json{{"status", "ready"}});
+  } else {
+    SendJson(res, 503, Json{{"status", "not_ready"}, {"error", st.ToString()}});
+  }
+}
+
+void AdminServer::HandleMetrics(httplib::Response& res) {
+  res.set_content(deps_.metrics->Serialize(), std::string(kMetricsType));
+  res.status = 200;
+}
+
+void AdminServer::HandleJobsPath(const httplib::Request& req, httplib::Response& res) {
+  // Route on the raw target, so that an id containing an encoded '/' ("a%2Fnext") is not taken
+  // for the /next sub-resource.
+  std::string_view raw = req.target;
+  raw = raw.substr(0, raw.find('?'));
+  if (!raw.starts_with(kJobsPrefix)) {
+    SendError(res, 404, "no such route: " + req.path);
+    return;
+  }
+  raw.remove_prefix(kJobsPrefix.size());
+  bool next = false;
+  if (raw.size() > kNextSuffix.size() && raw.ends_with(kNextSuffix)) {
+    next = true;
+    raw.remove_suffix(kNextSuffix.size());
+  }
+  const std::optional<std::string> id = PercentDecode(raw);
+  if (!id) {
+    SendError(res, 400, "the job id in the path is not validly percent-encoded");
+    return;
+  }
+  if (id->empty()) {
+    SendError(res, 400, "the job id in the path is empty");
+    return;
+  }
+  if (next) {
+    HandleNext(*id, req, res);
+  } else {
+    if (std::string e = CheckParams(req, {}); !e.empty()) return SendError(res, 400, e);
+    HandleGetJob(*id, res);
+  }
+}
+
+void AdminServer::HandleGetJob(const std::string& id, httplib::Response& res) {
+  StatusOr<std::optional<StoredJob>> job = [&] {
+    std::lock_guard<std::mutex> lock(store_mu_);
+    return deps_.store->GetJob(id);
+  }();
+  if (!job.ok()) return SendStoreError(res, "job store", job.status());
+  if (!job->has_value()) return SendError(res, 404, "job \"" + id + "\" not found");
+  SendJson(res, 200, JobJson(**job));
+}
+
+void AdminServer::HandleNext(const std::string& id, const httplib::Request& req, httplib::Response& res) {
+  if (std::string e = CheckParams(req, {"n"}); !e.empty()) return SendError(res, 400, e);
+  int n = kDefaultNext;
+  if (const std::string text = Param(req, "n"); !text.empty()) {
+    const std::optional<int64_t> v = ParseInt(text);
+    if (!v || *v < 1 || *v > kMaxNext) {
+      return SendError(res, 400,
+                       "n must be an integer in 1.." + std::to_string(kMaxNext) + ", got \"" + text + "\"");
+    }
+    n = static_cast<int>(*v);
+  }
+  StatusOr<std::optional<StoredJob>> job = [&] {
+    std::lock_guard<std::mutex> lock(store_mu_);
+    return deps_.store->GetJob(id);
+  }();
+  if (!job.ok()) return SendStoreError(res, "job store", job.status());
+  if (!job->has_value()) return SendError(res, 404, "job \"" + id + "\" not found");
+  const StoredJob& j = **job;
+  Json times = Json::array();
+  if (!j.paused) {
+    const JobSpec& s = j.spec;
+    for (EpochMs t :
+         NextTriggerTimes(s.interval_minutes, s.offset_minutes, s.shard, options_.scheduler.tick_ms,
+                          s.start_at, s.end_at, deps_.clock->NowMs(), n)) {
+      times.push_back(FormatIsoTime(t));
+    }
+  }
+  SendJson(res, 200, Json{{"id", id}, {"paused", j.paused}, {"next", std::move(times)}});
+}
+
+void AdminServer::HandleListJobs(const httplib::Request& req, httplib::Response& res) {
+  if (std::string e = CheckParams(req, {"owner", "topic", "limit", "cursor"}); !e.empty()) {
+    return SendError(res, 400, e);
+  }
+  JobListFilter filter;
+  filter.owner = Param(req, "owner");
+  filter.topic = Param(req, "topic");
+  int32_t limit = std::min(kDefaultListLimit, options_.max_list_limit);
+  if (const std::string text = Param(req, "limit"); !text.empty()) {
+    const std::optional<int64_t> v = ParseInt(text);
+    if (!v || *v < 1 || *v > options_.max_list_limit) {
+      return SendError(res, 400,
+                       "limit must be an integer in 1.." + std::to_string(options_.max_list_limit) +
+                           ", got \"" + text + "\"");
+    }
+    limit = static_cast<int32_t>(*v);
+  }
+  if (const std::string cursor = Param(req, "cursor"); !cursor.empty()) {
+    const std::optional<std::string> after = Base64UrlDecode(cursor);
+    if (!after || after->empty()) {
+      return SendError(res, 400,
+                       "cursor is not valid: pass back the next_cursor of a previous page unchanged");
+    }
+    filter.after_id = *after;
+  }
+  filter.limit = limit + 1;  // one more than asked, to know whether another page exists
+  StatusOr<std::vector<StoredJob>> jobs = [&] {
+    std::lock_guard<std::mutex> lock(store_mu_);
+    return deps_.store->ListJobs(filter);
+  }();
+  if (!jobs.ok()) return SendStoreError(res, "job store", jobs.status());
+  std::vector<StoredJob>& page = *jobs;
+  Json next_cursor = nullptr;
+  if (static_cast<int64_t>(page.size()) > limit) {
+    page.resize(static_cast<size_t>(limit));
+    next_cursor = Base64UrlEncode(page.back().spec.id);
+  }
+  Json list = Json::array();
+  for (const StoredJob& j : page) list.push_back(JobJson(j));
+  SendJson(res, 200, Json{{"jobs", std::move(list)}, {"next_cursor", std::move(next_cursor)}});
+}
+
+void AdminServer::HandleShards(httplib::Response& res) {
+  StatusOr<std::vector<ShardState>> states = [&] {
+    std::lock_guard<std::mutex> lock(store_mu_);
+    return deps_.ledger->LoadStates();
+  }();
+  if (!states.ok()) return SendStoreError(res, "shard ledger", states.status());
+  const EpochMs now = deps_.clock->NowMs();
+  const int64_t tick = options_.scheduler.tick_ms;
+  Json shards = Json::array();
+  for (const ShardState& s : *states) {
+    // The latest minute whose slot has passed. A shard is behind when it has not fired it; its
+    // lag is measured from the slot of the oldest minute it still owes.
+    const int64_t due = LastSlotMinuteAtOrBefore(now, s.shard, tick);
+    Json lag = nullptr;
+    Json behind = nullptr;
+    if (s.fired_through) {
+      const int64_t owed = due - *s.fired_through;
+      behind = std::max<int64_t>(owed, 0);
+      lag = owed > 0 ? static_cast<double>(now - SlotMs(*s.fired_through + 1, s.shard, tick)) / 1000.0 : 0.0;
+    }
+    shards.push_back(Json{
+        {"shard", s.shard},
+        {"fired_through",
+         s.fired_through ? Json(FormatIsoTime(*s.fired_through * kMsPerMinute)) : Json(nullptr)},
+        {"fired_through_minute", s.fired_through ? Json(*s.fired_through) : Json(nullptr)},
+        {"claim_node", StringOrNull(s.claim_node)},
+        {"claim_until", IsoOrNull(s.claim_until)},
+        {"claim_live", s.claim_live},
+        {"behind_minutes", std::move(behind)},
+        {"lag_seconds", std::move(lag)},
+    });
+  }
+  SendJson(res, 200, Json{{"now", FormatIsoTime(now)}, {"shards", std::move(shards)}});
+}
+
+}  // namespace belfry

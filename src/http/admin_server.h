@@ -1,0 +1,116 @@
+// AdminServer: belfry's read-only admin HTTP API (health, readiness, Prometheus metrics, jobs
+// and shards). Writes go through Kafka, never through this server. Routes, formats and the
+// auth rule are documented in docs/operations.md.
+//
+// Auth rule: a listen address that is not loopback (127.0.0.0/8, ::1, localhost) requires a
+// token; with a token set, /metrics and every /v1 route require "Authorization: Bearer <token>".
+// /healthz and /readyz are always open.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "belfry/clock.h"
+#include "belfry/config.h"
+#include "belfry/job_store.h"
+#include "belfry/shard_ledger.h"
+#include "belfry/status.h"
+#include "http/metrics_registry.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace belfry {
+
+struct AdminServerOptions {
+  // "host:port" or "[v6-host]:port". Port 0 picks an ephemeral port (see AdminServer::port()).
+  std::string listen = "127.0.0.1:8080";
+  std::string token;  // empty = no auth; only allowed on a loopback address
+  // shard_count and tick_ms for /v1/jobs/{id}/next and /v1/shards.
+  SchedulerConfig scheduler;
+  int32_t max_list_limit = 1000;  // largest accepted ?limit= of /v1/jobs
+  int32_t worker_threads = 4;     // concurrent requests
+};
+
+// REQUIRES: every pointer is non-null and outlives the server. `store` and `ledger` are used by
+// one request at a time (they may be single-connection objects); `metrics` and `clock` must be
+// thread-safe.
+struct AdminDeps {
+  JobStore* store = nullptr;
+  ShardLedger* ledger = nullptr;
+  MetricsRegistry* metrics = nullptr;
+  Clock* clock = nullptr;
+  // Ok = ready. Called on the request thread for every /readyz; null = always ready.
+  std::function<Status()> readiness;
+  std::string node_id;
+  std::string version;
+};
+
+class AdminServer final {
+ public:
+  // Binds the listen address and starts serving on a background thread. Returns Invalid when
+  // the listen address is malformed, when a token is missing for a non-loopback address, or when
+  // a dependency is null; FailedPrecondition when the address cannot be bound.
+  static StatusOr<std::unique_ptr<AdminServer>> Start(AdminServerOptions options, AdminDeps deps);
+
+  // Stops accepting, waits for requests in flight and joins the thread.
+  ~AdminServer();
+  AdminServer(const AdminServer&) = delete;
+  AdminServer& operator=(const AdminServer&) = delete;
+
+  // The bound port (the ephemeral one when listen asked for port 0).
+  int port() const { return port_; }
+  const std::string& host() const { return host_; }
+
+ private:
+  AdminServer(AdminServerOptions options, AdminDeps deps);
+
+  void InstallRoutes();
+  bool Authorized(const httplib::Request& req) const;
+
+  void HandleHealthz(httplib::Response& res);
+  void HandleReadyz(httplib::Response& res);
+  void HandleMetrics(httplib::Response& res);
+  void HandleJobsPath(const httplib::Request& req, httplib::Response& res);
+  void HandleGetJob(const std::string& id, httplib::Response& res);
+  void HandleNext(const std::string& id, const httplib::Request& req, httplib::Response& res);
+  void HandleListJobs(const httplib::Request& req, httplib::Response& res);
+  void HandleShards(httplib::Response& res);
+
+  const AdminServerOptions options_;
+  const AdminDeps deps_;
+  std::string host_;
+  int port_ = 0;
+  std::mutex store_mu_;  // serializes every use of deps_.store and deps_.ledger
+  std::unique_ptr<httplib::Server> server_;
+  std::atomic<bool> listen_returned_{false};  // set by thread_ when the accept loop ends
+  std::thread thread_;
+};
+
+// Exposed for tests. Splits "host:port" / "[v6]:port"; Invalid on anything else.
+struct ListenAddress {
+  std::string host;
+  int port = 0;
+};
+StatusOr<ListenAddress> ParseListenAddress(const std::string& listen);
+
+// True iff `host` is "localhost", an IPv4 address in 127.0.0.0/8, "::1" or an IPv4-mapped
+// loopback ("::ffff:127.x.y.z").
+bool IsLoopbackHost(const std::string& host);
+
+// RFC 4648 §5 base64url without padding (the /v1/jobs cursor encoding). Decode returns nullopt
+// on characters outside the alphabet or an impossible length.
+std::string Base64UrlEncode(std::string_view data);
+std::optional<std::string> Base64UrlDecode(std::string_view text);
+
+}  // namespace belfry

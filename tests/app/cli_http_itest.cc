@@ -1,0 +1,265 @@
+// The operator surface on the real servers: the `belfry` CLI round-trips through Kafka and
+// PostgreSQL, and the admin HTTP API of a running `belfry serve` answers every route.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "belfry_process.h"
+#include "core/iso_time.h"
+#include "core/shard_hash.h"
+#include "core/slot_math.h"
+#include "itest_support.h"
+
+namespace belfry {
+namespace {
+
+using Json = nlohmann::json;
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+class OperatorSurfaceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    world_ = ItestWorld::Create("ops").release();
+    ASSERT_NE(world_, nullptr);
+    port_ = FreePort();
+    env_ = world_->Env();
+    env_["BELFRY_ADMIN_LISTEN"] = "127.0.0.1:" + std::to_string(port_);
+    env_["BELFRY_ADMIN_TOKEN"] = "s3cret";
+    server_ = new BelfryProcess(env_, "/tmp/belfry-" + world_->run_id + ".log");
+    ASSERT_TRUE(server_->WaitForLog("belfry serving", 30'000)) << server_->Log();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    delete world_;
+  }
+
+  static int Cli(const std::vector<std::string>& args, std::string* out) { return RunBelfry(args, env_, out); }
+  static httplib::Result Get(const std::string& path, bool auth = true) {
+    httplib::Client c("127.0.0.1", port_);
+    httplib::Headers h;
+    if (auth) h.emplace("Authorization", "Bearer s3cret");
+    return c.Get(path.c_str(), h);
+  }
+  static std::string Id(const std::string& name) { return world_->run_id + "-" + name; }
+
+  static ItestWorld* world_;
+  static BelfryProcess* server_;
+  static std::map<std::string, std::string> env_;
+  static int port_;
+};
+
+ItestWorld* OperatorSurfaceTest::world_ = nullptr;
+BelfryProcess* OperatorSurfaceTest::server_ = nullptr;
+std::map<std::string, std::string> OperatorSurfaceTest::env_;
+int OperatorSurfaceTest::port_ = 0;
+
+TEST_F(OperatorSurfaceTest, CliPutGetNextDeleteRoundTrip) {
+  const std::string id = Id("cli");
+  std::string out;
+  ASSERT_EQ(Cli({"jobs", "put", "--id", id, "--interval-minutes", "5", "--offset-minutes", "3", "--topic",
+                 world_->trigger_topic, "--owner", "ops", "--details", R"({"a":1})"},
+                &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("\"status\":\"applied\""), std::string::npos) << out;
+
+  ASSERT_EQ(Cli({"jobs", "get", id, "--json"}, &out), 0) << out;
+  const Json job = Json::parse(out);
+  EXPECT_EQ(job["id"], id);
+  EXPECT_EQ(job["intervalMinutes"], 5);
+  EXPECT_EQ(job["offsetMinutes"], 3);
+  EXPECT_EQ(job["jobDetails"], Json::parse(R"({"a":1})"));
+  EXPECT_EQ(job["shard"], ShardForId(id, 120));
+
+  ASSERT_EQ(Cli({"jobs", "next", id, "-n", "3"}, &out), 0) << out;
+  std::istringstream lines(out);
+  std::string line;
+  std::vector<EpochMs> got;
+  while (std::getline(lines, line)) {
+    auto t = ParseIsoTime(line);
+    ASSERT_TRUE(t) << line;
+    got.push_back(*t);
+  }
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(EpochMinuteOf(got[i]) % 5, 3);
+    EXPECT_EQ(got[i] % 60'000, ShardForId(id, 120) * 500);
+    if (i > 0) {
+      EXPECT_EQ(got[i] - got[i - 1], 5 * 60'000);
+    }
+  }
+
+  ASSERT_EQ(Cli({"jobs", "pause", id}, &out), 0) << out;
+  ASSERT_EQ(Cli({"jobs", "get", id, "--json"}, &out), 0);
+  EXPECT_EQ(Json::parse(out)["paused"], true);
+  ASSERT_EQ(Cli({"jobs", "delete", id}, &out), 0) << out;
+  EXPECT_EQ(Cli({"jobs", "get", id}, &out), 4);
+  EXPECT_NE(out.find("no job with id"), std::string::npos) << out;
+}
+
+TEST_F(OperatorSurfaceTest, CliRejectsBadArgumentsWithOneLineReasons) {
+  std::string out;
+  EXPECT_NE(Cli({"jobs", "put", "--interval-minutes", "5", "--topic", "x"}, &out), 0);
+  EXPECT_NE(out.find("needs an id"), std::string::npos) << out;
+  EXPECT_NE(Cli({"jobs", "next", "x", "-n", "0"}, &out), 0);
+  EXPECT_NE(out.find("-n"), std::string::npos) << out;
+  EXPECT_NE(Cli({"jobs", "put", "--id", "x", "--topic", "t", "--interval-minutes", "5", "--details", "[1]"}, &out), 0);
+  EXPECT_NE(out.find("--details must be a JSON object"), std::string::npos) << out;
+  EXPECT_NE(Cli({"frobnicate"}, &out), 0);
+  EXPECT_NE(Cli({"explain", "--shard", "500"}, &out), 0);
+  EXPECT_NE(out.find("shard_count"), std::string::npos) << out;
+  // A rejected command: belfry's own validation, reported through the outcome.
+  EXPECT_EQ(Cli({"jobs", "put", "--id", Id("seven"), "--interval-minutes", "7", "--topic", "t"}, &out), 1);
+  EXPECT_NE(out.find("unsupported_interval"), std::string::npos) << out;
+  auto env = env_;
+  env["BELFRY_SCHEDULER_TICK"] = "1s";
+  EXPECT_EQ(RunBelfry({"shards"}, env, &out), 78);
+  EXPECT_NE(out.find("scheduler.tick"), std::string::npos) << out;
+}
+
+TEST_F(OperatorSurfaceTest, HttpRoutesErrorsAndPagination) {
+  std::string out;
+  for (int i = 0; i < 7; ++i) {
+    ASSERT_EQ(Cli({"jobs", "put", "--id", Id("page-" + std::to_string(i)), "--interval-minutes", "60", "--topic",
+                   world_->trigger_topic, "--owner", "pager"},
+                  &out),
+              0)
+        << out;
+  }
+  auto r = Get("/v1/jobs/" + Id("page-3"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(Json::parse(r->body)["id"], Id("page-3"));
+
+  r = Get("/v1/jobs/" + Id("nope"));
+  EXPECT_EQ(r->status, 404);
+  EXPECT_TRUE(Json::parse(r->body).contains("error"));
+  EXPECT_EQ(Get("/v1/jobs?limit=0")->status, 400);
+  EXPECT_EQ(Get("/v1/jobs?limit=abc")->status, 400);
+  EXPECT_EQ(Get("/v1/jobs?limit=100000")->status, 400);
+  EXPECT_EQ(Get("/v1/jobs?cursor=%%%")->status, 400);
+  EXPECT_EQ(Get("/v1/jobs/" + Id("page-3") + "/next?n=0")->status, 400);
+
+  std::vector<std::string> seen;
+  std::string cursor;
+  int pages = 0;
+  do {
+    r = Get("/v1/jobs?owner=pager&limit=3" + (cursor.empty() ? "" : "&cursor=" + cursor));
+    ASSERT_EQ(r->status, 200) << r->body;
+    const Json page = Json::parse(r->body);
+    for (const Json& j : page["jobs"]) seen.push_back(j["id"]);
+    cursor = page["next_cursor"].is_null() ? "" : page["next_cursor"].get<std::string>();
+    ++pages;
+  } while (!cursor.empty() && pages < 10);
+  EXPECT_EQ(pages, 3);
+  ASSERT_EQ(seen.size(), 7u);
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+
+  r = Get("/v1/jobs/" + Id("page-2") + "/next?n=4");
+  ASSERT_EQ(r->status, 200) << r->body;
+  const Json next = Json::parse(r->body);
+  ASSERT_EQ(next["next"].size(), 4u);
+  auto first = ParseIsoTime(next["next"][0].get<std::string>());
+  ASSERT_TRUE(first);
+  EXPECT_EQ(*first % 60'000, ShardForId(Id("page-2"), 120) * 500);
+
+  r = Get("/v1/shards");
+  ASSERT_EQ(r->status, 200);
+  EXPECT_EQ(Json::parse(r->body)["shards"].size(), 120u);
+  EXPECT_EQ(Get("/healthz", false)->status, 200);
+  EXPECT_EQ(Get("/readyz", false)->status, 200);
+}
+
+TEST_F(OperatorSurfaceTest, TokenIsEnforcedAndOffLoopbackNeedsOne) {
+  EXPECT_EQ(Get("/v1/shards", false)->status, 401);
+  EXPECT_EQ(Get("/metrics", false)->status, 401);
+  httplib::Client c("127.0.0.1", port_);
+  EXPECT_EQ(c.Get("/v1/shards", {{"Authorization", "Bearer wrong"}})->status, 401);
+  EXPECT_EQ(Get("/v1/shards")->status, 200);
+  // Refuses to start on a non-loopback address without a token (it exits before binding).
+  auto env = env_;
+  env["BELFRY_ADMIN_LISTEN"] = "0.0.0.0:0";
+  env["BELFRY_ADMIN_TOKEN"] = "";
+  std::string out;
+  EXPECT_NE(RunBelfry({"serve"}, env, &out), 0);
+  EXPECT_NE(out.find("token"), std::string::npos) << out;
+}
+
+// Parses Prometheus text: every sample line is `name{labels} value`, every family has HELP and TYPE.
+std::map<std::string, double> ParseProm(const std::string& text) {
+  std::map<std::string, double> samples;
+  std::set<std::string> help, type;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (line.rfind("# HELP ", 0) == 0) {
+      help.insert(line.substr(7, line.find(' ', 7) - 7));
+      continue;
+    }
+    if (line.rfind("# TYPE ", 0) == 0) {
+      type.insert(line.substr(7, line.find(' ', 7) - 7));
+      continue;
+    }
+    const size_t sp = line.rfind(' ');
+    EXPECT_NE(sp, std::string::npos) << line;
+    const std::string name = line.substr(0, sp);
+    size_t used = 0;
+    const double v = std::stod(line.substr(sp + 1), &used);
+    EXPECT_EQ(used, line.size() - sp - 1) << line;
+    samples[name] = v;
+    const std::string family = name.substr(0, name.find('{'));
+    bool documented = false;
+    for (const char* suffix : {"", "_bucket", "_sum", "_count"}) {
+      const std::string s = suffix;
+      if (family.size() > s.size() && family.compare(family.size() - s.size(), s.size(), s) == 0) {
+        const std::string base = family.substr(0, family.size() - s.size());
+        if (help.count(base) && type.count(base)) documented = true;
+      }
+    }
+    EXPECT_TRUE(documented) << "no HELP/TYPE for " << family;
+  }
+  return samples;
+}
+
+TEST_F(OperatorSurfaceTest, MetricsParseAndTriggerCountsMove) {
+  auto r = Get("/metrics");
+  ASSERT_EQ(r->status, 200);
+  auto before = ParseProm(r->body);
+  ASSERT_TRUE(before.count("belfry_triggers_emitted_total"));
+  // A 1-minute job in a shard whose slot comes within ~15 s.
+  const int32_t shard = static_cast<int32_t>(((WallMs() + 15'000) % 60'000) / 500);
+  const std::string id = IdsInShard(Id("metric"), shard, 1)[0];
+  std::string out;
+  ASSERT_EQ(Cli({"jobs", "put", "--id", id, "--interval-minutes", "1", "--topic", world_->trigger_topic}, &out), 0)
+      << out;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto after = ParseProm(Get("/metrics")->body);
+        return after["belfry_triggers_emitted_total"] > before["belfry_triggers_emitted_total"];
+      },
+      80'000));
+  auto after = ParseProm(Get("/metrics")->body);
+  EXPECT_GT(after["belfry_trigger_lateness_seconds_count"], before["belfry_trigger_lateness_seconds_count"]);
+  EXPECT_GT(after["belfry_commands_total{op=\"upsert\",status=\"applied\"}"], 0);
+}
+
+}  // namespace
+}  // namespace belfry

@@ -1,0 +1,606 @@
+#include "http/admin_server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/iso_time.h"
+#include "core/slot_math.h"
+#include "fakes/fake_clock.h"
+#include "fakes/fake_job_store.h"
+#include "fakes/fake_shard_ledger.h"
+
+namespace belfry {
+
+// Defined in metrics_registry_test.cc.
+std::string ParseExposition(const std::string& text, std::map<std::string, double>* samples);
+
+namespace {
+
+using Json = nlohmann::json;
+
+// 2026-11-22T13:37:10.250Z
+const EpochMs kNow = *ParseIsoTime("2026-11-22T13:37:10.250Z");
+
+// Percent-encodes everything but RFC 3986 unreserved characters.
+std::string Encode(const std::string& s) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += {'%', kHex[c >> 4], kHex[c & 15]};
+    }
+  }
+  return out;
+}
+
+AdminServerOptions Options(const std::string& listen, const std::string& token = "",
+                           int32_t max_list_limit = 1000) {
+  AdminServerOptions o;
+  o.listen = listen;
+  o.token = token;
+  o.max_list_limit = max_list_limit;
+  return o;
+}
+
+JobSpec Spec(const std::string& id, const std::string& owner = "tracking-svc", int32_t interval = 15,
+             int32_t offset = 7, int32_t shard = 3) {
+  JobSpec s;
+  s.id = id;
+  s.owner = owner;
+  s.interval_minutes = interval;
+  s.offset_minutes = offset;
+  s.shard = shard;
+  s.topic = "tracking.poll";
+  s.key = "shipment-42";
+  s.details_json = R"({"shipmentId":42,"nested":{"a":[1,2]}})";
+  return s;
+}
+
+// A JobStore whose reads return a scripted answer (or error).
+class ScriptedJobStore final : public JobStore {
+ public:
+  Status ForEachDueJob(const DueQuery&, const std::function<void(const DueJob&)>&) override { return error; }
+  Status ApplyActions(const std::vector<JobAction>&) override { return error; }
+  StatusOr<std::optional<StoredJob>> GetJob(const std::string&) override {
+    if (!error.ok()) return error;
+    return job;
+  }
+  StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter&) override {
+    if (!error.ok()) return error;
+    return std::vector<StoredJob>();
+  }
+  Status error;
+  std::optional<StoredJob> job;
+};
+
+class FailingLedger final : public ShardLedger {
+ public:
+  StatusOr<ShardClaim> Claim(int32_t, int64_t, const std::string&, int64_t) override { return error; }
+  Status MarkFired(int32_t, int64_t, const std::string&, int64_t, bool) override { return error; }
+  Status Release(int32_t, const std::string&) override { return error; }
+  StatusOr<std::vector<ShardState>> LoadStates() override { return error; }
+  Status error = Status::Retryable("connection refused");
+};
+
+class AdminServerTest : public ::testing::Test {
+ protected:
+  AdminServerTest() : clock_(kNow), ledger_(120, clock_), metrics_("9.9.9-test") {}
+
+  // Starts the server with `store` (default: the fake) and returns a client for it.
+  void StartServer(AdminServerOptions options = {}, JobStore* store = nullptr,
+                   ShardLedger* ledger = nullptr) {
+    if (options.listen == AdminServerOptions().listen) options.listen = "127.0.0.1:0";
+    AdminDeps deps{store ? store : &store_,
+                   ledger ? ledger : &ledger_,
+                   &metrics_,
+                   &clock_,
+                   [this] { return ready_; },
+                   "node-a",
+                   "9.9.9-test"};
+    auto started = AdminServer::Start(options, deps);
+    ASSERT_TRUE(started.ok()) << started.status().ToString();
+    server_ = std::move(*started);
+    ASSERT_GT(server_->port(), 0);
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    client_->set_url_encode(false);  // send the paths exactly as written
+    client_->set_connection_timeout(5);
+    client_->set_read_timeout(5);
+  }
+
+  struct Reply {
+    int status = 0;
+    std::string body;
+    std::string content_type;
+    httplib::Headers headers;
+    Json json() const { return Json::parse(body); }
+  };
+
+  Reply Get(const std::string& path, const httplib::Headers& headers = {}) {
+    return Wrap(client_->Get(path, headers));
+  }
+
+  static Reply Wrap(const httplib::Result& r) {
+    Reply out;
+    EXPECT_TRUE(r) << "request failed: " << httplib::to_string(r.error());
+    if (!r) return out;
+    out.status = r->status;
+    out.body = r->body;
+    out.content_type = r->get_header_value("Content-Type");
+    out.headers = r->headers;
+    return out;
+  }
+
+  // An error reply: the status, a JSON body {"error": "<non-empty>"}.
+  static void ExpectError(const Reply& r, int status) {
+    EXPECT_EQ(r.status, status) << r.body;
+    EXPECT_EQ(r.content_type, "application/json");
+    Json j = Json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r.body;
+    ASSERT_TRUE(j.contains("error")) << r.body;
+    EXPECT_TRUE(j["error"].is_string());
+    EXPECT_FALSE(j["error"].get<std::string>().empty());
+  }
+
+  FakeClock clock_;
+  FakeJobStore store_;
+  FakeShardLedger ledger_;
+  MetricsRegistry metrics_;
+  Status ready_;
+  std::unique_ptr<AdminServer> server_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(AdminServerTest, Healthz) {
+  StartServer();
+  Reply r = Get("/healthz");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.content_type, "application/json");
+  EXPECT_EQ(r.json(), Json({{"status", "ok"}}));
+}
+
+TEST_F(AdminServerTest, ReadyzFollowsReadiness) {
+  StartServer();
+  Reply r = Get("/readyz");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.json(), Json({{"status", "ready"}}));
+
+  ready_ = Status::Retryable("commands consumer has no partition assignment yet");
+  r = Get("/readyz");
+  ExpectError(r, 503);
+  EXPECT_EQ(r.json()["status"], "not_ready");
+  EXPECT_NE(r.json()["error"].get<std::string>().find("no partition assignment"), std::string::npos);
+}
+
+TEST_F(AdminServerTest, MetricsParseAsPrometheusTextAndMoveAfterOnFired) {
+  StartServer();
+  Reply r = Get("/metrics");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_TRUE(r.content_type.starts_with("text/plain; version=0.0.4")) << r.content_type;
+  std::map<std::string, double> before;
+  ASSERT_EQ(ParseExposition(r.body, &before), "") << r.body;
+  EXPECT_EQ(before.at("belfry_triggers_emitted_total"), 0);
+  EXPECT_EQ(before.at("belfry_build_info{version=\"9.9.9-test\"}"), 1);
+
+  ShardMinuteReport fired;
+  fired.triggers = 12;
+  fired.lateness_ms = 30;
+  metrics_.OnFired(fired);
+  r = Get("/metrics");
+  std::map<std::string, double> after;
+  ASSERT_EQ(ParseExposition(r.body, &after), "") << r.body;
+  EXPECT_EQ(after.at("belfry_triggers_emitted_total"), 12);
+  EXPECT_EQ(after.at("belfry_shard_minutes_fired_total{kind=\"on_time\"}"), 1);
+  EXPECT_EQ(after.at("belfry_trigger_lateness_seconds_count"), 12);
+}
+
+TEST_F(AdminServerTest, GetJobReturnsTheStoredJob) {
+  JobSpec s = Spec("shipment-42-poll");
+  s.start_at = *ParseIsoTime("2026-11-22T13:00:00Z");
+  s.priority = 2;
+  store_.Put(s);
+  StartServer();
+  Reply r = Get("/v1/jobs/shipment-42-poll");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.content_type, "application/json");
+  const Json expected = {
+      {"id", "shipment-42-poll"},
+      {"owner", "tracking-svc"},
+      {"topic", "tracking.poll"},
+      {"key", "shipment-42"},
+      {"intervalMinutes", 15},
+      {"offsetMinutes", 7},
+      {"shard", 3},
+      {"startDateTime", "2026-11-22T13:00:00.000Z"},
+      {"endDateTime", nullptr},
+      {"paused", false},
+      {"priority", 2},
+      {"jobDetails", {{"shipmentId", 42}, {"nested", {{"a", {1, 2}}}}}},
+      {"createdAt", nullptr},  // the fake store does not track times
+      {"updatedAt", nullptr},
+  };
+  EXPECT_EQ(r.json(), expected);
+  // Fields come in the documented order.
+  EXPECT_TRUE(r.body.starts_with(R"({"id":"shipment-42-poll","owner":"tracking-svc","topic")")) << r.body;
+}
+
+TEST_F(AdminServerTest, GetJobWithTimesAndNoKeyOrOwner) {
+  ScriptedJobStore scripted;
+  StoredJob j;
+  j.spec = Spec("j1", "");
+  j.spec.key.clear();
+  j.spec.end_at = *ParseIsoTime("2027-01-01T00:00:00Z");
+  j.paused = true;
+  j.created_at = *ParseIsoTime("2026-11-20T08:00:00.125Z");
+  j.updated_at = *ParseIsoTime("2026-11-21T09:30:00Z");
+  scripted.job = j;
+  StartServer({}, &scripted);
+  Json got = Get("/v1/jobs/j1").json();
+  EXPECT_EQ(got["owner"], nullptr);
+  EXPECT_EQ(got["key"], nullptr);
+  EXPECT_EQ(got["paused"], true);
+  EXPECT_EQ(got["endDateTime"], "2027-01-01T00:00:00.000Z");
+  EXPECT_EQ(got["createdAt"], "2026-11-20T08:00:00.125Z");
+  EXPECT_EQ(got["updatedAt"], "2026-11-21T09:30:00.000Z");
+}
+
+TEST_F(AdminServerTest, UnknownJobIs404) {
+  StartServer();
+  Reply r = Get("/v1/jobs/nope");
+  ExpectError(r, 404);
+  EXPECT_NE(r.json()["error"].get<std::string>().find("nope"), std::string::npos);
+  ExpectError(Get("/v1/jobs/nope/next"), 404);
+}
+
+TEST_F(AdminServerTest, JobIdsMayContainAnyEncodedCharacters) {
+  const std::vector<std::string> ids = {"a/b",    "a/next",      "with space+plus", "q?x=1&y#frag",
+                                        "pct%41", "caf\xC3\xA9", "line\nbreak",     "next"};
+  for (const std::string& id : ids) store_.Put(Spec(id));
+  store_.Put(Spec("a"));
+  StartServer();
+  for (const std::string& id : ids) {
+    Reply r = Get("/v1/jobs/" + Encode(id));
+    ASSERT_EQ(r.status, 200) << id << ": " << r.body;
+    EXPECT_EQ(r.json()["id"], id);
+    r = Get("/v1/jobs/" + Encode(id) + "/next?n=2");
+    ASSERT_EQ(r.status, 200) << id << ": " << r.body;
+    EXPECT_EQ(r.json()["id"], id);
+    EXPECT_EQ(r.json()["next"].size(), 2u);
+  }
+  // An unencoded "/next" is the sub-resource of job "a"; an encoded one is part of the id.
+  EXPECT_TRUE(Get("/v1/jobs/a/next").json().contains("next"));
+  EXPECT_EQ(Get("/v1/jobs/a%2Fnext").json()["id"], "a/next");
+  EXPECT_FALSE(Get("/v1/jobs/a%2Fnext").json().contains("next"));
+  ExpectError(Get("/v1/jobs/bad%zzescape"), 400);
+  ExpectError(Get("/v1/jobs/%"), 400);
+}
+
+TEST_F(AdminServerTest, ListPaginatesAcrossThreePagesWithOwnerFilter) {
+  // 21 jobs; every third one belongs to "ops" (7 jobs), the rest to two other owners.
+  std::vector<std::string> ops_ids;
+  for (int i = 0; i < 21; ++i) {
+    char id[16];
+    std::snprintf(id, sizeof id, "job-%02d", i);
+    const std::string owner = i % 3 == 0 ? "ops" : (i % 3 == 1 ? "billing" : "tracking");
+    store_.Put(Spec(id, owner));
+    if (owner == "ops") ops_ids.push_back(id);
+  }
+  StartServer();
+  std::vector<std::string> seen;
+  std::string cursor;
+  std::vector<size_t> page_sizes;
+  for (int page = 0; page < 10; ++page) {
+    std::string path = "/v1/jobs?owner=ops&limit=3";
+    if (!cursor.empty()) path += "&cursor=" + cursor;
+    Reply r = Get(path);
+    ASSERT_EQ(r.status, 200) << r.body;
+    Json j = r.json();
+    page_sizes.push_back(j["jobs"].size());
+    for (const Json& job : j["jobs"]) {
+      EXPECT_EQ(job["owner"], "ops");
+      seen.push_back(job["id"]);
+    }
+    if (j["next_cursor"].is_null()) break;
+    cursor = j["next_cursor"].get<std::string>();
+    // The cursor is opaque: base64url, not the raw id.
+    EXPECT_EQ(cursor.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"),
+              std::string::npos);
+    EXPECT_EQ(cursor.find("job-"), std::string::npos);
+  }
+  EXPECT_EQ(page_sizes, (std::vector<size_t>{3, 3, 1}));
+  EXPECT_EQ(seen, ops_ids);
+}
+
+TEST_F(AdminServerTest, ListExactMultipleEndsWithoutAnEmptyPage) {
+  for (int i = 0; i < 4; ++i) store_.Put(Spec("j" + std::to_string(i)));
+  StartServer();
+  Json p1 = Get("/v1/jobs?limit=2").json();
+  ASSERT_EQ(p1["jobs"].size(), 2u);
+  ASSERT_TRUE(p1["next_cursor"].is_string());
+  Json p2 = Get("/v1/jobs?limit=2&cursor=" + p1["next_cursor"].get<std::string>()).json();
+  EXPECT_EQ(p2["jobs"].size(), 2u);
+  EXPECT_TRUE(p2["next_cursor"].is_null());
+}
+
+TEST_F(AdminServerTest, ListDefaultsToAHundredAndFiltersByTopic) {
+  for (int i = 0; i < 150; ++i) {
+    JobSpec s = Spec("job-" + std::to_string(1000 + i));
+    if (i % 10 == 0) s.topic = "eta.recompute";
+    store_.Put(s);
+  }
+  StartServer();
+  Json all = Get("/v1/jobs").json();
+  EXPECT_EQ(all["jobs"].size(), 100u);
+  EXPECT_TRUE(all["next_cursor"].is_string());
+  Json eta = Get("/v1/jobs?topic=eta.recompute").json();
+  EXPECT_EQ(eta["jobs"].size(), 15u);
+  EXPECT_TRUE(eta["next_cursor"].is_null());
+  for (const Json& j : eta["jobs"]) EXPECT_EQ(j["topic"], "eta.recompute");
+  // Empty values, as in a filled-in template, mean "not given".
+  EXPECT_EQ(Get("/v1/jobs?owner=&topic=&limit=&cursor=").json()["jobs"].size(), 100u);
+  // No match is an empty page, not an error.
+  Json none = Get("/v1/jobs?owner=nobody").json();
+  EXPECT_EQ(none, Json({{"jobs", Json::array()}, {"next_cursor", nullptr}}));
+}
+
+TEST_F(AdminServerTest, ListRejectsBadParameters) {
+  StartServer(Options("127.0.0.1:0", "", 50));
+  ExpectError(Get("/v1/jobs?limit=0"), 400);
+  ExpectError(Get("/v1/jobs?limit=-3"), 400);
+  ExpectError(Get("/v1/jobs?limit=51"), 400);
+  ExpectError(Get("/v1/jobs?limit=abc"), 400);
+  ExpectError(Get("/v1/jobs?limit=5x"), 400);
+  ExpectError(Get("/v1/jobs?limit=99999999999999999999"), 400);
+  ExpectError(Get("/v1/jobs?cursor=***"), 400);
+  ExpectError(Get("/v1/jobs?cursor=A"), 400);
+  ExpectError(Get("/v1/jobs?ownr=ops"), 400);
+  EXPECT_EQ(Get("/v1/jobs?limit=50").status, 200);
+  EXPECT_NE(Get("/v1/jobs?limit=51").json()["error"].get<std::string>().find("1..50"), std::string::npos);
+}
+
+TEST_F(AdminServerTest, NextMatchesNextTriggerTimes) {
+  JobSpec s = Spec("every-15", "o", 15, 7, 42);
+  s.end_at = kNow + 40 * kMsPerMinute;  // cuts the schedule after a few triggers
+  store_.Put(s);
+  store_.Put(Spec("every-1", "o", 1, 0, 119));
+  StartServer();
+
+  auto expected = [&](const JobSpec& spec, int n) {
+    Json out = Json::array();
+    for (EpochMs t : NextTriggerTimes(spec.interval_minutes, spec.offset_minutes, spec.shard, 500,
+                                      spec.start_at, spec.end_at, kNow, n)) {
+      out.push_back(FormatIsoTime(t));
+    }
+    return out;
+  };
+  Json r = Get("/v1/jobs/every-1/next").json();
+  EXPECT_EQ(r["id"], "every-1");
+  EXPECT_EQ(r["paused"], false);
+  EXPECT_EQ(r["next"].size(), 10u);  // default n
+  EXPECT_EQ(r["next"], expected(Spec("every-1", "o", 1, 0, 119), 10));
+  EXPECT_EQ(r["next"][0], "2026-11-22T13:37:59.500Z");  // shard 119's slot in this minute
+
+  r = Get("/v1/jobs/every-1/next?n=1000").json();
+  EXPECT_EQ(r["next"].size(), 1000u);
+
+  r = Get("/v1/jobs/every-15/next?n=5").json();
+  EXPECT_EQ(r["next"], expected(s, 5));
+  // 817 min into the day = 7 (mod 15): due this minute at shard 42's slot, 21 s in; end_at cuts it at 3.
+  EXPECT_EQ(r["next"],
+            Json({"2026-11-22T13:37:21.000Z", "2026-11-22T13:52:21.000Z", "2026-11-22T14:07:21.000Z"}));
+
+  ExpectError(Get("/v1/jobs/every-1/next?n=0"), 400);
+  ExpectError(Get("/v1/jobs/every-1/next?n=1001"), 400);
+  ExpectError(Get("/v1/jobs/every-1/next?n=ten"), 400);
+  ExpectError(Get("/v1/jobs/every-1/next?count=3"), 400);
+}
+
+TEST_F(AdminServerTest, NextOfAPausedJobIsEmpty) {
+  store_.Put(Spec("sleepy"), /*paused=*/true);
+  StartServer();
+  Reply r = Get("/v1/jobs/sleepy/next?n=3");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.json(), Json({{"id", "sleepy"}, {"paused", true}, {"next", Json::array()}}));
+}
+
+TEST_F(AdminServerTest, ShardsReportWatermarksClaimsAndLag) {
+  const int64_t minute = EpochMinuteOf(kNow);  // 13:37; now is 10.25 s into it
+  ledger_.SetFiredThrough(0, minute);          // slot 13:37:00.000 passed and fired: up to date
+  ledger_.SetFiredThrough(1, minute - 5);      // owes 13:33 .. 13:37
+  ledger_.SetFiredThrough(100, minute - 1);    // slot 13:37:50 not yet due: up to date
+  ASSERT_TRUE(ledger_.Claim(1, minute, "node-b", 3000)->claimed);
+  StartServer();
+  Reply r = Get("/v1/shards");
+  ASSERT_EQ(r.status, 200) << r.body;
+  Json j = r.json();
+  EXPECT_EQ(j["now"], "2026-11-22T13:37:10.250Z");
+  ASSERT_EQ(j["shards"].size(), 120u);
+  const Json& s0 = j["shards"][0];
+  EXPECT_EQ(s0["shard"], 0);
+  EXPECT_EQ(s0["fired_through"], "2026-11-22T13:37:00.000Z");
+  EXPECT_EQ(s0["fired_through_minute"], minute);
+  EXPECT_EQ(s0["claim_node"], nullptr);
+  EXPECT_EQ(s0["claim_live"], false);
+  EXPECT_EQ(s0["lag_seconds"], 0.0);
+
+  const Json& s1 = j["shards"][1];
+  EXPECT_EQ(s1["fired_through_minute"], minute - 5);
+  EXPECT_EQ(s1["claim_node"], "node-b");
+  EXPECT_EQ(s1["claim_live"], true);
+  EXPECT_EQ(s1["claim_until"], "2026-11-22T13:37:13.250Z");
+  EXPECT_EQ(s1["behind_minutes"], 5);
+  // The oldest owed slot is 13:33:00.500.
+  EXPECT_DOUBLE_EQ(s1["lag_seconds"].get<double>(), (kNow - SlotMs(minute - 4, 1, 500)) / 1000.0);
+  EXPECT_DOUBLE_EQ(s1["lag_seconds"].get<double>(), 249.75);
+
+  EXPECT_EQ(j["shards"][100]["lag_seconds"], 0.0);
+  EXPECT_EQ(j["shards"][100]["behind_minutes"], 0);
+
+  const Json& never = j["shards"][2];
+  EXPECT_EQ(never["fired_through"], nullptr);
+  EXPECT_EQ(never["fired_through_minute"], nullptr);
+  EXPECT_EQ(never["lag_seconds"], nullptr);
+}
+
+TEST_F(AdminServerTest, RetryableStoreErrorsAre503) {
+  ScriptedJobStore scripted;
+  scripted.error = Status::Retryable("connection to PostgreSQL lost");
+  FailingLedger ledger;
+  StartServer({}, &scripted, &ledger);
+  ExpectError(Get("/v1/jobs/x"), 503);
+  ExpectError(Get("/v1/jobs/x/next"), 503);
+  ExpectError(Get("/v1/jobs"), 503);
+  ExpectError(Get("/v1/shards"), 503);
+  EXPECT_NE(Get("/v1/jobs").json()["error"].get<std::string>().find("connection to PostgreSQL lost"),
+            std::string::npos);
+  scripted.error = Status::FailedPrecondition("schema mismatch");
+  ExpectError(Get("/v1/jobs/x"), 500);
+}
+
+TEST_F(AdminServerTest, UnknownRoutesAre404AndWritesAre405) {
+  StartServer();
+  ExpectError(Get("/nope"), 404);
+  ExpectError(Get("/v1/jobz"), 404);
+  ExpectError(Get("/v1/jobs/"), 404);
+  Reply r = Wrap(client_->Post("/v1/jobs", "{}", "application/json"));
+  ExpectError(r, 405);
+  EXPECT_EQ(r.headers.find("Allow")->second, "GET, HEAD");
+  ExpectError(Wrap(client_->Delete("/v1/jobs/abc")), 405);
+  ExpectError(Wrap(client_->Put("/v1/shards", "{}", "application/json")), 405);
+  ExpectError(Wrap(client_->Patch("/metrics", "x", "text/plain")), 405);
+  ExpectError(Wrap(client_->Post("/elsewhere", "{}", "application/json")), 404);
+  EXPECT_EQ(Wrap(client_->Head("/healthz")).status, 200);
+}
+
+TEST_F(AdminServerTest, TokenIsEnforcedOnANonLoopbackAddress) {
+  store_.Put(Spec("j"));
+  StartServer(Options("0.0.0.0:0", "s3cret-token"));
+  for (const char* path :
+       {"/v1/jobs", "/v1/jobs/j", "/v1/jobs/j/next", "/v1/shards", "/metrics", "/v1/unknown"}) {
+    Reply r = Get(path);
+    ExpectError(r, 401);
+    EXPECT_TRUE(r.headers.count("WWW-Authenticate")) << path;
+    ExpectError(Get(path, {{"Authorization", "Bearer wrong-token!"}}), 401);
+    ExpectError(Get(path, {{"Authorization", "Bearer s3cret-toke"}}), 401);
+    ExpectError(Get(path, {{"Authorization", "Basic s3cret-token"}}), 401);
+    ExpectError(Get(path, {{"Authorization", "s3cret-token"}}), 401);
+  }
+  EXPECT_EQ(Get("/v1/jobs/j", {{"Authorization", "Bearer s3cret-token"}}).status, 200);
+  EXPECT_EQ(Get("/v1/jobs", {{"Authorization", "bearer s3cret-token"}}).status, 200);
+  EXPECT_EQ(Get("/v1/shards", {{"Authorization", "Bearer s3cret-token"}}).status, 200);
+  EXPECT_EQ(Get("/metrics", {{"Authorization", "Bearer s3cret-token"}}).status, 200);
+  // Probes stay open.
+  EXPECT_EQ(Get("/healthz").status, 200);
+  EXPECT_EQ(Get("/readyz").status, 200);
+  // Writes are refused for everyone, but the caller must authenticate first.
+  ExpectError(Wrap(client_->Post("/v1/jobs", "{}", "application/json")), 401);
+}
+
+TEST_F(AdminServerTest, TokenIsEnforcedOnLoopbackToo) {
+  StartServer(Options("127.0.0.1:0", "t"));
+  ExpectError(Get("/v1/shards"), 401);
+  EXPECT_EQ(Get("/v1/shards", {{"Authorization", "Bearer t"}}).status, 200);
+}
+
+TEST_F(AdminServerTest, RefusesANonLoopbackAddressWithoutAToken) {
+  for (const char* listen : {"0.0.0.0:0", "[::]:0", "10.1.2.3:8080", "example.com:8080"}) {
+    AdminDeps deps{&store_, &ledger_, &metrics_, &clock_, nullptr, "n", "v"};
+    auto s = AdminServer::Start(Options(listen), deps);
+    ASSERT_FALSE(s.ok()) << listen;
+    EXPECT_EQ(s.status().code(), Status::Code::kInvalid);
+    EXPECT_NE(s.status().message().find("token"), std::string::npos) << s.status().message();
+    EXPECT_NE(s.status().message().find(listen), std::string::npos) << s.status().message();
+  }
+}
+
+TEST_F(AdminServerTest, RefusesBadOptions) {
+  AdminDeps deps{&store_, &ledger_, &metrics_, &clock_, nullptr, "n", "v"};
+  for (const char* listen : {"", "8080", "127.0.0.1", "127.0.0.1:", "127.0.0.1:http", "127.0.0.1:70000",
+                             "::1:8080", "[::1]8080", ":8080"}) {
+    auto s = AdminServer::Start(Options(listen), deps);
+    ASSERT_FALSE(s.ok()) << listen;
+    EXPECT_EQ(s.status().code(), Status::Code::kInvalid) << listen;
+  }
+  AdminDeps missing = deps;
+  missing.store = nullptr;
+  EXPECT_FALSE(AdminServer::Start(Options("127.0.0.1:0"), missing).ok());
+  EXPECT_FALSE(AdminServer::Start(Options("127.0.0.1:0", "", 0), deps).ok());
+}
+
+TEST_F(AdminServerTest, ReportsABusyPort) {
+  StartServer();
+  AdminDeps deps{&store_, &ledger_, &metrics_, &clock_, nullptr, "n", "v"};
+  auto second = AdminServer::Start(Options("127.0.0.1:" + std::to_string(server_->port())), deps);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), Status::Code::kFailedPrecondition);
+}
+
+TEST_F(AdminServerTest, StartsAndStopsQuickly) {
+  AdminDeps deps{&store_, &ledger_, &metrics_, &clock_, nullptr, "n", "v"};
+  for (int i = 0; i < 20; ++i) {
+    auto s = AdminServer::Start(Options("127.0.0.1:0"), deps);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+  }
+  for (const char* listen : {"localhost:0", "[::1]:0"}) {
+    auto s = AdminServer::Start(Options(listen), deps);
+    // ::1 may be unavailable in a container without IPv6; anything else must start.
+    if (!s.ok()) {
+      EXPECT_EQ(s.status().code(), Status::Code::kFailedPrecondition) << listen;
+      continue;
+    }
+    EXPECT_GT((*s)->port(), 0);
+  }
+}
+
+TEST(ListenAddressTest, ParsesHostAndPort) {
+  auto a = ParseListenAddress("127.0.0.1:8080");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->host, "127.0.0.1");
+  EXPECT_EQ(a->port, 8080);
+  a = ParseListenAddress("[::1]:0");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->host, "::1");
+  EXPECT_EQ(a->port, 0);
+  a = ParseListenAddress("admin.internal:9000");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->host, "admin.internal");
+}
+
+TEST(ListenAddressTest, KnowsLoopbackAddresses) {
+  for (const char* h :
+       {"127.0.0.1", "127.1.2.3", "127.255.255.255", "::1", "localhost", "::ffff:127.0.0.1"}) {
+    EXPECT_TRUE(IsLoopbackHost(h)) << h;
+  }
+  for (const char* h : {"0.0.0.0", "::", "10.0.0.1", "128.0.0.1", "126.0.0.1", "localhost.example.com",
+                        "::ffff:10.0.0.1", "", "127.0.0.1.nip.io"}) {
+    EXPECT_FALSE(IsLoopbackHost(h)) << h;
+  }
+}
+
+TEST(Base64UrlTest, RoundTripsAndRejectsGarbage) {
+  for (const std::string& s :
+       {std::string(), std::string("a"), std::string("ab"), std::string("abc"), std::string("abcd"),
+        std::string("job-42/x?y"), std::string("\xff\xfe\x00z", 4)}) {
+    const std::string e = Base64UrlEncode(s);
+    EXPECT_EQ(e.find_first_of("+/="), std::string::npos) << e;
+    EXPECT_EQ(Base64UrlDecode(e), s);
+  }
+  EXPECT_EQ(Base64UrlEncode("job-42"), "am9iLTQy");
+  EXPECT_EQ(Base64UrlDecode("a"), std::nullopt);
+  EXPECT_EQ(Base64UrlDecode("am9i+TQy"), std::nullopt);
+  EXPECT_EQ(Base64UrlDecode("am9iLTQy=="), std::nullopt);
+  EXPECT_EQ(Base64UrlDecode("YR"), std::nullopt);  // non-zero leftover bits: not a canonical encoding
+  EXPECT_EQ(Base64UrlDecode("YQ"), "a");
+}
+
+}  // namespace
+}  // namespace belfry
