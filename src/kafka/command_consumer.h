@@ -68,9 +68,9 @@ class CommandConsumer final {
   CommandConsumer(const CommandConsumer&) = delete;
   CommandConsumer& operator=(const CommandConsumer&) = delete;
 
-  // Consumes until `stop` is requested. A batch interrupted by stop is not committed; whoever
-  // owns its partitions next re-applies it. Never returns early for bad input or broker faults.
-  // REQUIRES: called from one thread at a time.
+  // Consumes until `stop` is requested, then leaves the group. A batch interrupted by stop is
+  // not committed; whoever owns its partitions next re-applies it. Never returns early for bad
+  // input or broker faults. REQUIRES: called at most once.
   void Run(StopSignal& stop);
 
   // Thread-safe snapshot.

@@ -2,7 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <array>
+#include <atomic>
+#include <random>
 
 namespace belfry {
 namespace {
@@ -70,6 +74,13 @@ StatusOr<RdKafkaConfPtr> BuildKafkaCConf(const KafkaConfig& config, const std::s
   });
   if (!s.ok()) return s;
   return conf;
+}
+
+std::string UniqueGroupSuffix() {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}();
+  return std::to_string(::getpid()) + "-" + std::to_string(salt % 1000000007) + "-" +
+         std::to_string(counter.fetch_add(1));
 }
 
 void KafkaEventLogger::event_cb(RdKafka::Event& event) {

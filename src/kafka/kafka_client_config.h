@@ -41,6 +41,10 @@ using RdKafkaPtr = std::unique_ptr<rd_kafka_t, RdKafkaDeleter>;
 StatusOr<RdKafkaConfPtr> BuildKafkaCConf(const KafkaConfig& config, const std::string& client_id,
                                          const KafkaSettings& settings);
 
+// "<pid>-<random>-<counter>": for the group ids of readers that never commit (each must be
+// alone in its group). Thread-safe.
+std::string UniqueGroupSuffix();
+
 // Routes librdkafka LOG events to spdlog at the matching level, ERROR events at WARN (ERROR
 // when fatal), and calls `on_error` (if set) for every ERROR event. Thread-safe; must outlive
 // the client it is registered with.

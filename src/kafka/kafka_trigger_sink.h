@@ -58,7 +58,8 @@ class KafkaTriggerSink final : public TriggerSink {
   // Metrics. Cheap; callable from any thread.
   uint64_t triggers_sent_total() const;    // acknowledged by the broker
   uint64_t triggers_failed_total() const;  // failed delivery or refused by produce()
-  int64_t queue_length() const;            // produced, not yet acknowledged (outq_len)
+  int64_t queue_length() const;            // producer outq_len(): unacknowledged messages (and
+                                           // in-flight protocol requests)
   uint64_t producer_restarts_total() const;
 
   // Raises a fatal error on the current producer, as a broker fault would. Testing only.

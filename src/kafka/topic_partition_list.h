@@ -5,8 +5,11 @@
 #include <librdkafka/rdkafkacpp.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "belfry/status.h"
 
 namespace belfry {
 
@@ -29,5 +32,26 @@ class TopicPartitionList final {
  private:
   std::vector<RdKafka::TopicPartition*> parts_;
 };
+
+// The partition ids of `topic`, from a metadata request on `handle`. Empty if the topic does
+// not exist (yet); Retryable if the request fails.
+inline StatusOr<std::vector<int32_t>> ListPartitions(RdKafka::Handle& handle, const std::string& topic,
+                                                     int timeout_ms) {
+  std::string errstr;
+  std::unique_ptr<RdKafka::Topic> rkt(RdKafka::Topic::create(&handle, topic, nullptr, errstr));
+  if (rkt == nullptr) return Status::Invalid("invalid_topic", "topic '" + topic + "': " + errstr);
+  RdKafka::Metadata* raw = nullptr;
+  const RdKafka::ErrorCode err = handle.metadata(false, rkt.get(), &raw, timeout_ms);
+  std::unique_ptr<RdKafka::Metadata> md(raw);
+  if (err != RdKafka::ERR_NO_ERROR) {
+    return Status::Retryable("metadata for topic '" + topic + "': " + RdKafka::err2str(err));
+  }
+  std::vector<int32_t> partitions;
+  for (const RdKafka::TopicMetadata* t : *md->topics()) {
+    if (t->topic() != topic || t->err() == RdKafka::ERR_UNKNOWN_TOPIC_OR_PART) continue;
+    for (const RdKafka::PartitionMetadata* p : *t->partitions()) partitions.push_back(p->id());
+  }
+  return partitions;
+}
 
 }  // namespace belfry

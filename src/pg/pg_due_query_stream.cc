@@ -47,7 +47,8 @@ StatusOr<std::string> PhaseArrayLiteral(const std::vector<PhaseTerm>& terms) {
   std::string out = "{";
   for (const PhaseTerm& t : terms) {
     if (t.interval_minutes <= 0 || t.interval_minutes > 1440) {
-      return Status::Invalid("due_query", "interval " + std::to_string(t.interval_minutes) + " is outside 1..1440");
+      return Status::Invalid("due_query",
+                             "interval " + std::to_string(t.interval_minutes) + " is outside 1..1440");
     }
     for (int32_t offset : t.offsets) {
       if (offset < 0 || offset >= t.interval_minutes) {
@@ -157,7 +158,8 @@ Status PgDueQueryStream::ForEachDueJob(const DueQuery& q, const std::function<vo
         }
       } else if (status.ok()) {
         const char* sqlstate = PQresultErrorField(raw, PG_DIAG_SQLSTATE);
-        status = StatusFromSqlState(sqlstate != nullptr ? sqlstate : "", "due query", PQresultErrorMessage(raw));
+        status =
+            StatusFromSqlState(sqlstate != nullptr ? sqlstate : "", "due query", PQresultErrorMessage(raw));
       }
     }
   } catch (...) {

@@ -11,8 +11,6 @@ Status PgSession::Connect(const char* context) {
   if (conn_ != nullptr) return Status::Ok();
   try {
     auto conn = std::make_unique<pqxx::connection>(database_url_);
-    // We reconnect ourselves, at a point where the caller learns about it.
-    conn->inhibit_reactivation(true);
     for (const PreparedStatement& s : statements_) conn->prepare(s.name, s.sql);
     conn_ = std::move(conn);
     return Status::Ok();

@@ -4,11 +4,10 @@
 
 #include <exception>
 #include <memory>
+#include <pqxx/connection>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <pqxx/connection>
 
 #include "belfry/status.h"
 #include "pg/pg_status.h"

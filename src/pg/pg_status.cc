@@ -30,7 +30,8 @@ Status StatusFromSqlState(std::string_view sqlstate, std::string_view context, s
   // 25: invalid transaction state (e.g. a write on a hot standby); 42: syntax error or access
   // rule violation (a missing table or column: not migrated, or a newer schema); 55: object not in
   // prerequisite state; 58: system error; XX: internal error.
-  if (cls == "25" || cls == "42" || cls == "55" || cls == "58" || cls == "XX") return Status::FailedPrecondition(std::move(text));
+  if (cls == "25" || cls == "42" || cls == "55" || cls == "58" || cls == "XX")
+    return Status::FailedPrecondition(std::move(text));
   return Status::Invalid("sql", std::move(text));
 }
 

@@ -1,0 +1,632 @@
+#include "kafka/command_consumer.h"
+
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafkacpp.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "core/command_batch.h"
+#include "kafka/delivery_error.h"
+#include "kafka/kafka_client_config.h"
+#include "kafka/topic_partition_list.h"
+
+namespace belfry {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+using MessagePtr = std::unique_ptr<RdKafka::Message>;
+
+// Delivery reports are matched to records by a (round, index) tag packed into the opaque.
+static_assert(sizeof(void*) >= sizeof(uint64_t), "requires 64-bit pointers");
+
+constexpr char kErrorHeader[] = "belfry-error";
+constexpr char kSourcePartitionHeader[] = "belfry-source-partition";
+constexpr char kSourceOffsetHeader[] = "belfry-source-offset";
+constexpr char kValueDroppedHeader[] = "belfry-value-dropped";
+
+RawCommand ToRawCommand(const RdKafka::Message& m) {
+  RawCommand raw;
+  if (m.key_pointer() != nullptr) raw.key.emplace(static_cast<const char*>(m.key_pointer()), m.key_len());
+  if (m.payload() != nullptr) raw.value.emplace(static_cast<const char*>(m.payload()), m.len());
+  raw.source.partition = m.partition();
+  raw.source.offset = m.offset();
+  raw.source.timestamp_ms = m.timestamp().timestamp;
+  return raw;
+}
+
+struct Header {
+  std::string key;
+  std::optional<std::string> value;  // nullopt: a null header value
+};
+
+// One DLQ or results record, kept until the broker acknowledges it.
+struct OutgoingRecord {
+  const std::string* topic = nullptr;
+  std::optional<std::string> key;
+  std::optional<std::string> value;
+  std::vector<Header> headers;
+  bool is_dlq = false;
+};
+
+std::vector<Header> CopyHeaders(const RdKafka::Message& m) {
+  std::vector<Header> out;
+  const RdKafka::Headers* headers = const_cast<RdKafka::Message&>(m).headers();
+  if (headers == nullptr) return out;
+  for (const RdKafka::Headers::Header& h : headers->get_all()) {
+    Header copy{h.key(), std::nullopt};
+    if (h.value() != nullptr) copy.value.emplace(static_cast<const char*>(h.value()), h.value_size());
+    out.push_back(std::move(copy));
+  }
+  return out;
+}
+
+// Appends `m`, first dropping any messages of the same partition at or after its offset: a
+// rewind (re-assignment, seek) re-delivers them, and applying an older command after a newer
+// one for the same job would break per-job order.
+void AppendInOrder(std::vector<MessagePtr>& batch, MessagePtr m) {
+  const int32_t p = m->partition();
+  const int64_t off = m->offset();
+  const std::string topic = m->topic_name();
+  const bool rewound = std::any_of(batch.begin(), batch.end(), [&](const MessagePtr& b) {
+    return b->partition() == p && b->offset() >= off && b->topic_name() == topic;
+  });
+  if (rewound) {
+    std::erase_if(batch, [&](const MessagePtr& b) {
+      return b->partition() == p && b->offset() >= off && b->topic_name() == topic;
+    });
+  }
+  batch.push_back(std::move(m));
+}
+
+std::string PartitionsToString(const std::vector<RdKafka::TopicPartition*>& parts) {
+  std::string out;
+  for (const RdKafka::TopicPartition* tp : parts) {
+    if (!out.empty()) out += ",";
+    out += tp->topic() + "[" + std::to_string(tp->partition()) + "]";
+  }
+  return out.empty() ? "(none)" : out;
+}
+
+}  // namespace
+
+class CommandConsumer::Impl {
+ public:
+  Impl(const KafkaConfig& config, JobStore& store, CommandRules rules, CommandConsumerOptions options)
+      : config_(config),
+        store_(store),
+        rules_(std::move(rules)),
+        options_(std::move(options)),
+        event_logger_(options_.client_id),
+        producer_logger_(options_.client_id + "-producer"),
+        rebalance_(this),
+        delivery_report_(this) {}
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  ~Impl() {
+    Close();
+    if (producer_ != nullptr) {
+      producer_->flush(5000);
+      producer_->purge(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+      producer_->poll(0);
+    }
+  }
+
+  Status Init() {
+    const KafkaSettings consumer_settings = {
+        {"group.id", config_.group_id},
+        {"enable.auto.commit", "false"},
+        {"enable.auto.offset.store", "false"},
+        {"auto.offset.reset", "earliest"},
+        {"enable.partition.eof", "false"},
+        {"isolation.level", "read_committed"},
+    };
+    StatusOr<std::unique_ptr<RdKafka::Conf>> cconf =
+        BuildKafkaConf(config_, options_.client_id, consumer_settings, &event_logger_);
+    if (!cconf.ok()) return cconf.status();
+    std::string errstr;
+    if (cconf.value()->set("rebalance_cb", &rebalance_, errstr) != RdKafka::Conf::CONF_OK) {
+      return Status::Invalid("kafka_config", "rebalance_cb: " + errstr);
+    }
+    consumer_.reset(RdKafka::KafkaConsumer::create(cconf.value().get(), errstr));
+    if (consumer_ == nullptr) return Status::Invalid("kafka_config", "creating consumer: " + errstr);
+
+    const KafkaSettings producer_settings = {
+        {"enable.idempotence", "true"},
+        {"acks", "all"},
+        {"linger.ms", "5"},
+        {"message.timeout.ms", std::to_string(options_.publish_timeout_ms)},
+    };
+    StatusOr<std::unique_ptr<RdKafka::Conf>> pconf =
+        BuildKafkaConf(config_, options_.client_id + "-producer", producer_settings, &producer_logger_);
+    if (!pconf.ok()) return pconf.status();
+    if (pconf.value()->set("dr_cb", &delivery_report_, errstr) != RdKafka::Conf::CONF_OK) {
+      return Status::Invalid("kafka_config", "dr_cb: " + errstr);
+    }
+    producer_.reset(RdKafka::Producer::create(pconf.value().get(), errstr));
+    if (producer_ == nullptr) return Status::Invalid("kafka_config", "creating producer: " + errstr);
+
+    const RdKafka::ErrorCode err = consumer_->subscribe({config_.commands_topic});
+    if (err != RdKafka::ERR_NO_ERROR) {
+      return Status::Retryable("subscribing to '" + config_.commands_topic + "': " + RdKafka::err2str(err));
+    }
+    return Status::Ok();
+  }
+
+  void Run(StopSignal& stop) {
+    spdlog::info("kafka[{}]: consuming '{}' as group '{}'", options_.client_id, config_.commands_topic,
+                 config_.group_id);
+    while (!stop.requested()) {
+      std::vector<MessagePtr> batch = Gather(stop);
+      MaybeRefreshLag();
+      if (batch.empty() || stop.requested()) continue;
+      ProcessBatch(batch, stop);
+    }
+    ResumeIfPaused();
+    Close();
+  }
+
+  // Leaves the group, so that the partitions move to another member now rather than after the
+  // session timeout. Uncommitted work is re-delivered to the next owner.
+  void Close() {
+    if (consumer_ == nullptr || closed_) return;
+    closed_ = true;
+    const RdKafka::ErrorCode err = consumer_->close();
+    if (err != RdKafka::ERR_NO_ERROR) {
+      spdlog::warn("kafka[{}]: close: {}", options_.client_id, RdKafka::err2str(err));
+    }
+  }
+
+  CommandConsumerStats Stats() const {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    return stats_;
+  }
+
+ private:
+  class Rebalance final : public RdKafka::RebalanceCb {
+   public:
+    explicit Rebalance(Impl* impl) : impl_(impl) {}
+    void rebalance_cb(RdKafka::KafkaConsumer* consumer, RdKafka::ErrorCode err,
+                      std::vector<RdKafka::TopicPartition*>& partitions) override {
+      impl_->OnRebalance(consumer, err, partitions);
+    }
+
+   private:
+    Impl* const impl_;
+  };
+
+  class DeliveryReport final : public RdKafka::DeliveryReportCb {
+   public:
+    explicit DeliveryReport(Impl* impl) : impl_(impl) {}
+    void dr_cb(RdKafka::Message& message) override { impl_->OnDelivered(message); }
+
+   private:
+    Impl* const impl_;
+  };
+
+  enum class WaitResult { kElapsed, kStopped };
+
+  // Runs on the Run thread, inside consume().
+  void OnRebalance(RdKafka::KafkaConsumer* consumer, RdKafka::ErrorCode err,
+                   std::vector<RdKafka::TopicPartition*>& partitions) {
+    const bool cooperative = consumer->rebalance_protocol() == "COOPERATIVE";
+    if (err == RdKafka::ERR__ASSIGN_PARTITIONS) {
+      spdlog::info("kafka[{}]: assigned {}", options_.client_id, PartitionsToString(partitions));
+      if (cooperative) {
+        std::unique_ptr<RdKafka::Error> e(consumer->incremental_assign(partitions));
+        if (e != nullptr) spdlog::error("kafka[{}]: incremental_assign: {}", options_.client_id, e->str());
+      } else {
+        assigned_.clear();
+        const RdKafka::ErrorCode e = consumer->assign(partitions);
+        if (e != RdKafka::ERR_NO_ERROR) {
+          spdlog::error("kafka[{}]: assign: {}", options_.client_id, RdKafka::err2str(e));
+        }
+      }
+      for (const RdKafka::TopicPartition* tp : partitions) assigned_.emplace(tp->topic(), tp->partition());
+      // While a batch is being retried nothing new may be fetched, from new partitions too.
+      if (paused_) consumer->pause(partitions);
+      return;
+    }
+    if (err == RdKafka::ERR__REVOKE_PARTITIONS) {
+      spdlog::info("kafka[{}]: revoked {}", options_.client_id, PartitionsToString(partitions));
+    } else {
+      spdlog::error("kafka[{}]: rebalance error {}; dropping the assignment", options_.client_id,
+                    RdKafka::err2str(err));
+    }
+    std::set<std::pair<std::string, int32_t>> revoked;
+    for (const RdKafka::TopicPartition* tp : partitions) revoked.emplace(tp->topic(), tp->partition());
+    if (cooperative && err == RdKafka::ERR__REVOKE_PARTITIONS) {
+      std::unique_ptr<RdKafka::Error> e(consumer->incremental_unassign(partitions));
+      if (e != nullptr) spdlog::error("kafka[{}]: incremental_unassign: {}", options_.client_id, e->str());
+      for (const auto& tp : revoked) assigned_.erase(tp);
+    } else {
+      consumer->unassign();
+      assigned_.clear();
+    }
+    // Messages held back for the next batch now belong to whoever gets their partitions.
+    std::erase_if(carryover_, [&](const MessagePtr& m) {
+      return !assigned_.contains({m->topic_name(), m->partition()});
+    });
+  }
+
+  void OnDelivered(RdKafka::Message& m) {
+    const auto tag = reinterpret_cast<uintptr_t>(m.msg_opaque());
+    const auto round = static_cast<uint32_t>(static_cast<uint64_t>(tag) >> 32);
+    const size_t index = tag & 0xffffffffu;
+    if (round == publish_round_ && index < publish_results_.size()) publish_results_[index] = m.err();
+  }
+
+  // Consumes up to command_batch_max messages: waits (in 100 ms slices, for stop) for the
+  // first, then collects for at most command_batch_wait_ms more.
+  std::vector<MessagePtr> Gather(StopSignal& stop) {
+    std::vector<MessagePtr> batch;
+    for (MessagePtr& m : carryover_) AppendInOrder(batch, std::move(m));
+    carryover_.clear();
+    const size_t max = static_cast<size_t>(std::max<int32_t>(1, config_.command_batch_max));
+    const auto wait = std::chrono::milliseconds(std::max<int64_t>(0, config_.command_batch_wait_ms));
+    SteadyClock::time_point deadline = SteadyClock::now() + wait;
+    while (batch.size() < max && !stop.requested()) {
+      int timeout_ms = 100;
+      if (!batch.empty()) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
+        if (left.count() <= 0) break;
+        timeout_ms = static_cast<int>(std::min<int64_t>(left.count(), 100));
+      }
+      MessagePtr m(consumer_->consume(timeout_ms));
+      if (m->err() == RdKafka::ERR__TIMED_OUT) continue;
+      if (m->err() != RdKafka::ERR_NO_ERROR) {
+        LogConsumeError(*m);
+        continue;
+      }
+      if (batch.empty()) deadline = SteadyClock::now() + wait;
+      AppendInOrder(batch, std::move(m));
+    }
+    return batch;
+  }
+
+  void ProcessBatch(const std::vector<MessagePtr>& batch, StopSignal& stop) {
+    std::vector<RawCommand> raws;
+    raws.reserve(batch.size());
+    for (const MessagePtr& m : batch) raws.push_back(ToRawCommand(*m));
+    const PreparedCommandBatch prepared = PrepareCommandBatch(raws, rules_);
+
+    const auto apply_start = SteadyClock::now();
+    int32_t attempts = 0;
+    if (!prepared.actions.empty() && !ApplyWithRetry(prepared.actions, stop, &attempts)) {
+      spdlog::info("kafka[{}]: stopping with an unapplied batch of {}; it stays uncommitted", options_.client_id,
+                   batch.size());
+      ResumeIfPaused();
+      return;
+    }
+    const int64_t apply_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - apply_start).count();
+
+    std::vector<OutgoingRecord> records = BuildRecords(batch, prepared);
+    if (!PublishWithRetry(records, stop)) {
+      spdlog::info("kafka[{}]: stopping before the batch's DLQ/results records were acknowledged; it stays "
+                   "uncommitted",
+                   options_.client_id);
+      ResumeIfPaused();
+      return;
+    }
+    ResumeIfPaused();
+    Commit(batch);
+
+    CommandBatchReport report;
+    report.size = batch.size();
+    report.apply_latency_ms = apply_ms;
+    report.apply_attempts = attempts;
+    for (const CommandOutcome& o : prepared.outcomes) {
+      if (o.applied) ++report.applied_by_op[o.op];
+    }
+    for (const CommandRejection& r : prepared.rejections) ++report.rejected_by_reason[r.status.reason()];
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      ++stats_.batches_total;
+      stats_.last_batch_size = report.size;
+      stats_.last_apply_latency_ms = apply_ms;
+      for (const auto& [op, n] : report.applied_by_op) {
+        stats_.applied_by_op[op] += n;
+        stats_.commands_applied_total += n;
+      }
+      for (const auto& [reason, n] : report.rejected_by_reason) {
+        stats_.rejected_by_reason[reason] += n;
+        stats_.commands_rejected_total += n;
+      }
+    }
+    if (options_.on_batch) options_.on_batch(report);
+  }
+
+  // Returns false iff stop was requested before the store accepted the actions.
+  bool ApplyWithRetry(const std::vector<JobAction>& actions, StopSignal& stop, int32_t* attempts) {
+    int64_t backoff_ms = options_.retry_initial_ms;
+    for (;;) {
+      ++*attempts;
+      const Status s = ApplyOnce(actions);
+      if (s.ok()) return true;
+      if (s.retryable()) {
+        spdlog::warn("kafka[{}]: applying {} job actions failed (attempt {}): {}; retrying in {} ms",
+                     options_.client_id, actions.size(), *attempts, s.ToString(), backoff_ms);
+      } else {
+        // Validation happened before the store; a non-retryable error here is a bug or a schema
+        // problem. Skipping would lose valid commands, so retry like any other fault.
+        spdlog::error("kafka[{}]: applying {} job actions failed with a non-retryable error (attempt {}): {}; "
+                      "retrying in {} ms",
+                      options_.client_id, actions.size(), *attempts, s.ToString(), backoff_ms);
+      }
+      {
+        std::lock_guard<std::mutex> lock(stats_mu_);
+        ++stats_.apply_retries_total;
+      }
+      if (WaitKeepingMembership(stop, backoff_ms) == WaitResult::kStopped) return false;
+      backoff_ms = std::min(backoff_ms * 2, options_.retry_max_ms);
+    }
+  }
+
+  // The store reports errors as Status; an exception escaping it is treated the same way.
+  Status ApplyOnce(const std::vector<JobAction>& actions) {
+    try {
+      return store_.ApplyActions(actions);
+    } catch (const std::exception& e) {
+      return Status::Retryable(std::string("exception from the job store: ") + e.what());
+    }
+  }
+
+  std::vector<OutgoingRecord> BuildRecords(const std::vector<MessagePtr>& batch,
+                                           const PreparedCommandBatch& prepared) const {
+    std::vector<OutgoingRecord> records;
+    records.reserve(prepared.rejections.size() + prepared.outcomes.size());
+    for (const CommandRejection& r : prepared.rejections) {
+      const RdKafka::Message& m = *batch.at(r.index);
+      OutgoingRecord rec;
+      rec.topic = &config_.dlq_topic;
+      rec.is_dlq = true;
+      if (m.key_pointer() != nullptr) rec.key.emplace(static_cast<const char*>(m.key_pointer()), m.key_len());
+      if (m.payload() != nullptr) rec.value.emplace(static_cast<const char*>(m.payload()), m.len());
+      rec.headers = CopyHeaders(m);
+      rec.headers.push_back({kErrorHeader, r.status.ToString()});
+      rec.headers.push_back({kSourcePartitionHeader, std::to_string(m.partition())});
+      rec.headers.push_back({kSourceOffsetHeader, std::to_string(m.offset())});
+      records.push_back(std::move(rec));
+    }
+    for (const CommandOutcome& o : prepared.outcomes) {
+      if (o.id.empty()) continue;
+      OutgoingRecord rec;
+      rec.topic = &config_.results_topic;
+      rec.key = o.id;
+      rec.value = EncodeCommandOutcome(o);
+      records.push_back(std::move(rec));
+    }
+    return records;
+  }
+
+  // Produces every record and waits for its delivery report; records that failed are produced
+  // again after a backoff. Returns false iff stop was requested first.
+  bool PublishWithRetry(std::vector<OutgoingRecord>& records, StopSignal& stop) {
+    std::vector<size_t> pending(records.size());
+    for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
+    int64_t backoff_ms = options_.retry_initial_ms;
+    for (int attempt = 1; !pending.empty(); ++attempt) {
+      ++publish_round_;
+      publish_results_.assign(pending.size(), RdKafka::ERR__IN_PROGRESS);
+      for (size_t j = 0; j < pending.size(); ++j) Produce(records[pending[j]], j);
+      while (producer_->outq_len() > 0) {
+        if (stop.requested()) {
+          producer_->purge(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+          producer_->flush(1000);
+          return false;
+        }
+        producer_->flush(200);
+      }
+      std::vector<size_t> failed;
+      RdKafka::ErrorCode first_err = RdKafka::ERR_NO_ERROR;
+      for (size_t j = 0; j < pending.size(); ++j) {
+        const RdKafka::ErrorCode err = publish_results_[j];
+        if (err == RdKafka::ERR_NO_ERROR) continue;
+        OutgoingRecord& rec = records[pending[j]];
+        if (first_err == RdKafka::ERR_NO_ERROR) first_err = err;
+        if (rec.is_dlq && rec.value.has_value() &&
+            (err == RdKafka::ERR_MSG_SIZE_TOO_LARGE || err == RdKafka::ERR_RECORD_LIST_TOO_LARGE)) {
+          // The original value plus belfry's headers no longer fits: keep the record, drop the value.
+          rec.headers.push_back({kValueDroppedHeader, std::to_string(rec.value->size()) + " bytes"});
+          rec.value = std::string();
+        }
+        failed.push_back(pending[j]);
+      }
+      if (failed.empty()) return true;
+      const auto level = ClassifyDeliveryError(first_err) == SendStatus::kErrorNonRetryable ? spdlog::level::err
+                                                                                              : spdlog::level::warn;
+      spdlog::log(level,
+                  "kafka[{}]: {} of {} DLQ/results records not delivered (attempt {}, first error: {}); "
+                  "retrying in {} ms",
+                  options_.client_id, failed.size(), pending.size(), attempt, RdKafka::err2str(first_err),
+                  backoff_ms);
+      {
+        std::lock_guard<std::mutex> lock(stats_mu_);
+        ++stats_.publish_retries_total;
+      }
+      if (WaitKeepingMembership(stop, backoff_ms) == WaitResult::kStopped) return false;
+      backoff_ms = std::min(backoff_ms * 2, options_.retry_max_ms);
+      pending = std::move(failed);
+    }
+    return true;
+  }
+
+  void Produce(const OutgoingRecord& rec, size_t index) {
+    void* const tag = reinterpret_cast<void*>(static_cast<uintptr_t>((uint64_t{publish_round_} << 32) | index));
+    for (;;) {
+      std::unique_ptr<RdKafka::Headers> headers;
+      if (!rec.headers.empty()) {
+        headers.reset(RdKafka::Headers::create());
+        for (const Header& h : rec.headers) {
+          headers->add(h.key, h.value ? h.value->data() : nullptr, h.value ? h.value->size() : 0);
+        }
+      }
+      const RdKafka::ErrorCode err = producer_->produce(
+          *rec.topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
+          rec.value ? const_cast<char*>(rec.value->data()) : nullptr, rec.value ? rec.value->size() : 0,
+          rec.key ? rec.key->data() : nullptr, rec.key ? rec.key->size() : 0, /*timestamp=*/0, headers.get(),
+          tag);
+      if (err == RdKafka::ERR_NO_ERROR) {
+        headers.release();  // owned by librdkafka now
+        return;
+      }
+      if (err == RdKafka::ERR__QUEUE_FULL) {
+        producer_->poll(50);
+        continue;
+      }
+      publish_results_[index] = err;
+      return;
+    }
+  }
+
+  void Commit(const std::vector<MessagePtr>& batch) {
+    std::map<std::pair<std::string, int32_t>, int64_t> next;
+    for (const MessagePtr& m : batch) {
+      int64_t& n = next[{m->topic_name(), m->partition()}];
+      n = std::max(n, m->offset() + 1);
+    }
+    TopicPartitionList offsets;
+    for (const auto& [tp, offset] : next) {
+      // A revoked partition's position is its new owner's business; the batch was applied, so
+      // skipping its commit only costs an idempotent replay.
+      if (assigned_.contains(tp)) offsets.Add(tp.first, tp.second, offset);
+    }
+    if (offsets.empty()) return;
+    const RdKafka::ErrorCode err = consumer_->commitSync(offsets.get());
+    if (err != RdKafka::ERR_NO_ERROR) {
+      spdlog::warn("kafka[{}]: committing offsets failed: {} (the batch will be re-applied idempotently)",
+                   options_.client_id, RdKafka::err2str(err));
+      return;
+    }
+    for (const RdKafka::TopicPartition* tp : offsets.get()) {
+      if (tp->err() != RdKafka::ERR_NO_ERROR) {
+        spdlog::warn("kafka[{}]: committing {}[{}]@{} failed: {}", options_.client_id, tp->topic(), tp->partition(),
+                     tp->offset(), RdKafka::err2str(tp->err()));
+      }
+    }
+  }
+
+  // Waits `ms` with the assigned partitions paused, calling consume() every 100 ms so the group
+  // does not evict this member. Anything consume() still hands out is kept for the next batch.
+  WaitResult WaitKeepingMembership(StopSignal& stop, int64_t ms) {
+    PauseAssigned();
+    const auto deadline = SteadyClock::now() + std::chrono::milliseconds(ms);
+    for (;;) {
+      MessagePtr m(consumer_->consume(0));
+      if (m->err() == RdKafka::ERR_NO_ERROR) {
+        AppendInOrder(carryover_, std::move(m));
+      } else if (m->err() != RdKafka::ERR__TIMED_OUT) {
+        LogConsumeError(*m);
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
+      if (left.count() <= 0) return WaitResult::kElapsed;
+      if (!stop.WaitFor(std::min(left, std::chrono::milliseconds(100)))) return WaitResult::kStopped;
+    }
+  }
+
+  void PauseAssigned() {
+    if (paused_) return;
+    paused_ = true;
+    TopicPartitionList parts;
+    consumer_->assignment(parts.get());
+    if (!parts.empty()) consumer_->pause(parts.get());
+  }
+
+  void ResumeIfPaused() {
+    if (!paused_) return;
+    paused_ = false;
+    TopicPartitionList parts;
+    consumer_->assignment(parts.get());
+    if (!parts.empty()) consumer_->resume(parts.get());
+  }
+
+  void LogConsumeError(const RdKafka::Message& m) {
+    const auto now = SteadyClock::now();
+    if (m.err() == last_consume_error_ && now - last_consume_error_log_ < std::chrono::seconds(30)) return;
+    last_consume_error_ = m.err();
+    last_consume_error_log_ = now;
+    spdlog::warn("kafka[{}]: consume: {} ({})", options_.client_id, RdKafka::err2str(m.err()), m.errstr());
+  }
+
+  void MaybeRefreshLag() {
+    const auto now = SteadyClock::now();
+    if (now - last_lag_refresh_ < std::chrono::milliseconds(options_.lag_refresh_ms)) return;
+    last_lag_refresh_ = now;
+    TopicPartitionList parts;
+    if (consumer_->assignment(parts.get()) != RdKafka::ERR_NO_ERROR) return;
+    int64_t lag = 0;
+    bool known = parts.empty();
+    if (!parts.empty() && consumer_->position(parts.get()) == RdKafka::ERR_NO_ERROR) {
+      for (const RdKafka::TopicPartition* tp : parts.get()) {
+        int64_t low = 0;
+        int64_t high = 0;
+        if (tp->offset() < 0 ||
+            consumer_->get_watermark_offsets(tp->topic(), tp->partition(), &low, &high) != RdKafka::ERR_NO_ERROR ||
+            high < 0) {
+          continue;
+        }
+        lag += std::max<int64_t>(0, high - tp->offset());
+        known = true;
+      }
+    }
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.consumer_lag = known ? lag : -1;
+  }
+
+  const KafkaConfig config_;
+  JobStore& store_;
+  const CommandRules rules_;
+  const CommandConsumerOptions options_;
+  // Callbacks outlive the clients (declared first, destroyed last).
+  KafkaEventLogger event_logger_;
+  KafkaEventLogger producer_logger_;
+  Rebalance rebalance_;
+  DeliveryReport delivery_report_;
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
+  std::unique_ptr<RdKafka::Producer> producer_;
+
+  // Run-thread state (the callbacks above run inside consume()/flush() on that thread).
+  std::set<std::pair<std::string, int32_t>> assigned_;
+  std::vector<MessagePtr> carryover_;
+  bool paused_ = false;
+  bool closed_ = false;
+  uint32_t publish_round_ = 0;  // tags delivery reports: (round << 32) | index
+  std::vector<RdKafka::ErrorCode> publish_results_;
+  RdKafka::ErrorCode last_consume_error_ = RdKafka::ERR_NO_ERROR;
+  SteadyClock::time_point last_consume_error_log_{};
+  SteadyClock::time_point last_lag_refresh_{};
+
+  mutable std::mutex stats_mu_;
+  CommandConsumerStats stats_;  // guarded by stats_mu_
+};
+
+StatusOr<std::unique_ptr<CommandConsumer>> CommandConsumer::Create(const KafkaConfig& config, JobStore& store,
+                                                                   CommandRules rules,
+                                                                   CommandConsumerOptions options) {
+  if (rules.topic_policy == nullptr) {
+    return Status::FailedPrecondition("CommandConsumer: CommandRules::topic_policy is required");
+  }
+  auto impl = std::make_unique<Impl>(config, store, std::move(rules), std::move(options));
+  if (Status s = impl->Init(); !s.ok()) return s;
+  return std::unique_ptr<CommandConsumer>(new CommandConsumer(std::move(impl)));
+}
+
+CommandConsumer::CommandConsumer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CommandConsumer::~CommandConsumer() = default;
+
+void CommandConsumer::Run(StopSignal& stop) { impl_->Run(stop); }
+
+CommandConsumerStats CommandConsumer::Stats() const { return impl_->Stats(); }
+
+}  // namespace belfry

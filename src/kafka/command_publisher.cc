@@ -1,0 +1,156 @@
+#include "kafka/command_publisher.h"
+
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafkacpp.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+#include "kafka/delivery_error.h"
+#include "kafka/kafka_client_config.h"
+#include "kafka/outcome_waiter.h"
+
+namespace belfry {
+namespace {
+
+// One Publish call's delivery report. Shared with the message (through a heap-allocated
+// shared_ptr as the opaque), so a report that arrives after Publish gave up is still safe.
+struct Delivery {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;                                  // guarded by mu
+  RdKafka::ErrorCode err = RdKafka::ERR_NO_ERROR;     // guarded by mu
+};
+
+}  // namespace
+
+class CommandPublisher::Impl {
+ public:
+  Impl(const KafkaConfig& config, CommandPublisherOptions options)
+      : config_(config), options_(std::move(options)), event_logger_(options_.client_id) {}
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl() {
+    if (producer_ == nullptr) return;
+    producer_->flush(static_cast<int>(options_.delivery_timeout_ms));
+    producer_->purge(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    producer_->flush(1000);  // serves the purged messages' reports, freeing their opaques
+  }
+
+  Status Init() {
+    if (options_.wait_for_outcomes) {
+      StatusOr<std::unique_ptr<OutcomeWaiter>> w = OutcomeWaiter::Create(config_);
+      if (!w.ok()) return w.status();
+      waiter_ = std::move(w.value());
+    }
+    const KafkaSettings settings = {
+        {"enable.idempotence", "true"},
+        {"acks", "all"},
+        {"linger.ms", "0"},
+        {"message.timeout.ms", std::to_string(options_.delivery_timeout_ms)},
+    };
+    StatusOr<std::unique_ptr<RdKafka::Conf>> conf =
+        BuildKafkaConf(config_, options_.client_id, settings, &event_logger_);
+    if (!conf.ok()) return conf.status();
+    std::string errstr;
+    if (conf.value()->set("dr_cb", &delivery_report_, errstr) != RdKafka::Conf::CONF_OK) {
+      return Status::Invalid("kafka_config", "dr_cb: " + errstr);
+    }
+    producer_.reset(RdKafka::Producer::create(conf.value().get(), errstr));
+    if (producer_ == nullptr) return Status::Invalid("kafka_config", "creating producer: " + errstr);
+    return Status::Ok();
+  }
+
+  Status Publish(const std::string& key, const std::optional<std::string>& value, const KafkaHeaderList& hdrs) {
+    auto delivery = std::make_shared<Delivery>();
+    std::unique_ptr<RdKafka::Headers> headers;
+    if (!hdrs.empty()) {
+      headers.reset(RdKafka::Headers::create());
+      for (const auto& [k, v] : hdrs) headers->add(k, v);
+    }
+    auto holder = std::make_unique<std::shared_ptr<Delivery>>(delivery);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.delivery_timeout_ms);
+    for (;;) {
+      const RdKafka::ErrorCode err = producer_->produce(
+          config_.commands_topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
+          value ? const_cast<char*>(value->data()) : nullptr, value ? value->size() : 0, key.data(), key.size(),
+          /*timestamp=*/0, headers.get(), holder.get());
+      if (err == RdKafka::ERR_NO_ERROR) {
+        headers.release();  // owned by librdkafka now
+        holder.release();   // freed by the delivery report
+        break;
+      }
+      if (err != RdKafka::ERR__QUEUE_FULL || std::chrono::steady_clock::now() >= deadline) {
+        return DeliveryStatus(err, config_.commands_topic);
+      }
+      producer_->poll(50);
+    }
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(delivery->mu);
+        if (delivery->done) return DeliveryStatus(delivery->err, config_.commands_topic);
+      }
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      producer_->poll(20);  // serves delivery reports, possibly other callers' too
+    }
+    // message.timeout.ms equals the deadline, so the report is due any moment; give it a little.
+    std::unique_lock<std::mutex> lock(delivery->mu);
+    if (delivery->cv.wait_for(lock, std::chrono::seconds(2), [&] { return delivery->done; })) {
+      return DeliveryStatus(delivery->err, config_.commands_topic);
+    }
+    return Status::Retryable("no delivery report for the command within " +
+                             std::to_string(options_.delivery_timeout_ms) + " ms");
+  }
+
+  StatusOr<std::string> WaitForOutcome(const std::string& id, int64_t timeout_ms) {
+    if (waiter_ == nullptr) {
+      return Status::FailedPrecondition("CommandPublisher was created without wait_for_outcomes");
+    }
+    return waiter_->Wait(id, std::chrono::milliseconds(timeout_ms));
+  }
+
+ private:
+  class DeliveryReport final : public RdKafka::DeliveryReportCb {
+   public:
+    void dr_cb(RdKafka::Message& m) override {
+      std::unique_ptr<std::shared_ptr<Delivery>> holder(static_cast<std::shared_ptr<Delivery>*>(m.msg_opaque()));
+      if (holder == nullptr) return;
+      Delivery& d = **holder;
+      {
+        std::lock_guard<std::mutex> lock(d.mu);
+        d.done = true;
+        d.err = m.err();
+      }
+      d.cv.notify_all();
+    }
+  };
+
+  const KafkaConfig config_;
+  const CommandPublisherOptions options_;
+  KafkaEventLogger event_logger_;   // outlives producer_
+  DeliveryReport delivery_report_;  // outlives producer_
+  std::unique_ptr<OutcomeWaiter> waiter_;
+  std::unique_ptr<RdKafka::Producer> producer_;
+};
+
+StatusOr<std::unique_ptr<CommandPublisher>> CommandPublisher::Create(const KafkaConfig& config,
+                                                                     CommandPublisherOptions options) {
+  auto impl = std::make_unique<Impl>(config, std::move(options));
+  if (Status s = impl->Init(); !s.ok()) return s;
+  return std::unique_ptr<CommandPublisher>(new CommandPublisher(std::move(impl)));
+}
+
+CommandPublisher::CommandPublisher(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CommandPublisher::~CommandPublisher() = default;
+
+Status CommandPublisher::Publish(const std::string& key, const std::optional<std::string>& value,
+                                 const KafkaHeaderList& headers) {
+  return impl_->Publish(key, value, headers);
+}
+
+StatusOr<std::string> CommandPublisher::WaitForOutcome(const std::string& id, int64_t timeout_ms) {
+  return impl_->WaitForOutcome(id, timeout_ms);
+}
+
+}  // namespace belfry

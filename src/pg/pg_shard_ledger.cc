@@ -1,0 +1,84 @@
+#include "pg/pg_shard_ledger.h"
+
+#include <pqxx/nontransaction>
+#include <pqxx/result>
+#include <utility>
+
+#include "pg/pg_queries.h"
+
+namespace belfry {
+
+PgShardLedger::PgShardLedger(std::string database_url)
+    : session_(std::move(database_url),
+               {
+                   {pg_queries::kClaimShardName, pg_queries::kClaimShardSql},
+                   {pg_queries::kMarkFiredName, pg_queries::kMarkFiredSql},
+                   {pg_queries::kReleaseShardName, pg_queries::kReleaseShardSql},
+                   {pg_queries::kLoadShardStatesName, pg_queries::kLoadShardStatesSql},
+               }) {}
+
+PgShardLedger::~PgShardLedger() = default;
+
+StatusOr<ShardClaim> PgShardLedger::Claim(int32_t shard, int64_t up_to_minute, const std::string& node,
+                                          int64_t lease_ms) {
+  ShardClaim claim;
+  Status st = session_.Run("claim shard", [&](pqxx::connection& conn) {
+    pqxx::nontransaction txn(conn);
+    const pqxx::result r =
+        txn.exec_prepared(pg_queries::kClaimShardName, shard, node, up_to_minute, lease_ms);
+    if (r.empty()) {
+      return Status::FailedPrecondition("shard " + std::to_string(shard) +
+                                        " has no shard_state row; does shard_count match the database?");
+    }
+    claim.claimed = r[0][0].as<bool>();
+    if (!r[0][1].is_null()) claim.fired_through = r[0][1].as<int64_t>();
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return claim;
+}
+
+Status PgShardLedger::MarkFired(int32_t shard, int64_t minute, const std::string& node, int64_t lease_ms,
+                                bool release) {
+  return session_.Run("mark fired", [&](pqxx::connection& conn) {
+    pqxx::nontransaction txn(conn);
+    const pqxx::result r =
+        txn.exec_prepared(pg_queries::kMarkFiredName, shard, minute, node, lease_ms, release);
+    if (r.affected_rows() == 0) {
+      return Status::FailedPrecondition("claim lost: shard " + std::to_string(shard) + " is not held by " +
+                                        node);
+    }
+    return Status::Ok();
+  });
+}
+
+Status PgShardLedger::Release(int32_t shard, const std::string& node) {
+  return session_.Run("release shard", [&](pqxx::connection& conn) {
+    pqxx::nontransaction txn(conn);
+    txn.exec_prepared(pg_queries::kReleaseShardName, shard, node);
+    return Status::Ok();
+  });
+}
+
+StatusOr<std::vector<ShardState>> PgShardLedger::LoadStates() {
+  std::vector<ShardState> states;
+  Status st = session_.Run("load shard states", [&](pqxx::connection& conn) {
+    pqxx::nontransaction txn(conn);
+    const pqxx::result r = txn.exec_prepared(pg_queries::kLoadShardStatesName);
+    states.reserve(r.size());
+    for (const pqxx::row& row : r) {
+      ShardState s;
+      s.shard = row[0].as<int32_t>();
+      if (!row[1].is_null()) s.fired_through = row[1].as<int64_t>();
+      s.claim_node = row[2].as<std::string>();
+      if (!row[3].is_null()) s.claim_until = row[3].as<int64_t>();
+      s.claim_live = row[4].as<bool>();
+      states.push_back(std::move(s));
+    }
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return states;
+}
+
+}  // namespace belfry

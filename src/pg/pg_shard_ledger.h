@@ -1,0 +1,39 @@
+// PgShardLedger: the ShardLedger over the shard_state table. Leases are measured by the
+// database's clock (now()), so the nodes' own clocks play no part in who holds a shard.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "belfry/shard_ledger.h"
+#include "pg/pg_session.h"
+
+namespace belfry {
+
+// Thread-compatible: one instance per thread. Every call is one autocommitted statement (one
+// round trip). Connects lazily; a broken connection makes the call Retryable and is reopened by
+// the next call.
+class PgShardLedger final : public ShardLedger {
+ public:
+  explicit PgShardLedger(std::string database_url);
+  PgShardLedger(const PgShardLedger&) = delete;
+  PgShardLedger& operator=(const PgShardLedger&) = delete;
+  ~PgShardLedger() override;
+
+  // FailedPrecondition when the shard has no shard_state row (shard_count disagrees with the
+  // database, or it was never migrated). On claimed == false, fired_through is the stored value.
+  StatusOr<ShardClaim> Claim(int32_t shard, int64_t up_to_minute, const std::string& node,
+                             int64_t lease_ms) override;
+  // FailedPrecondition("claim lost") when `node` does not hold the shard's claim.
+  Status MarkFired(int32_t shard, int64_t minute, const std::string& node, int64_t lease_ms,
+                   bool release) override;
+  // Releasing a claim that `node` does not hold is a no-op (Ok).
+  Status Release(int32_t shard, const std::string& node) override;
+  StatusOr<std::vector<ShardState>> LoadStates() override;
+
+ private:
+  PgSession session_;
+};
+
+}  // namespace belfry

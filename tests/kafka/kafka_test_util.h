@@ -1,0 +1,65 @@
+// Shared helpers for the Kafka integration tests: the broker address (BELFRY_KAFKA_BROKERS is
+// required), unique names, polling waits, and a JobStore that records and can fail applies.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "belfry/config.h"
+#include "belfry/job_store.h"
+#include "fakes/fake_job_store.h"
+
+namespace belfry::testing {
+
+// A KafkaConfig pointing at $BELFRY_KAFKA_BROKERS with unique topic and group names.
+KafkaConfig TestKafkaConfig();
+
+// "<prefix>-<pid>-<random>-<counter>": unique per call and per test run.
+std::string UniqueName(const std::string& prefix);
+
+// Polls `pred` every 20 ms until it holds or `timeout` passes; returns its last value.
+bool WaitUntil(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
+
+// The committed offsets of `group` for partitions 0..partitions-1 of `topic` (negative: none).
+std::map<int32_t, int64_t> CommittedOffsets(const std::string& group, const std::string& topic,
+                                            int32_t partitions);
+
+// A FakeJobStore that records every ApplyActions call and can fail the next n of them.
+class RecordingJobStore final : public JobStore {
+ public:
+  Status ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn) override {
+    return inner_.ForEachDueJob(q, fn);
+  }
+  Status ApplyActions(const std::vector<JobAction>& actions) override;
+  StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) override { return inner_.GetJob(id); }
+  StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter& filter) override {
+    return inner_.ListJobs(filter);
+  }
+
+  // The next `n` ApplyActions calls return `status` without applying anything.
+  void FailNextApplies(int n, Status status);
+  // Called (on the consumer's thread) at the start of every ApplyActions, with the 1-based call number.
+  void SetOnApply(std::function<void(int)> fn);
+
+  int apply_calls() const;
+  // The action lists of the successful calls, in order.
+  std::vector<std::vector<JobAction>> applied() const;
+  std::map<std::string, FakeJobStore::Row> rows() const { return inner_.rows(); }
+
+ private:
+  FakeJobStore inner_;
+  mutable std::mutex mu_;
+  int calls_ = 0;
+  int fail_next_ = 0;
+  Status fail_status_;
+  std::function<void(int)> on_apply_;
+  std::vector<std::vector<JobAction>> applied_;
+};
+
+}  // namespace belfry::testing

@@ -1,0 +1,386 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/shard_hash.h"
+#include "pg/pg_job_store.h"
+#include "pg_test_database.h"
+
+namespace belfry {
+namespace {
+
+constexpr int32_t kShardCount = 120;
+
+JobAction Upsert(const std::string& id, int32_t interval, int32_t offset, int64_t src_offset,
+                 int32_t partition = 0) {
+  JobAction a;
+  a.kind = JobAction::Kind::kUpsert;
+  a.id = id;
+  a.spec.id = id;
+  a.spec.owner = "owner-a";
+  a.spec.interval_minutes = interval;
+  a.spec.offset_minutes = offset;
+  a.spec.shard = ShardForId(id, kShardCount);
+  a.spec.topic = "tracking.poll";
+  a.spec.details_json = "{}";
+  a.source = SourcePosition{partition, src_offset, 1'700'000'000'000};
+  return a;
+}
+
+JobAction Delete(const std::string& id, int64_t src_offset, int32_t partition = 0) {
+  JobAction a;
+  a.kind = JobAction::Kind::kDelete;
+  a.id = id;
+  a.source = SourcePosition{partition, src_offset, 0};
+  return a;
+}
+
+JobAction SetPaused(const std::string& id, bool paused, int64_t src_offset, int32_t partition = 0) {
+  JobAction a;
+  a.kind = JobAction::Kind::kSetPaused;
+  a.id = id;
+  a.paused = paused;
+  a.source = SourcePosition{partition, src_offset, 0};
+  return a;
+}
+
+class PgJobStoreTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { db_ = PgTestDatabase::CreateMigrated(kShardCount, &error_).release(); }
+  static void TearDownTestSuite() {
+    delete db_;
+    db_ = nullptr;
+  }
+
+  void SetUp() override {
+    ASSERT_NE(db_, nullptr) << error_;
+    db_->Exec("TRUNCATE jobs");
+    store_ = std::make_unique<PgJobStore>(db_->url());
+  }
+
+  void Apply(const std::vector<JobAction>& actions) {
+    const Status st = store_->ApplyActions(actions);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+
+  StoredJob Get(const std::string& id) {
+    StatusOr<std::optional<StoredJob>> job = store_->GetJob(id);
+    EXPECT_TRUE(job.ok()) << job.status().ToString();
+    EXPECT_TRUE(job.ok() && job->has_value()) << id << " is missing";
+    return job.ok() && job->has_value() ? **job : StoredJob{};
+  }
+
+  bool Exists(const std::string& id) {
+    StatusOr<std::optional<StoredJob>> job = store_->GetJob(id);
+    EXPECT_TRUE(job.ok()) << job.status().ToString();
+    return job.ok() && job->has_value();
+  }
+
+  // Every column of every row, updated_at included, at full precision.
+  std::string Dump() {
+    std::string out;
+    for (const auto& row : db_->Exec("SELECT row_to_json(j)::text FROM jobs j ORDER BY id")) {
+      out += row[0].as<std::string>() + "\n";
+    }
+    return out;
+  }
+
+  static inline PgTestDatabase* db_ = nullptr;
+  static inline std::string error_;
+  std::unique_ptr<PgJobStore> store_;
+};
+
+TEST_F(PgJobStoreTest, UpsertInsertsEveryField) {
+  JobAction a = Upsert("shipment-42-poll", 15, 7, 10, 3);
+  a.spec.owner = "tracking-svc";
+  a.spec.key = "shipment-42";
+  a.spec.details_json =
+      R"({"shipmentId":42,"note":"caf\u00e9 \"quoted\" é ✓","nested":{"a":[1,2.5,null]},"nul":"\u0000"})";
+  a.spec.start_at = 1'779'449'852'123;
+  a.spec.end_at = 1'779'549'852'999;
+  a.spec.priority = 5;
+  Apply({a});
+
+  const StoredJob job = Get("shipment-42-poll");
+  EXPECT_EQ(job.spec.id, "shipment-42-poll");
+  EXPECT_EQ(job.spec.owner, "tracking-svc");
+  EXPECT_EQ(job.spec.interval_minutes, 15);
+  EXPECT_EQ(job.spec.offset_minutes, 7);
+  EXPECT_EQ(job.spec.shard, ShardForId("shipment-42-poll", kShardCount));
+  EXPECT_EQ(job.spec.topic, "tracking.poll");
+  EXPECT_EQ(job.spec.key, "shipment-42");
+  EXPECT_EQ(job.spec.details_json, a.spec.details_json);  // verbatim
+  EXPECT_EQ(job.spec.start_at, a.spec.start_at);
+  EXPECT_EQ(job.spec.end_at, a.spec.end_at);
+  EXPECT_EQ(job.spec.priority, 5);
+  EXPECT_FALSE(job.paused);
+  EXPECT_EQ(job.source.partition, 3);
+  EXPECT_EQ(job.source.offset, 10);
+  EXPECT_GT(job.created_at, 1'700'000'000'000);
+  EXPECT_EQ(job.created_at, job.updated_at);
+
+  ASSERT_TRUE(store_->GetJob("nope").ok());
+  EXPECT_FALSE(store_->GetJob("nope")->has_value());
+  EXPECT_EQ(*store_->CountJobs(), 1);
+}
+
+TEST_F(PgJobStoreTest, DatesRoundTripToTheMillisecondUpToYear9999) {
+  const std::vector<std::pair<EpochMs, EpochMs>> dates = {
+      {0, 1}, {1'779'449'852'123, 1'779'449'852'124}, {123'456'789'012'345, 253'402'300'799'999}};
+  for (size_t i = 0; i < dates.size(); ++i) {
+    JobAction a = Upsert("d" + std::to_string(i), 5, 0, static_cast<int64_t>(i));
+    a.spec.start_at = dates[i].first;
+    a.spec.end_at = dates[i].second;
+    Apply({a});
+    const StoredJob job = Get(a.id);
+    EXPECT_EQ(job.spec.start_at, dates[i].first);
+    EXPECT_EQ(job.spec.end_at, dates[i].second);
+  }
+}
+
+TEST_F(PgJobStoreTest, UpdateWithSameIntervalKeepsOffsetUnlessExplicit) {
+  Apply({Upsert("j", 5, 2, 1)});
+  JobAction update = Upsert("j", 5, 4, 2);
+  update.spec.topic = "other.topic";
+  Apply({update});
+  StoredJob job = Get("j");
+  EXPECT_EQ(job.spec.offset_minutes, 2);
+  EXPECT_EQ(job.spec.topic, "other.topic");
+  EXPECT_EQ(job.source.offset, 2);
+
+  JobAction explicit_offset = Upsert("j", 5, 4, 3);
+  explicit_offset.spec.offset_explicit = true;
+  Apply({explicit_offset});
+  EXPECT_EQ(Get("j").spec.offset_minutes, 4);
+}
+
+TEST_F(PgJobStoreTest, UpdateWithNewIntervalTakesNewOffset) {
+  Apply({Upsert("j", 5, 2, 1)});
+  Apply({Upsert("j", 15, 7, 2)});
+  const StoredJob job = Get("j");
+  EXPECT_EQ(job.spec.interval_minutes, 15);
+  EXPECT_EQ(job.spec.offset_minutes, 7);
+}
+
+TEST_F(PgJobStoreTest, UpdateKeepsCreatedAtAndMovesUpdatedAt) {
+  Apply({Upsert("j", 5, 2, 1)});
+  const StoredJob before = Get("j");
+  db_->Exec("SELECT pg_sleep(0.01)");
+  Apply({Upsert("j", 5, 2, 2)});
+  const StoredJob after = Get("j");
+  EXPECT_EQ(after.created_at, before.created_at);
+  EXPECT_GT(after.updated_at, before.updated_at);
+}
+
+TEST_F(PgJobStoreTest, ReplaceFreshResetsPausedAndOffset) {
+  Apply({Upsert("j", 5, 2, 1)});
+  Apply({SetPaused("j", true, 2)});
+  ASSERT_TRUE(Get("j").paused);
+  JobAction fresh = Upsert("j", 5, 4, 3);
+  fresh.replace_fresh = true;
+  Apply({fresh});
+  const StoredJob job = Get("j");
+  EXPECT_FALSE(job.paused);
+  EXPECT_EQ(job.spec.offset_minutes, 4);
+}
+
+TEST_F(PgJobStoreTest, PausedFlagSurvivesUpsertUnlessGiven) {
+  Apply({Upsert("j", 5, 2, 1)});
+  Apply({SetPaused("j", true, 2)});
+  Apply({Upsert("j", 5, 2, 3)});
+  EXPECT_TRUE(Get("j").paused);
+
+  JobAction resume = Upsert("j", 5, 2, 4);
+  resume.paused = false;
+  Apply({resume});
+  EXPECT_FALSE(Get("j").paused);
+
+  JobAction born_paused = Upsert("k", 5, 2, 5);
+  born_paused.paused = true;
+  Apply({born_paused});
+  EXPECT_TRUE(Get("k").paused);
+}
+
+TEST_F(PgJobStoreTest, SetPausedOnMissingRowIsANoOp) {
+  Apply({SetPaused("ghost", true, 1)});
+  EXPECT_FALSE(Exists("ghost"));
+  EXPECT_EQ(*store_->CountJobs(), 0);
+}
+
+TEST_F(PgJobStoreTest, SetPausedRecordsTheSourcePosition) {
+  Apply({Upsert("j", 5, 2, 1)});
+  Apply({SetPaused("j", true, 7)});
+  const StoredJob job = Get("j");
+  EXPECT_TRUE(job.paused);
+  EXPECT_EQ(job.source.offset, 7);
+  Apply({SetPaused("j", false, 8)});
+  EXPECT_FALSE(Get("j").paused);
+}
+
+TEST_F(PgJobStoreTest, DeleteRemovesTheRow) {
+  Apply({Upsert("j", 5, 2, 1), Upsert("k", 5, 2, 2)});
+  Apply({Delete("j", 3)});
+  EXPECT_FALSE(Exists("j"));
+  EXPECT_TRUE(Exists("k"));
+  Apply({Delete("never-existed", 4)});
+  EXPECT_EQ(*store_->CountJobs(), 1);
+}
+
+TEST_F(PgJobStoreTest, DeleteOlderThanTheStoredRowIsIgnored) {
+  Apply({Upsert("j", 5, 2, 10)});
+  Apply({Delete("j", 9)});
+  EXPECT_TRUE(Exists("j"));
+  Apply({Delete("j", 10)});  // same offset: not strictly newer than the delete
+  EXPECT_FALSE(Exists("j"));
+}
+
+TEST_F(PgJobStoreTest, OlderActionFromTheSamePartitionIsIgnored) {
+  JobAction current = Upsert("j", 5, 2, 10);
+  current.spec.topic = "current.topic";
+  Apply({current});
+  const std::string before = Dump();
+
+  JobAction older = Upsert("j", 15, 3, 9);
+  older.spec.topic = "older.topic";
+  JobAction same = Upsert("j", 30, 3, 10);
+  Apply({older});
+  Apply({same});
+  Apply({SetPaused("j", true, 10)});
+  EXPECT_EQ(Dump(), before);
+
+  // Another partition's offsets say nothing about order: the action applies.
+  JobAction other_partition = Upsert("j", 15, 3, 9, 1);
+  Apply({other_partition});
+  EXPECT_EQ(Get("j").spec.interval_minutes, 15);
+}
+
+TEST_F(PgJobStoreTest, ReplayLeavesTheTableByteForByteUnchanged) {
+  JobAction fresh = Upsert("c", 60, 30, 6);
+  fresh.replace_fresh = true;
+  JobAction explicit_offset = Upsert("e", 10, 3, 7);
+  explicit_offset.spec.offset_explicit = true;
+  const std::vector<std::vector<JobAction>> batches = {
+      {Upsert("a", 5, 1, 1), Upsert("b", 15, 2, 2), Upsert("c", 60, 3, 3), Upsert("d", 1, 0, 4)},
+      {SetPaused("a", true, 5), fresh, explicit_offset, Delete("d", 8)},
+      {Upsert("b", 5, 4, 9), Upsert("a", 5, 2, 10), SetPaused("c", true, 11)},
+  };
+  for (const auto& batch : batches) Apply(batch);
+  const std::string once = Dump();
+  ASSERT_FALSE(once.empty());
+
+  db_->Exec("SELECT pg_sleep(0.01)");
+  for (const auto& batch : batches) Apply(batch);
+  EXPECT_EQ(Dump(), once);
+  Apply(batches[2]);  // a suffix
+  EXPECT_EQ(Dump(), once);
+}
+
+TEST_F(PgJobStoreTest, ABatchIsAllOrNothing) {
+  JobAction bad = Upsert("bad", 5, 9, 2);  // offset out of range: violates the check constraint
+  const Status st = store_->ApplyActions({Upsert("good", 5, 1, 1), bad, Delete("x", 3)});
+  EXPECT_EQ(st.code(), Status::Code::kInvalid) << st.ToString();
+  EXPECT_EQ(*store_->CountJobs(), 0);
+  // The store is usable afterwards.
+  Apply({Upsert("good", 5, 1, 1)});
+  EXPECT_TRUE(Exists("good"));
+}
+
+TEST_F(PgJobStoreTest, LargeBatchesAreSplitIntoSeveralStatements) {
+  std::vector<JobAction> actions;
+  const std::string details = "{\"blob\":\"" + std::string(60 * 1024, 'x') + "\"}";
+  for (int i = 0; i < 300; ++i) {  // ~18 MiB of JSON: three chunks
+    JobAction a = Upsert("big-" + std::to_string(i), 5, i % 5, i);
+    a.spec.details_json = details;
+    actions.push_back(std::move(a));
+  }
+  Apply(actions);
+  EXPECT_EQ(*store_->CountJobs(), 300);
+  EXPECT_EQ(Get("big-299").spec.details_json, details);
+}
+
+TEST_F(PgJobStoreTest, ListJobsPagesByIdWithFilters) {
+  std::vector<JobAction> actions;
+  for (int i = 0; i < 25; ++i) {
+    char id[16];
+    std::snprintf(id, sizeof(id), "job-%02d", i);
+    JobAction a = Upsert(id, 5, 0, i);
+    a.spec.owner = i % 2 == 0 ? "even" : "odd";
+    a.spec.topic = i % 3 == 0 ? "t.three" : "t.other";
+    actions.push_back(std::move(a));
+  }
+  Apply(actions);
+
+  std::vector<std::string> seen;
+  JobListFilter filter;
+  filter.limit = 10;
+  for (;;) {
+    StatusOr<std::vector<StoredJob>> page = store_->ListJobs(filter);
+    ASSERT_TRUE(page.ok()) << page.status().ToString();
+    for (const StoredJob& j : *page) seen.push_back(j.spec.id);
+    if (page->size() < 10) break;
+    filter.after_id = page->back().spec.id;
+  }
+  ASSERT_EQ(seen.size(), 25u);
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+
+  auto ids = [&](std::string owner, std::string topic, std::string after_id, int32_t limit) {
+    JobListFilter f;
+    f.owner = std::move(owner);
+    f.topic = std::move(topic);
+    f.after_id = std::move(after_id);
+    f.limit = limit;
+    std::vector<std::string> out;
+    StatusOr<std::vector<StoredJob>> r = store_->ListJobs(f);
+    EXPECT_TRUE(r.ok());
+    if (r.ok()) {
+      for (const StoredJob& j : *r) out.push_back(j.spec.id);
+    }
+    return out;
+  };
+  EXPECT_EQ(ids("even", "", "job-17", 100),
+            (std::vector<std::string>{"job-18", "job-20", "job-22", "job-24"}));
+  EXPECT_EQ(ids("", "t.three", "", 100),
+            (std::vector<std::string>{"job-00", "job-03", "job-06", "job-09", "job-12", "job-15", "job-18",
+                                      "job-21", "job-24"}));
+  EXPECT_EQ(ids("odd", "t.three", "", 100),
+            (std::vector<std::string>{"job-03", "job-09", "job-15", "job-21"}));
+  EXPECT_EQ(ids("", "", "", 0).size(), 1u);        // clamped up to 1
+  EXPECT_EQ(ids("", "", "", 100000).size(), 25u);  // clamped down to 1000
+}
+
+TEST_F(PgJobStoreTest, UnreachableDatabaseIsRetryable) {
+  PgJobStore store("postgresql://belfry:belfry@127.0.0.1:1/belfry?connect_timeout=2");
+  EXPECT_EQ(store.ApplyActions({Upsert("j", 5, 0, 1)}).code(), Status::Code::kRetryable);
+  EXPECT_EQ(store.GetJob("j").status().code(), Status::Code::kRetryable);
+  DueQuery q;
+  q.terms = {PhaseTerm{5, {0}}};
+  EXPECT_EQ(store.ForEachDueJob(q, [](const DueJob&) {}).code(), Status::Code::kRetryable);
+}
+
+TEST_F(PgJobStoreTest, ReconnectsAfterTheServerDropsTheConnection) {
+  Apply({Upsert("j", 1, 0, 1)});
+  DueQuery q;
+  q.shard = ShardForId("j", kShardCount);
+  q.terms = {PhaseTerm{1, {0}}};
+  int rows = 0;
+  ASSERT_TRUE(store_->ForEachDueJob(q, [&](const DueJob&) { ++rows; }).ok());
+  ASSERT_TRUE(store_->GetJob("j").ok());
+
+  db_->Exec(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+      "WHERE datname = current_database() AND pid <> pg_backend_pid()");
+  // The first call on each dead connection fails as retryable; the next one reconnects.
+  EXPECT_EQ(store_->ForEachDueJob(q, [&](const DueJob&) { ++rows; }).code(), Status::Code::kRetryable);
+  EXPECT_TRUE(store_->ForEachDueJob(q, [&](const DueJob&) { ++rows; }).ok());
+  EXPECT_EQ(rows, 2);
+  EXPECT_EQ(store_->GetJob("j").status().code(), Status::Code::kRetryable);
+  EXPECT_TRUE(store_->GetJob("j").ok());
+}
+
+}  // namespace
+}  // namespace belfry

@@ -1,0 +1,81 @@
+#include "pg_test_database.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <exception>
+#include <pqxx/nontransaction>
+#include <random>
+
+#include "pg/migrator.h"
+
+namespace belfry {
+
+std::string MigrationsDir() { return BELFRY_MIGRATIONS_DIR; }
+
+std::string WithDatabaseName(const std::string& url, const std::string& dbname) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return url + " dbname=" + dbname;
+  const size_t authority = scheme + 3;
+  const size_t query = url.find('?', authority);
+  const size_t path = url.find('/', authority);
+  const size_t end = query == std::string::npos ? url.size() : query;
+  const size_t start = path == std::string::npos || path > end ? end : path;
+  return url.substr(0, start) + "/" + dbname + url.substr(end);
+}
+
+std::unique_ptr<PgTestDatabase> PgTestDatabase::Create(std::string* error) {
+  const char* server_url = std::getenv("BELFRY_DATABASE_URL");
+  if (server_url == nullptr || *server_url == '\0') {
+    *error =
+        "BELFRY_DATABASE_URL is not set. The *_pgtest tests need a real PostgreSQL: run "
+        "`scripts/local-stack up` and `eval \"$(scripts/local-stack env)\"` first.";
+    return nullptr;
+  }
+  std::random_device rd;
+  const std::string name = "belfry_t_" + std::to_string(::getpid()) + "_" +
+                           std::to_string(std::uniform_int_distribution<uint32_t>()(rd));
+  try {
+    pqxx::connection conn(server_url);
+    pqxx::nontransaction txn(conn);
+    txn.exec("CREATE DATABASE " + txn.quote_name(name));
+  } catch (const std::exception& e) {
+    *error = std::string("cannot create test database on $BELFRY_DATABASE_URL: ") + e.what();
+    return nullptr;
+  }
+  return std::unique_ptr<PgTestDatabase>(
+      new PgTestDatabase(server_url, name, WithDatabaseName(server_url, name)));
+}
+
+std::unique_ptr<PgTestDatabase> PgTestDatabase::CreateMigrated(int32_t shard_count, std::string* error) {
+  std::unique_ptr<PgTestDatabase> db = Create(error);
+  if (db == nullptr) return nullptr;
+  const Status st = Migrate(db->url(), MigrationsDir(), shard_count);
+  if (!st.ok()) {
+    *error = "migrating the test database failed: " + st.ToString();
+    return nullptr;
+  }
+  return db;
+}
+
+PgTestDatabase::PgTestDatabase(std::string server_url, std::string name, std::string url)
+    : server_url_(std::move(server_url)), name_(std::move(name)), url_(std::move(url)) {}
+
+PgTestDatabase::~PgTestDatabase() {
+  conn_.reset();
+  try {
+    pqxx::connection conn(server_url_);
+    pqxx::nontransaction txn(conn);
+    txn.exec("DROP DATABASE IF EXISTS " + txn.quote_name(name_) + " WITH (FORCE)");
+  } catch (const std::exception&) {
+    // Best effort: a leftover belfry_t_* database is harmless and easy to spot.
+  }
+}
+
+pqxx::result PgTestDatabase::Exec(const std::string& sql) {
+  if (conn_ == nullptr || !conn_->is_open()) conn_ = std::make_unique<pqxx::connection>(url_);
+  pqxx::nontransaction txn(*conn_);
+  return txn.exec(sql);
+}
+
+}  // namespace belfry
