@@ -133,7 +133,10 @@ TEST_F(PgJobStoreTest, DatesRoundTripToTheMillisecondUpToYear9999) {
   const std::vector<std::pair<EpochMs, EpochMs>> dates = {
       {0, 1}, {1'779'449'852'123, 1'779'449'852'124}, {123'456'789'012'345, 253'402'300'799'999}};
   for (size_t i = 0; i < dates.size(); ++i) {
-    JobAction a = Upsert("d" + std::to_string(i), 5, 0, static_cast<int64_t>(i));
+    // Built with append: `"d" + std::to_string(i)` trips GCC 12's -Wrestrict false positive at -O3.
+    std::string id = "date-";
+    id += std::to_string(i);
+    JobAction a = Upsert(id, 5, 0, static_cast<int64_t>(i));
     a.spec.start_at = dates[i].first;
     a.spec.end_at = dates[i].second;
     Apply({a});
