@@ -17,8 +17,8 @@ std::map<std::string, FakeJobStore::Row> FakeJobStore::rows() const {
 }
 
 Status FakeJobStore::ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn) {
-  std::vector<DueJob> due;
   std::vector<Row> copies;
+  std::vector<int64_t> due_minutes;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++queries_;
@@ -37,20 +37,30 @@ Status FakeJobStore::ForEachDueJob(const DueQuery& q, const std::function<void(c
         }
       }
       if (!term) continue;
-      const int64_t m = LatestDueMinute(s.interval_minutes, s.offset_minutes, q.last_minute);
-      const EpochMs slot = SlotMs(m, q.shard, q.tick_ms);
-      if (!IsDueAtSlot(s.interval_minutes, s.offset_minutes, s.start_at, s.end_at, false, m, slot)) continue;
+      // The latest minute in [first, last] at which the job was really due (start/end included).
+      int64_t due = -1;
+      for (int64_t m = LatestDueMinute(s.interval_minutes, s.offset_minutes, q.last_minute); m >= q.first_minute;
+           m -= s.interval_minutes) {
+        if (IsDueAtSlot(s.interval_minutes, s.offset_minutes, s.start_at, s.end_at, false, m,
+                        SlotMs(m, q.shard, q.tick_ms))) {
+          due = m;
+          break;
+        }
+      }
+      if (due < 0) continue;
       copies.push_back(row);
+      due_minutes.push_back(due);
     }
   }
-  for (const Row& r : copies) {
+  for (size_t i = 0; i < copies.size(); ++i) {
+    const Row& r = copies[i];
     DueJob j;
     j.id = r.spec.id;
     j.topic = r.spec.topic;
     j.key = r.spec.key;
     j.details_json = r.spec.details_json;
     j.interval_minutes = r.spec.interval_minutes;
-    j.due_minute = LatestDueMinute(r.spec.interval_minutes, r.spec.offset_minutes, q.last_minute);
+    j.due_minute = due_minutes[i];
     fn(j);
   }
   return Status::Ok();
