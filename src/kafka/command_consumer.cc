@@ -18,6 +18,7 @@
 #include "core/command_batch.h"
 #include "kafka/delivery_error.h"
 #include "kafka/kafka_client_config.h"
+#include "kafka/ordered_messages.h"
 #include "kafka/topic_partition_list.h"
 
 namespace belfry {
@@ -70,23 +71,7 @@ std::vector<Header> CopyHeaders(const RdKafka::Message& m) {
   return out;
 }
 
-// Appends `m`, first dropping any messages of the same partition at or after its offset: a
-// rewind (re-assignment, seek) re-delivers them, and applying an older command after a newer
-// one for the same job would break per-job order.
-void AppendInOrder(std::vector<MessagePtr>& batch, MessagePtr m) {
-  const int32_t p = m->partition();
-  const int64_t off = m->offset();
-  const std::string topic = m->topic_name();
-  const bool rewound = std::any_of(batch.begin(), batch.end(), [&](const MessagePtr& b) {
-    return b->partition() == p && b->offset() >= off && b->topic_name() == topic;
-  });
-  if (rewound) {
-    std::erase_if(batch, [&](const MessagePtr& b) {
-      return b->partition() == p && b->offset() >= off && b->topic_name() == topic;
-    });
-  }
-  batch.push_back(std::move(m));
-}
+using OrderedBatch = OrderedMessages<MessagePtr>;
 
 std::string PartitionsToString(const std::vector<RdKafka::TopicPartition*>& parts) {
   std::string out;
@@ -124,12 +109,9 @@ class CommandConsumer::Impl {
 
   Status Init() {
     const KafkaSettings consumer_settings = {
-        {"group.id", config_.group_id},
-        {"enable.auto.commit", "false"},
-        {"enable.auto.offset.store", "false"},
-        {"auto.offset.reset", "earliest"},
-        {"enable.partition.eof", "false"},
-        {"isolation.level", "read_committed"},
+        {"group.id", config_.group_id},        {"enable.auto.commit", "false"},
+        {"enable.auto.offset.store", "false"}, {"auto.offset.reset", "earliest"},
+        {"enable.partition.eof", "false"},     {"isolation.level", "read_committed"},
     };
     StatusOr<std::unique_ptr<RdKafka::Conf>> cconf =
         BuildKafkaConf(config_, options_.client_id, consumer_settings, &event_logger_);
@@ -141,26 +123,52 @@ class CommandConsumer::Impl {
     consumer_.reset(RdKafka::KafkaConsumer::create(cconf.value().get(), errstr));
     if (consumer_ == nullptr) return Status::Invalid("kafka_config", "creating consumer: " + errstr);
 
-    const KafkaSettings producer_settings = {
-        {"enable.idempotence", "true"},
-        {"acks", "all"},
-        {"linger.ms", "5"},
-        {"message.timeout.ms", std::to_string(options_.publish_timeout_ms)},
-    };
-    StatusOr<std::unique_ptr<RdKafka::Conf>> pconf =
-        BuildKafkaConf(config_, options_.client_id + "-producer", producer_settings, &producer_logger_);
-    if (!pconf.ok()) return pconf.status();
-    if (pconf.value()->set("dr_cb", &delivery_report_, errstr) != RdKafka::Conf::CONF_OK) {
-      return Status::Invalid("kafka_config", "dr_cb: " + errstr);
-    }
-    producer_.reset(RdKafka::Producer::create(pconf.value().get(), errstr));
-    if (producer_ == nullptr) return Status::Invalid("kafka_config", "creating producer: " + errstr);
+    StatusOr<std::unique_ptr<RdKafka::Producer>> producer = NewProducer();
+    if (!producer.ok()) return producer.status();
+    producer_ = std::move(producer.value());
 
     const RdKafka::ErrorCode err = consumer_->subscribe({config_.commands_topic});
     if (err != RdKafka::ERR_NO_ERROR) {
       return Status::Retryable("subscribing to '" + config_.commands_topic + "': " + RdKafka::err2str(err));
     }
     return Status::Ok();
+  }
+
+  StatusOr<std::unique_ptr<RdKafka::Producer>> NewProducer() {
+    const KafkaSettings settings = {
+        {"enable.idempotence", "true"},
+        {"acks", "all"},
+        {"linger.ms", "5"},
+        {"message.timeout.ms", std::to_string(options_.publish_timeout_ms)},
+    };
+    StatusOr<std::unique_ptr<RdKafka::Conf>> conf =
+        BuildKafkaConf(config_, options_.client_id + "-producer", settings, &producer_logger_);
+    if (!conf.ok()) return conf.status();
+    std::string errstr;
+    if (conf.value()->set("dr_cb", &delivery_report_, errstr) != RdKafka::Conf::CONF_OK) {
+      return Status::Invalid("kafka_config", "dr_cb: " + errstr);
+    }
+    std::unique_ptr<RdKafka::Producer> producer(RdKafka::Producer::create(conf.value().get(), errstr));
+    if (producer == nullptr) return Status::Invalid("kafka_config", "creating producer: " + errstr);
+    return producer;
+  }
+
+  // An idempotent producer that hit a fatal error refuses everything; replace it.
+  void ReplaceProducerIfFatal() {
+    std::string reason;
+    const RdKafka::ErrorCode err = producer_->fatal_error(reason);
+    if (err == RdKafka::ERR_NO_ERROR) return;
+    spdlog::error("kafka[{}]: DLQ/results producer fatal error {} ({}); replacing it", options_.client_id,
+                  RdKafka::err2str(err), reason);
+    StatusOr<std::unique_ptr<RdKafka::Producer>> fresh = NewProducer();
+    if (!fresh.ok()) {
+      spdlog::error("kafka[{}]: could not create a replacement producer: {}", options_.client_id,
+                    fresh.status().ToString());
+      return;
+    }
+    producer_->purge(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    producer_->flush(1000);  // stale reports: their round tag no longer matches
+    producer_ = std::move(fresh.value());
   }
 
   void Run(StopSignal& stop) {
@@ -254,9 +262,7 @@ class CommandConsumer::Impl {
       assigned_.clear();
     }
     // Messages held back for the next batch now belong to whoever gets their partitions.
-    std::erase_if(carryover_, [&](const MessagePtr& m) {
-      return !assigned_.contains({m->topic_name(), m->partition()});
-    });
+    carryover_.Retain([&](const OrderedBatch::Key& tp) { return assigned_.contains(tp); });
   }
 
   void OnDelivered(RdKafka::Message& m) {
@@ -269,16 +275,16 @@ class CommandConsumer::Impl {
   // Consumes up to command_batch_max messages: waits (in 100 ms slices, for stop) for the
   // first, then collects for at most command_batch_wait_ms more.
   std::vector<MessagePtr> Gather(StopSignal& stop) {
-    std::vector<MessagePtr> batch;
-    for (MessagePtr& m : carryover_) AppendInOrder(batch, std::move(m));
-    carryover_.clear();
+    OrderedBatch batch = std::move(carryover_);
+    carryover_ = OrderedBatch();
     const size_t max = static_cast<size_t>(std::max<int32_t>(1, config_.command_batch_max));
     const auto wait = std::chrono::milliseconds(std::max<int64_t>(0, config_.command_batch_wait_ms));
     SteadyClock::time_point deadline = SteadyClock::now() + wait;
     while (batch.size() < max && !stop.requested()) {
       int timeout_ms = 100;
       if (!batch.empty()) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
         if (left.count() <= 0) break;
         timeout_ms = static_cast<int>(std::min<int64_t>(left.count(), 100));
       }
@@ -289,9 +295,9 @@ class CommandConsumer::Impl {
         continue;
       }
       if (batch.empty()) deadline = SteadyClock::now() + wait;
-      AppendInOrder(batch, std::move(m));
+      batch.Append(std::move(m));
     }
-    return batch;
+    return batch.Take();
   }
 
   void ProcessBatch(const std::vector<MessagePtr>& batch, StopSignal& stop) {
@@ -303,8 +309,8 @@ class CommandConsumer::Impl {
     const auto apply_start = SteadyClock::now();
     int32_t attempts = 0;
     if (!prepared.actions.empty() && !ApplyWithRetry(prepared.actions, stop, &attempts)) {
-      spdlog::info("kafka[{}]: stopping with an unapplied batch of {}; it stays uncommitted", options_.client_id,
-                   batch.size());
+      spdlog::info("kafka[{}]: stopping with an unapplied batch of {}; it stays uncommitted",
+                   options_.client_id, batch.size());
       ResumeIfPaused();
       return;
     }
@@ -313,9 +319,10 @@ class CommandConsumer::Impl {
 
     std::vector<OutgoingRecord> records = BuildRecords(batch, prepared);
     if (!PublishWithRetry(records, stop)) {
-      spdlog::info("kafka[{}]: stopping before the batch's DLQ/results records were acknowledged; it stays "
-                   "uncommitted",
-                   options_.client_id);
+      spdlog::info(
+          "kafka[{}]: stopping before the batch's DLQ/results records were acknowledged; it stays "
+          "uncommitted",
+          options_.client_id);
       ResumeIfPaused();
       return;
     }
@@ -360,9 +367,10 @@ class CommandConsumer::Impl {
       } else {
         // Validation happened before the store; a non-retryable error here is a bug or a schema
         // problem. Skipping would lose valid commands, so retry like any other fault.
-        spdlog::error("kafka[{}]: applying {} job actions failed with a non-retryable error (attempt {}): {}; "
-                      "retrying in {} ms",
-                      options_.client_id, actions.size(), *attempts, s.ToString(), backoff_ms);
+        spdlog::error(
+            "kafka[{}]: applying {} job actions failed with a non-retryable error (attempt {}): {}; "
+            "retrying in {} ms",
+            options_.client_id, actions.size(), *attempts, s.ToString(), backoff_ms);
       }
       {
         std::lock_guard<std::mutex> lock(stats_mu_);
@@ -444,8 +452,10 @@ class CommandConsumer::Impl {
         failed.push_back(pending[j]);
       }
       if (failed.empty()) return true;
-      const auto level = ClassifyDeliveryError(first_err) == SendStatus::kErrorNonRetryable ? spdlog::level::err
-                                                                                              : spdlog::level::warn;
+      ReplaceProducerIfFatal();
+      const auto level = ClassifyDeliveryError(first_err) == SendStatus::kErrorNonRetryable
+                             ? spdlog::level::err
+                             : spdlog::level::warn;
       spdlog::log(level,
                   "kafka[{}]: {} of {} DLQ/results records not delivered (attempt {}, first error: {}); "
                   "retrying in {} ms",
@@ -463,7 +473,8 @@ class CommandConsumer::Impl {
   }
 
   void Produce(const OutgoingRecord& rec, size_t index) {
-    void* const tag = reinterpret_cast<void*>(static_cast<uintptr_t>((uint64_t{publish_round_} << 32) | index));
+    void* const tag =
+        reinterpret_cast<void*>(static_cast<uintptr_t>((uint64_t{publish_round_} << 32) | index));
     for (;;) {
       std::unique_ptr<RdKafka::Headers> headers;
       if (!rec.headers.empty()) {
@@ -472,11 +483,11 @@ class CommandConsumer::Impl {
           headers->add(h.key, h.value ? h.value->data() : nullptr, h.value ? h.value->size() : 0);
         }
       }
-      const RdKafka::ErrorCode err = producer_->produce(
-          *rec.topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
-          rec.value ? const_cast<char*>(rec.value->data()) : nullptr, rec.value ? rec.value->size() : 0,
-          rec.key ? rec.key->data() : nullptr, rec.key ? rec.key->size() : 0, /*timestamp=*/0, headers.get(),
-          tag);
+      const RdKafka::ErrorCode err =
+          producer_->produce(*rec.topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
+                             rec.value ? const_cast<char*>(rec.value->data()) : nullptr,
+                             rec.value ? rec.value->size() : 0, rec.key ? rec.key->data() : nullptr,
+                             rec.key ? rec.key->size() : 0, /*timestamp=*/0, headers.get(), tag);
       if (err == RdKafka::ERR_NO_ERROR) {
         headers.release();  // owned by librdkafka now
         return;
@@ -511,8 +522,8 @@ class CommandConsumer::Impl {
     }
     for (const RdKafka::TopicPartition* tp : offsets.get()) {
       if (tp->err() != RdKafka::ERR_NO_ERROR) {
-        spdlog::warn("kafka[{}]: committing {}[{}]@{} failed: {}", options_.client_id, tp->topic(), tp->partition(),
-                     tp->offset(), RdKafka::err2str(tp->err()));
+        spdlog::warn("kafka[{}]: committing {}[{}]@{} failed: {}", options_.client_id, tp->topic(),
+                     tp->partition(), tp->offset(), RdKafka::err2str(tp->err()));
       }
     }
   }
@@ -525,7 +536,7 @@ class CommandConsumer::Impl {
     for (;;) {
       MessagePtr m(consumer_->consume(0));
       if (m->err() == RdKafka::ERR_NO_ERROR) {
-        AppendInOrder(carryover_, std::move(m));
+        carryover_.Append(std::move(m));
       } else if (m->err() != RdKafka::ERR__TIMED_OUT) {
         LogConsumeError(*m);
       }
@@ -572,7 +583,8 @@ class CommandConsumer::Impl {
         int64_t low = 0;
         int64_t high = 0;
         if (tp->offset() < 0 ||
-            consumer_->get_watermark_offsets(tp->topic(), tp->partition(), &low, &high) != RdKafka::ERR_NO_ERROR ||
+            consumer_->get_watermark_offsets(tp->topic(), tp->partition(), &low, &high) !=
+                RdKafka::ERR_NO_ERROR ||
             high < 0) {
           continue;
         }
@@ -598,7 +610,7 @@ class CommandConsumer::Impl {
 
   // Run-thread state (the callbacks above run inside consume()/flush() on that thread).
   std::set<std::pair<std::string, int32_t>> assigned_;
-  std::vector<MessagePtr> carryover_;
+  OrderedBatch carryover_;  // consumed during a retry wait; starts the next batch
   bool paused_ = false;
   bool closed_ = false;
   uint32_t publish_round_ = 0;  // tags delivery reports: (round << 32) | index

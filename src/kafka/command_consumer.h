@@ -19,11 +19,11 @@ namespace belfry {
 
 // What one committed batch did. Handed to CommandConsumerOptions::on_batch.
 struct CommandBatchReport {
-  uint64_t size = 0;  // messages in the batch
-  std::map<std::string, uint64_t> applied_by_op;        // "upsert" -> n, ...
-  std::map<std::string, uint64_t> rejected_by_reason;   // Status::reason() -> n
-  int64_t apply_latency_ms = 0;  // ApplyActions, retries and backoff included
-  int32_t apply_attempts = 0;    // 0 when the batch had no valid command
+  uint64_t size = 0;                                   // messages in the batch
+  std::map<std::string, uint64_t> applied_by_op;       // "upsert" -> n, ...
+  std::map<std::string, uint64_t> rejected_by_reason;  // Status::reason() -> n
+  int64_t apply_latency_ms = 0;                        // ApplyActions, retries and backoff included
+  int32_t apply_attempts = 0;                          // 0 when the batch had no valid command
 };
 
 // Totals since construction.

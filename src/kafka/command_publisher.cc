@@ -19,8 +19,8 @@ namespace {
 struct Delivery {
   std::mutex mu;
   std::condition_variable cv;
-  bool done = false;                                  // guarded by mu
-  RdKafka::ErrorCode err = RdKafka::ERR_NO_ERROR;     // guarded by mu
+  bool done = false;                               // guarded by mu
+  RdKafka::ErrorCode err = RdKafka::ERR_NO_ERROR;  // guarded by mu
 };
 
 }  // namespace
@@ -62,7 +62,8 @@ class CommandPublisher::Impl {
     return Status::Ok();
   }
 
-  Status Publish(const std::string& key, const std::optional<std::string>& value, const KafkaHeaderList& hdrs) {
+  Status Publish(const std::string& key, const std::optional<std::string>& value,
+                 const KafkaHeaderList& hdrs) {
     auto delivery = std::make_shared<Delivery>();
     std::unique_ptr<RdKafka::Headers> headers;
     if (!hdrs.empty()) {
@@ -70,12 +71,14 @@ class CommandPublisher::Impl {
       for (const auto& [k, v] : hdrs) headers->add(k, v);
     }
     auto holder = std::make_unique<std::shared_ptr<Delivery>>(delivery);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.delivery_timeout_ms);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.delivery_timeout_ms);
     for (;;) {
-      const RdKafka::ErrorCode err = producer_->produce(
-          config_.commands_topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
-          value ? const_cast<char*>(value->data()) : nullptr, value ? value->size() : 0, key.data(), key.size(),
-          /*timestamp=*/0, headers.get(), holder.get());
+      const RdKafka::ErrorCode err = producer_->produce(config_.commands_topic, RdKafka::Topic::PARTITION_UA,
+                                                        RdKafka::Producer::RK_MSG_COPY,
+                                                        value ? const_cast<char*>(value->data()) : nullptr,
+                                                        value ? value->size() : 0, key.data(), key.size(),
+                                                        /*timestamp=*/0, headers.get(), holder.get());
       if (err == RdKafka::ERR_NO_ERROR) {
         headers.release();  // owned by librdkafka now
         holder.release();   // freed by the delivery report
@@ -114,7 +117,8 @@ class CommandPublisher::Impl {
   class DeliveryReport final : public RdKafka::DeliveryReportCb {
    public:
     void dr_cb(RdKafka::Message& m) override {
-      std::unique_ptr<std::shared_ptr<Delivery>> holder(static_cast<std::shared_ptr<Delivery>*>(m.msg_opaque()));
+      std::unique_ptr<std::shared_ptr<Delivery>> holder(
+          static_cast<std::shared_ptr<Delivery>*>(m.msg_opaque()));
       if (holder == nullptr) return;
       Delivery& d = **holder;
       {

@@ -1,7 +1,6 @@
 #include "kafka/kafka_client_config.h"
 
 #include <spdlog/spdlog.h>
-
 #include <unistd.h>
 
 #include <array>
@@ -17,9 +16,10 @@ Status SetError(const std::string& key, const std::string& errstr) {
 }
 
 spdlog::level::level_enum LevelForSyslog(int level) {
-  // librdkafka uses syslog(3) severities: 0 emerg .. 7 debug.
-  if (level <= 3) return spdlog::level::err;
-  if (level == 4) return spdlog::level::warn;
+  // librdkafka uses syslog(3) severities: 0 emerg .. 7 debug. It logs transient connection
+  // failures at 3 (err); those are warnings for a service that rides them out.
+  if (level <= 2) return spdlog::level::err;
+  if (level <= 4) return spdlog::level::warn;
   if (level <= 6) return spdlog::level::info;
   return spdlog::level::debug;
 }
@@ -44,7 +44,8 @@ Status ApplyAll(const KafkaConfig& config, const std::string& client_id, const K
 
 }  // namespace
 
-StatusOr<std::unique_ptr<RdKafka::Conf>> BuildKafkaConf(const KafkaConfig& config, const std::string& client_id,
+StatusOr<std::unique_ptr<RdKafka::Conf>> BuildKafkaConf(const KafkaConfig& config,
+                                                        const std::string& client_id,
                                                         const KafkaSettings& settings,
                                                         RdKafka::EventCb* event_cb) {
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));

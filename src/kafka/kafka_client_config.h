@@ -23,7 +23,8 @@ using KafkaSettings = std::vector<std::pair<std::string, std::string>>;
 // (belfry's defaults for the client's role), then config.properties last, so an operator's
 // pass-through map can override anything. Every failed set() is Invalid("kafka_config", ...)
 // naming the key. `event_cb` (optional) must outlive every client created from the config.
-StatusOr<std::unique_ptr<RdKafka::Conf>> BuildKafkaConf(const KafkaConfig& config, const std::string& client_id,
+StatusOr<std::unique_ptr<RdKafka::Conf>> BuildKafkaConf(const KafkaConfig& config,
+                                                        const std::string& client_id,
                                                         const KafkaSettings& settings,
                                                         RdKafka::EventCb* event_cb = nullptr);
 

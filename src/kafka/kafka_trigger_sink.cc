@@ -43,9 +43,7 @@ class BatchState final {
     std::lock_guard<std::mutex> lock(mu_);
     ++outstanding_;
   }
-  void Abandon(const Status& error) {
-    Complete(error);
-  }
+  void Abandon(const Status& error) { Complete(error); }
   // The delivery report for one message. Drops the message's reference.
   void Complete(const Status& result) {
     {
@@ -65,8 +63,9 @@ class BatchState final {
   Status Wait(std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lock(mu_);
     if (!cv_.wait_for(lock, timeout, [this] { return outstanding_ == 0; })) {
-      return Status::Retryable("kafka: " + std::to_string(outstanding_) + " triggers not acknowledged within " +
-                               std::to_string(timeout.count()) + " ms");
+      return Status::Retryable("kafka: " + std::to_string(outstanding_) +
+                               " triggers not acknowledged within " + std::to_string(timeout.count()) +
+                               " ms");
     }
     return first_error_;
   }
@@ -256,9 +255,9 @@ class KafkaTriggerBatch final : public TriggerBatch {
   void Add(const TriggerView& t) override {
     if (!IsValidKafkaTopicName(t.topic)) {
       sink_->CountSyncFailure();
-      state_->Fail(Status::Invalid("invalid_topic", "job '" + std::string(t.job_id) +
-                                                        "' names an invalid Kafka topic '" + std::string(t.topic) +
-                                                        "'"));
+      state_->Fail(Status::Invalid(
+          "invalid_topic",
+          "job '" + std::string(t.job_id) + "' names an invalid Kafka topic '" + std::string(t.topic) + "'"));
       return;
     }
     EncodeTriggerValue(t, &value_);
@@ -269,10 +268,9 @@ class KafkaTriggerBatch final : public TriggerBatch {
       headers->add(kJobIdHeader, t.job_id.data(), t.job_id.size());
       headers->add(kScheduledForHeader, scheduled_for);
       state_->BeginMessage();
-      const RdKafka::ErrorCode err =
-          producer_->produce(topic_, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
-                             value_.data(), value_.size(), t.key.data(), t.key.size(), /*timestamp=*/0,
-                             headers.get(), state_);
+      const RdKafka::ErrorCode err = producer_->produce(
+          topic_, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY, value_.data(), value_.size(),
+          t.key.data(), t.key.size(), /*timestamp=*/0, headers.get(), state_);
       if (err == RdKafka::ERR_NO_ERROR) {
         headers.release();  // owned by librdkafka now
         return;

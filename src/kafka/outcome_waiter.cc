@@ -4,8 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <deque>
-#include <optional>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 #include <utility>
@@ -41,11 +41,12 @@ class OutcomeWaiter::Impl {
     consumer_.reset(RdKafka::KafkaConsumer::create(conf.value().get(), errstr));
     if (consumer_ == nullptr) return Status::Invalid("kafka_config", "creating consumer: " + errstr);
 
-    StatusOr<std::vector<int32_t>> partitions = ListPartitions(
-        *consumer_, config_.results_topic, static_cast<int>(options_.query_timeout_ms));
+    StatusOr<std::vector<int32_t>> partitions =
+        ListPartitions(*consumer_, config_.results_topic, static_cast<int>(options_.query_timeout_ms));
     if (!partitions.ok()) return partitions.status();
     TopicPartitionList start;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.query_timeout_ms);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.query_timeout_ms);
     for (int32_t p : partitions.value()) {
       int64_t low = 0;
       int64_t high = 0;
@@ -80,7 +81,8 @@ class OutcomeWaiter::Impl {
         AssignNewPartitions();
       }
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-      std::unique_ptr<RdKafka::Message> m(consumer_->consume(static_cast<int>(std::min<int64_t>(left.count(), 100))));
+      std::unique_ptr<RdKafka::Message> m(
+          consumer_->consume(static_cast<int>(std::min<int64_t>(left.count(), 100))));
       if (m->err() == RdKafka::ERR__TIMED_OUT) continue;
       if (m->err() != RdKafka::ERR_NO_ERROR) {
         spdlog::debug("kafka[{}]: consume: {}", options_.client_id, m->errstr());
@@ -95,8 +97,8 @@ class OutcomeWaiter::Impl {
         ++buffered_count_;
       }
     }
-    return Status::Retryable("no outcome for command '" + id + "' on '" + config_.results_topic + "' within " +
-                             std::to_string(timeout.count()) + " ms");
+    return Status::Retryable("no outcome for command '" + id + "' on '" + config_.results_topic +
+                             "' within " + std::to_string(timeout.count()) + " ms");
   }
 
  private:

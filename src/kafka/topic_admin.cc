@@ -49,7 +49,8 @@ bool IsInvalidSpecError(rd_kafka_resp_err_t err) {
 bool AllVisible(rd_kafka_t* rk, const std::vector<std::string>& names) {
   const rd_kafka_metadata_t* md = nullptr;
   if (rd_kafka_metadata(rk, 1, nullptr, &md, 2000) != RD_KAFKA_RESP_ERR_NO_ERROR) return false;
-  std::unique_ptr<const rd_kafka_metadata_t, void (*)(const rd_kafka_metadata_t*)> owned(md, rd_kafka_metadata_destroy);
+  std::unique_ptr<const rd_kafka_metadata_t, void (*)(const rd_kafka_metadata_t*)> owned(
+      md, rd_kafka_metadata_destroy);
   size_t visible = 0;
   for (int i = 0; i < md->topic_cnt; ++i) {
     const rd_kafka_metadata_topic_t& t = md->topics[i];
@@ -79,7 +80,8 @@ Status EnsureTopics(const KafkaConfig& config, const std::vector<TopicSpec>& top
   if (!conf.ok()) return conf.status();
   std::array<char, 512> errstr{};
   RdKafkaPtr rk(rd_kafka_new(RD_KAFKA_PRODUCER, conf.value().get(), errstr.data(), errstr.size()));
-  if (rk == nullptr) return Status::Invalid("kafka_config", std::string("creating admin client: ") + errstr.data());
+  if (rk == nullptr)
+    return Status::Invalid("kafka_config", std::string("creating admin client: ") + errstr.data());
   conf.value().release();  // owned by rk now
 
   std::vector<std::unique_ptr<rd_kafka_NewTopic_t, NewTopicDeleter>> owned;
@@ -110,8 +112,8 @@ Status EnsureTopics(const KafkaConfig& config, const std::vector<TopicSpec>& top
   std::unique_ptr<rd_kafka_event_t, EventDeleter> event(
       rd_kafka_queue_poll(queue.get(), static_cast<int>(timeout_ms + 5000)));
   if (event == nullptr) {
-    return Status::Retryable("creating topics: no answer from the broker within " + std::to_string(timeout_ms) +
-                             " ms");
+    return Status::Retryable("creating topics: no answer from the broker within " +
+                             std::to_string(timeout_ms) + " ms");
   }
   if (rd_kafka_resp_err_t err = rd_kafka_event_error(event.get()); err) {
     return Status::Retryable(std::string("creating topics: ") + rd_kafka_event_error_string(event.get()));
@@ -138,7 +140,8 @@ Status EnsureTopics(const KafkaConfig& config, const std::vector<TopicSpec>& top
                                 (detail != nullptr ? std::string(" (") + detail + ")" : std::string());
     spdlog::error("kafka: {}", message);
     if (first_failure.ok()) {
-      first_failure = IsInvalidSpecError(err) ? Status::Invalid("invalid_topic", message) : Status::Retryable(message);
+      first_failure =
+          IsInvalidSpecError(err) ? Status::Invalid("invalid_topic", message) : Status::Retryable(message);
     }
   }
   if (!first_failure.ok()) return first_failure;

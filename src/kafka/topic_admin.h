@@ -13,8 +13,8 @@ namespace belfry {
 
 struct TopicSpec {
   std::string name;
-  int32_t partitions = -1;          // -1: the broker's default
-  int32_t replication_factor = -1;  // -1: the broker's default
+  int32_t partitions = -1;                     // -1: the broker's default
+  int32_t replication_factor = -1;             // -1: the broker's default
   std::map<std::string, std::string> configs;  // topic-level configs, e.g. cleanup.policy
 };
 
@@ -27,6 +27,7 @@ std::vector<TopicSpec> BelfryTopicSpecs(const KafkaConfig& config);
 // success and is left as it is (its partition count is not changed). Safe to run concurrently
 // from several nodes. Invalid for a rejected spec (bad name, partitions, config), Retryable for
 // broker faults or a timeout.
-Status EnsureTopics(const KafkaConfig& config, const std::vector<TopicSpec>& topics, int64_t timeout_ms = 30000);
+Status EnsureTopics(const KafkaConfig& config, const std::vector<TopicSpec>& topics,
+                    int64_t timeout_ms = 30000);
 
 }  // namespace belfry

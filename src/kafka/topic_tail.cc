@@ -66,8 +66,9 @@ class TopicTail::Impl {
     if (m->payload() != nullptr) r.value.emplace(static_cast<const char*>(m->payload()), m->len());
     if (const RdKafka::Headers* headers = m->headers(); headers != nullptr) {
       for (const RdKafka::Headers::Header& h : headers->get_all()) {
-        r.headers[h.key()] =
-            h.value() != nullptr ? std::string(static_cast<const char*>(h.value()), h.value_size()) : std::string();
+        r.headers[h.key()] = h.value() != nullptr
+                                 ? std::string(static_cast<const char*>(h.value()), h.value_size())
+                                 : std::string();
       }
     }
     r.timestamp_ms = m->timestamp().timestamp;
@@ -137,7 +138,8 @@ class TopicTail::Impl {
   size_t assigned_ = 0;
 };
 
-StatusOr<std::unique_ptr<TopicTail>> TopicTail::Create(const KafkaConfig& config, std::vector<std::string> topics,
+StatusOr<std::unique_ptr<TopicTail>> TopicTail::Create(const KafkaConfig& config,
+                                                       std::vector<std::string> topics,
                                                        TopicTailOptions options) {
   auto impl = std::make_unique<Impl>(config, std::move(topics), std::move(options));
   if (Status s = impl->Init(); !s.ok()) return s;
@@ -147,7 +149,9 @@ StatusOr<std::unique_ptr<TopicTail>> TopicTail::Create(const KafkaConfig& config
 TopicTail::TopicTail(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 TopicTail::~TopicTail() = default;
 
-size_t TopicTail::Poll(std::chrono::milliseconds duration, const Callback& fn) { return impl_->Poll(duration, fn); }
+size_t TopicTail::Poll(std::chrono::milliseconds duration, const Callback& fn) {
+  return impl_->Poll(duration, fn);
+}
 void TopicTail::Run(StopSignal& stop, const Callback& fn) { impl_->Run(stop, fn); }
 bool TopicTail::WaitForAssignment(std::chrono::milliseconds timeout, const Callback& fn) {
   return impl_->WaitForAssignment(timeout, fn);

@@ -47,7 +47,8 @@ class TopicTail final {
   class Impl;
   using Callback = std::function<void(const TailRecord&)>;
 
-  static StatusOr<std::unique_ptr<TopicTail>> Create(const KafkaConfig& config, std::vector<std::string> topics,
+  static StatusOr<std::unique_ptr<TopicTail>> Create(const KafkaConfig& config,
+                                                     std::vector<std::string> topics,
                                                      TopicTailOptions options = {});
   ~TopicTail();
   TopicTail(const TopicTail&) = delete;

@@ -1,6 +1,4 @@
 // Integration: CommandConsumer, CommandPublisher and OutcomeWaiter against the real broker.
-#include "kafka/command_consumer.h"
-
 #include <gtest/gtest.h>
 
 #include <map>
@@ -10,6 +8,7 @@
 #include <vector>
 
 #include "core/topic_policy.h"
+#include "kafka/command_consumer.h"
 #include "kafka/command_publisher.h"
 #include "kafka/kafka_test_util.h"
 #include "kafka/topic_admin.h"
@@ -33,9 +32,9 @@ class CommandConsumerTest : public ::testing::Test {
   // Creates the three topics, with `command_partitions` partitions for the commands topic.
   void SetUpTopics(int32_t command_partitions) {
     command_partitions_ = command_partitions;
-    const Status s = EnsureTopics(config_, {TopicSpec{config_.commands_topic, command_partitions, -1, {}},
-                                            TopicSpec{config_.dlq_topic, 1, -1, {}},
-                                            TopicSpec{config_.results_topic, 2, -1, {}}});
+    const Status s = EnsureTopics(
+        config_, {TopicSpec{config_.commands_topic, command_partitions, -1, {}},
+                  TopicSpec{config_.dlq_topic, 1, -1, {}}, TopicSpec{config_.results_topic, 2, -1, {}}});
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
 
@@ -63,7 +62,8 @@ class CommandConsumerTest : public ::testing::Test {
       options.retry_initial_ms = 50;
       options.retry_max_ms = 400;
       options.lag_refresh_ms = 200;
-      StatusOr<std::unique_ptr<CommandConsumer>> c = CommandConsumer::Create(config, store, std::move(rules), options);
+      StatusOr<std::unique_ptr<CommandConsumer>> c =
+          CommandConsumer::Create(config, store, std::move(rules), options);
       EXPECT_TRUE(c.ok()) << c.status().ToString();
       if (!c.ok()) return;
       consumer_ = std::move(c.value());
@@ -114,7 +114,8 @@ class CommandConsumerTest : public ::testing::Test {
 
   int64_t CommittedTotal() {
     int64_t total = 0;
-    for (const auto& [p, off] : CommittedOffsets(config_.group_id, config_.commands_topic, command_partitions_)) {
+    for (const auto& [p, off] :
+         CommittedOffsets(config_.group_id, config_.commands_topic, command_partitions_)) {
       if (off >= 0) total += off;
     }
     return total;
@@ -129,16 +130,17 @@ TEST_F(CommandConsumerTest, AppliesValidCommandsDeadLettersTheRestAndCommits) {
   SetUpTopics(4);
   std::unique_ptr<CommandPublisher> publisher = NewPublisher();
   ASSERT_NE(publisher, nullptr);
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(publisher->Publish("job-" + std::to_string(i), Upsert("job-" + std::to_string(i), i)).ok());
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(publisher->Publish("job-" + std::to_string(i), Upsert("job-" + std::to_string(i), i)).ok());
   ASSERT_TRUE(publisher->Publish("job-1", json{{"op", "pause"}, {"id", "job-1"}}.dump()).ok());
   ASSERT_TRUE(publisher->Publish("job-2", std::nullopt).ok());  // tombstone = delete
   ASSERT_TRUE(publisher->Publish("bad-json", std::string("{not json"), {{"trace-id", "abc-123"}}).ok());
   ASSERT_TRUE(publisher->Publish("job-x", Upsert("job-y", 9)).ok());  // key differs from id
-  ASSERT_TRUE(publisher->Publish("job-f", json{{"id", "job-f"},
-                                                {"intervalMinutes", 5},
-                                                {"topic", config_.commands_topic}}
-                                                 .dump())
-                  .ok());  // belfry's own topic
+  ASSERT_TRUE(
+      publisher
+          ->Publish("job-f",
+                    json{{"id", "job-f"}, {"intervalMinutes", 5}, {"topic", config_.commands_topic}}.dump())
+          .ok());  // belfry's own topic
   ASSERT_TRUE(publisher->Publish("job-u", json{{"op", "explode"}, {"id", "job-u"}}.dump()).ok());
   constexpr int kCommands = 11;
 
@@ -195,10 +197,13 @@ TEST_F(CommandConsumerTest, AppliesValidCommandsDeadLettersTheRestAndCommits) {
     EXPECT_EQ(json::parse(*r.value)["id"], *r.key);
   }
 
-  ASSERT_TRUE(WaitUntil([&] { return running.consumer().Stats().commands_applied_total +
-                                         running.consumer().Stats().commands_rejected_total ==
-                                     static_cast<uint64_t>(kCommands); },
-                        milliseconds(10000)));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return running.consumer().Stats().commands_applied_total +
+                   running.consumer().Stats().commands_rejected_total ==
+               static_cast<uint64_t>(kCommands);
+      },
+      milliseconds(10000)));
   const CommandConsumerStats stats = running.consumer().Stats();
   EXPECT_EQ(stats.commands_applied_total, 7u);
   EXPECT_EQ(stats.commands_rejected_total, 4u);
@@ -245,7 +250,8 @@ TEST_F(CommandConsumerTest, RetriesTheStoreAndCommitsOnlyAfterItSucceeds) {
     if (call <= 2) committed_during_failures.push_back(CommittedTotal());
   });
   Running running(config_, store, Rules());
-  for (const char* id : {"job-a", "job-b", "job-c"}) EXPECT_EQ(WaitOutcome(*publisher, id)["status"], "applied");
+  for (const char* id : {"job-a", "job-b", "job-c"})
+    EXPECT_EQ(WaitOutcome(*publisher, id)["status"], "applied");
 
   EXPECT_EQ(store.apply_calls(), 3);
   ASSERT_EQ(store.applied().size(), 1u);

@@ -11,24 +11,35 @@ TEST(ClassifyDeliveryErrorTest, NoErrorIsSuccess) {
 }
 
 TEST(ClassifyDeliveryErrorTest, TopicAndMessageProblemsArePermanent) {
-  for (RdKafka::ErrorCode err : {RdKafka::ERR_TOPIC_AUTHORIZATION_FAILED, RdKafka::ERR_TOPIC_EXCEPTION,
-                                 RdKafka::ERR_MSG_SIZE_TOO_LARGE, RdKafka::ERR_INVALID_MSG_SIZE,
-                                 RdKafka::ERR_RECORD_LIST_TOO_LARGE, RdKafka::ERR_INVALID_RECORD,
-                                 RdKafka::ERR_POLICY_VIOLATION, RdKafka::ERR__INVALID_ARG}) {
+  for (RdKafka::ErrorCode err :
+       {RdKafka::ERR_TOPIC_AUTHORIZATION_FAILED, RdKafka::ERR_TOPIC_EXCEPTION,
+        RdKafka::ERR_MSG_SIZE_TOO_LARGE, RdKafka::ERR_INVALID_MSG_SIZE, RdKafka::ERR_RECORD_LIST_TOO_LARGE,
+        RdKafka::ERR_INVALID_RECORD, RdKafka::ERR_POLICY_VIOLATION, RdKafka::ERR__INVALID_ARG}) {
     EXPECT_EQ(ClassifyDeliveryError(err), SendStatus::kErrorNonRetryable) << RdKafka::err2str(err);
   }
 }
 
 TEST(ClassifyDeliveryErrorTest, BrokerAndTransportFaultsAreRetryable) {
-  for (RdKafka::ErrorCode err :
-       {RdKafka::ERR__MSG_TIMED_OUT, RdKafka::ERR__TRANSPORT, RdKafka::ERR__ALL_BROKERS_DOWN,
-        RdKafka::ERR__QUEUE_FULL, RdKafka::ERR__PURGE_QUEUE, RdKafka::ERR__PURGE_INFLIGHT, RdKafka::ERR__FATAL,
-        RdKafka::ERR__TIMED_OUT, RdKafka::ERR_NOT_LEADER_FOR_PARTITION, RdKafka::ERR_LEADER_NOT_AVAILABLE,
-        RdKafka::ERR_REQUEST_TIMED_OUT, RdKafka::ERR_NOT_ENOUGH_REPLICAS,
-        RdKafka::ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND, RdKafka::ERR_UNKNOWN_TOPIC_OR_PART,
-        RdKafka::ERR__UNKNOWN_TOPIC, RdKafka::ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
-        RdKafka::ERR_CLUSTER_AUTHORIZATION_FAILED, RdKafka::ERR_KAFKA_STORAGE_ERROR,
-        RdKafka::ERR_NETWORK_EXCEPTION, RdKafka::ERR_THROTTLING_QUOTA_EXCEEDED}) {
+  for (RdKafka::ErrorCode err : {RdKafka::ERR__MSG_TIMED_OUT,
+                                 RdKafka::ERR__TRANSPORT,
+                                 RdKafka::ERR__ALL_BROKERS_DOWN,
+                                 RdKafka::ERR__QUEUE_FULL,
+                                 RdKafka::ERR__PURGE_QUEUE,
+                                 RdKafka::ERR__PURGE_INFLIGHT,
+                                 RdKafka::ERR__FATAL,
+                                 RdKafka::ERR__TIMED_OUT,
+                                 RdKafka::ERR_NOT_LEADER_FOR_PARTITION,
+                                 RdKafka::ERR_LEADER_NOT_AVAILABLE,
+                                 RdKafka::ERR_REQUEST_TIMED_OUT,
+                                 RdKafka::ERR_NOT_ENOUGH_REPLICAS,
+                                 RdKafka::ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                                 RdKafka::ERR_UNKNOWN_TOPIC_OR_PART,
+                                 RdKafka::ERR__UNKNOWN_TOPIC,
+                                 RdKafka::ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                 RdKafka::ERR_CLUSTER_AUTHORIZATION_FAILED,
+                                 RdKafka::ERR_KAFKA_STORAGE_ERROR,
+                                 RdKafka::ERR_NETWORK_EXCEPTION,
+                                 RdKafka::ERR_THROTTLING_QUOTA_EXCEEDED}) {
     EXPECT_EQ(ClassifyDeliveryError(err), SendStatus::kErrorRetryable) << RdKafka::err2str(err);
   }
 }

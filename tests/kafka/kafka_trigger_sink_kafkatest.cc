@@ -1,6 +1,4 @@
 // Integration: KafkaTriggerSink and TopicTail against the real broker.
-#include "kafka/kafka_trigger_sink.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -9,11 +7,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kafka/kafka_test_util.h"
+#include "kafka/kafka_trigger_sink.h"
 #include "kafka/topic_admin.h"
 #include "kafka/topic_tail.h"
 
@@ -26,7 +25,7 @@ using belfry::testing::WaitUntil;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr EpochMs kSlotA = 1795786652500;  // 2026-11-27T13:37:32.500Z
+constexpr EpochMs kSlotA = 1795786652500;   // 2026-11-27T13:37:32.500Z
 constexpr EpochMs kSlotB = kSlotA + 60000;  // 2026-11-27T13:38:32.500Z
 
 struct OwnedTrigger {
@@ -37,8 +36,11 @@ struct OwnedTrigger {
 };
 
 OwnedTrigger MakeTrigger(const std::string& topic, int i) {
-  return OwnedTrigger{"job-" + std::to_string(i), topic, "shipment-" + std::to_string(i),
-                      "{\"shipmentId\":" + std::to_string(i) + ",\"carrier\":\"acme\"}", 15,
+  return OwnedTrigger{"job-" + std::to_string(i),
+                      topic,
+                      "shipment-" + std::to_string(i),
+                      "{\"shipmentId\":" + std::to_string(i) + ",\"carrier\":\"acme\"}",
+                      15,
                       i % 2 == 0 ? kSlotA : kSlotB};
 }
 

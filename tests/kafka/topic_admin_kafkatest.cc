@@ -1,6 +1,4 @@
 // Integration: EnsureTopics against the real broker.
-#include "kafka/topic_admin.h"
-
 #include <gtest/gtest.h>
 #include <librdkafka/rdkafkacpp.h>
 
@@ -8,6 +6,7 @@
 #include <memory>
 
 #include "kafka/kafka_test_util.h"
+#include "kafka/topic_admin.h"
 
 namespace belfry {
 namespace {
