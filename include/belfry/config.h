@@ -19,6 +19,10 @@ struct KafkaConfig {
   std::string group_id = "belfry";
   int32_t command_batch_max = 5000;  // commands per transaction
   int64_t command_batch_wait_ms = 50;
+  // Execution outcomes (docs/executions.md): consumed by their own group, bad reports to their DLQ.
+  std::string executions_topic = "belfry.executions";
+  std::string executions_dlq_topic = "belfry.executions.dlq";
+  std::string executions_group_id = "belfry-executions";
   // Raw librdkafka settings (TLS, SASL, ...) applied to every client, after belfry's own.
   std::map<std::string, std::string> properties;
 };
@@ -33,6 +37,8 @@ struct SchedulerConfig {
   int64_t misfire_threshold_ms = 30 * 1000;
   int64_t claim_lease_ms = 3000;
   int32_t workers = 2;  // concurrent shard firings, each with its own database connection
+  // A one-shot job is deleted by the background sweep this long after its run minute.
+  int64_t one_shot_retention_ms = 24 * 60 * 60 * 1000LL;
 };
 
 struct CommandsConfig {
@@ -40,6 +46,14 @@ struct CommandsConfig {
   // Glob patterns ('*' matches any run of characters). belfry's own topics and "__*" are
   // always refused, whatever this says.
   std::vector<std::string> allowed_topics = {"*"};
+};
+
+struct ExecutionsConfig {
+  bool enabled = true;          // run the execution consumer in `belfry serve`
+  int32_t keep_per_job = 100;   // history rows kept per job by the trim sweep
+  int64_t trim_interval_ms = 5 * 60 * 1000;
+  int32_t batch_max = 5000;     // reports per database transaction
+  int64_t max_error_bytes = 4096;
 };
 
 struct AdminConfig {
@@ -59,6 +73,7 @@ struct Config {
   KafkaConfig kafka;
   SchedulerConfig scheduler;
   CommandsConfig commands;
+  ExecutionsConfig executions;
   AdminConfig admin;
   LogConfig log;
 };

@@ -34,7 +34,19 @@ struct JobSpec {
   std::string details_json;  // minified JSON object text, "{}" when absent
   std::optional<EpochMs> start_at;
   std::optional<EpochMs> end_at;
-  int32_t priority = 0;  // higher first within one shard-minute (reserved; default 0)
+  int32_t priority = 0;  // higher first within one shard-minute
+
+  // One-shot jobs (executionInterval "ONCE" or runAt): interval_minutes and offset_minutes are 0
+  // and run_at is set. See docs/executions.md, "One-shot jobs".
+  std::optional<EpochMs> run_at;  // as given in the command
+  int64_t run_minute = 0;         // the epoch minute whose tick of `shard` fires it
+  EpochMs scheduled_for_ms = 0;   // the trigger's scheduledFor: slot(minute of run_at, shard)
+  // When the shard has already fired run_minute by the time the store applies the command (the
+  // consumer lagged), the store may move run_minute to the shard's next minute, but never past
+  // this one. -1: never move it (a past runAt beyond the catch-up window, or misfire policy skip).
+  int64_t late_limit_minute = -1;
+
+  bool one_shot() const { return run_at.has_value(); }
 };
 
 // A stored job, as read back for the CLI and admin API.
@@ -54,6 +66,9 @@ struct DueJob {
   std::string_view details_json;  // minified JSON object
   int32_t interval_minutes = 0;
   int64_t due_minute = 0;  // the epoch minute whose slot this trigger is for
+  // scheduledFor of the trigger; 0 = the slot of due_minute. One-shots carry their own (the slot
+  // of their runAt's minute), which differs when a past runAt fires at once.
+  EpochMs scheduled_for_ms = 0;
 };
 
 }  // namespace belfry

@@ -34,7 +34,8 @@ std::string ResolveNodeId(const Config& cfg) {
 
 TopicPolicy MakeTopicPolicy(const Config& cfg) {
   return TopicPolicy(cfg.commands.allowed_topics,
-                     {cfg.kafka.commands_topic, cfg.kafka.dlq_topic, cfg.kafka.results_topic});
+                     {cfg.kafka.commands_topic, cfg.kafka.dlq_topic, cfg.kafka.results_topic,
+                      cfg.kafka.executions_topic, cfg.kafka.executions_dlq_topic});
 }
 
 CommandRules MakeCommandRules(const Config& cfg, const TopicPolicy* policy) {
@@ -44,6 +45,9 @@ CommandRules MakeCommandRules(const Config& cfg, const TopicPolicy* policy) {
   rules.max_details_bytes = cfg.commands.max_details_bytes;
   rules.max_command_bytes = std::max<int64_t>(256 * 1024, cfg.commands.max_details_bytes + 64 * 1024);
   rules.topic_policy = policy;
+  rules.one_shot.tick_ms = cfg.scheduler.tick_ms;
+  rules.one_shot.max_catchup_ms = cfg.scheduler.max_catchup_ms;
+  rules.one_shot.fire_late = cfg.scheduler.misfire_policy != MisfirePolicy::kSkip;
   return rules;
 }
 

@@ -16,10 +16,12 @@
 #include "core/iso_time.h"
 #include "core/job_json.h"
 #include "core/slot_math.h"
+#include "core/execution_report.h"
 #include "kafka/command_publisher.h"
 #include "kafka/topic_admin.h"
 #include "kafka/topic_tail.h"
 #include "pg/migrator.h"
+#include "pg/pg_execution_store.h"
 #include "pg/pg_job_store.h"
 #include "pg/pg_shard_ledger.h"
 
@@ -68,11 +70,15 @@ int RunMigrate(const Config& cfg, bool create_topics) {
   std::printf("database schema is current (migrations from %s, shard_count %d)\n", dir.c_str(),
               cfg.scheduler.shard_count);
   if (create_topics) {
-    if (Status st = EnsureTopics(cfg.kafka, BelfryTopicSpecs(cfg.kafka)); !st.ok()) {
+    std::vector<TopicSpec> topics = BelfryTopicSpecs(cfg.kafka);
+    topics.push_back(TopicSpec{cfg.kafka.executions_topic, 12, -1, {}});
+    topics.push_back(TopicSpec{cfg.kafka.executions_dlq_topic, 3, -1, {}});
+    if (Status st = EnsureTopics(cfg.kafka, topics); !st.ok()) {
       return Fail(fmt::format("creating Kafka topics failed: {}", st.message()));
     }
-    std::printf("kafka topics exist: %s, %s, %s\n", cfg.kafka.commands_topic.c_str(), cfg.kafka.dlq_topic.c_str(),
-                cfg.kafka.results_topic.c_str());
+    std::printf("kafka topics exist: %s, %s, %s, %s, %s\n", cfg.kafka.commands_topic.c_str(),
+                cfg.kafka.dlq_topic.c_str(), cfg.kafka.results_topic.c_str(), cfg.kafka.executions_topic.c_str(),
+                cfg.kafka.executions_dlq_topic.c_str());
   }
   return 0;
 }
@@ -102,6 +108,7 @@ int RunJobsPut(const Config& cfg, const PutJobArgs& a, const WaitArgs& wait) {
   if (a.priority) cmd["priority"] = *a.priority;
   if (!a.start.empty()) cmd["startDateTime"] = a.start;
   if (!a.end.empty()) cmd["endDateTime"] = a.end;
+  if (!a.run_at.empty()) cmd["runAt"] = a.run_at;
   if (!a.details.empty()) {
     auto details = nlohmann::ordered_json::parse(a.details, nullptr, false);
     if (!details.is_object()) return Fail("--details must be a JSON object", 64);
@@ -111,8 +118,8 @@ int RunJobsPut(const Config& cfg, const PutJobArgs& a, const WaitArgs& wait) {
     return Fail("a job needs an id (--id or \"id\" in the file)", 64);
   }
   if (!cmd.contains("topic")) return Fail("a job needs an output topic (--topic)", 64);
-  if (!cmd.contains("intervalMinutes") && !cmd.contains("executionInterval")) {
-    return Fail("a job needs an interval (--interval-minutes or --every)", 64);
+  if (!cmd.contains("intervalMinutes") && !cmd.contains("executionInterval") && !cmd.contains("runAt")) {
+    return Fail("a job needs an interval (--interval-minutes or --every) or a time (--run-at)", 64);
   }
   // belfry validates everything else itself and reports it in the outcome.
   return PublishCommand(cfg, cmd["id"].get<std::string>(), cmd.dump(), wait);
@@ -131,20 +138,82 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
   if (!job.ok()) return Fail(job.status().message());
   if (!job->has_value()) return Fail(fmt::format("no job with id '{}'", id), 4);
   const StoredJob& j = **job;
+  PgExecutionStore executions(cfg.database_url);
+  auto stats = executions.GetJobStats(id);
+  if (!stats.ok()) return Fail(stats.status().message());
+  const std::optional<JobStats> st = *stats;
   if (json) {
-    std::printf("%s\n", EncodeJobJson(j).c_str());
+    nlohmann::ordered_json out = nlohmann::ordered_json::parse(EncodeJobJson(j));
+    const auto next_at = j.paused ? std::vector<EpochMs>{}
+                                  : NextJobTriggerTimes(j.spec, cfg.scheduler.tick_ms, SystemClock().NowMs(), 1);
+    using OJson = nlohmann::ordered_json;
+    out["nextTriggerAt"] = next_at.empty() ? OJson(nullptr) : OJson(FormatIsoTime(next_at.front()));
+    out["lastOutcome"] = nullptr;
+    out["consecutiveFailures"] = st ? st->consecutive_failures : 0;
+    if (st && st->last_status) {
+      out["lastOutcome"] = {{"status", ExecutionStatusName(*st->last_status)},
+                            {"scheduledFor", FormatIsoTime(st->last_scheduled_for_ms)},
+                            {"attempt", st->last_attempt},
+                            {"error", st->last_error.empty() ? OJson(nullptr) : OJson(st->last_error)},
+                            {"finishedAt", st->last_finished_at ? OJson(FormatIsoTime(*st->last_finished_at)) : OJson(nullptr)}};
+      out["totalSucceeded"] = st->total_succeeded;
+      out["totalFailed"] = st->total_failed;
+    }
+    std::printf("%s\n", out.dump().c_str());
     return 0;
   }
-  const auto next = NextTriggerTimes(j.spec.interval_minutes, j.spec.offset_minutes, j.spec.shard,
-                                     cfg.scheduler.tick_ms, j.spec.start_at, j.spec.end_at, SystemClock().NowMs(), 1);
+  const auto next = NextJobTriggerTimes(j.spec, cfg.scheduler.tick_ms, SystemClock().NowMs(), 1);
   std::printf("id:        %s\nowner:     %s\ntopic:     %s\nkey:       %s\n", j.spec.id.c_str(), j.spec.owner.c_str(),
               j.spec.topic.c_str(), j.spec.key.empty() ? "(job id)" : j.spec.key.c_str());
-  std::printf("interval:  %d min, offset %d, shard %d\n", j.spec.interval_minutes, j.spec.offset_minutes,
-              j.spec.shard);
+  if (j.spec.one_shot()) {
+    std::printf("once:      runAt %s, scheduledFor %s, shard %d\n", FormatOptionalTime(j.spec.run_at).c_str(),
+                FormatIsoTime(j.spec.scheduled_for_ms).c_str(), j.spec.shard);
+  } else {
+    std::printf("interval:  %d min, offset %d, shard %d\n", j.spec.interval_minutes, j.spec.offset_minutes,
+                j.spec.shard);
+  }
+  std::printf("priority:  %d\n", j.spec.priority);
   std::printf("window:    %s .. %s\nstatus:    %s\nnext:      %s\ndetails:   %s\n",
               FormatOptionalTime(j.spec.start_at).c_str(), FormatOptionalTime(j.spec.end_at).c_str(),
               j.paused ? "paused" : "active",
               j.paused || next.empty() ? "-" : FormatIsoTime(next.front()).c_str(), j.spec.details_json.c_str());
+  if (st && st->last_status) {
+    std::printf("last:      %s for %s (attempt %d)%s%s\nfailures:  %lld in a row; %lld succeeded, %lld failed in all\n",
+                ExecutionStatusName(*st->last_status), FormatIsoTime(st->last_scheduled_for_ms).c_str(),
+                st->last_attempt, st->last_error.empty() ? "" : ": ", st->last_error.c_str(),
+                static_cast<long long>(st->consecutive_failures), static_cast<long long>(st->total_succeeded),
+                static_cast<long long>(st->total_failed));
+  } else {
+    std::printf("last:      - (no outcome reported)\n");
+  }
+  return 0;
+}
+
+int RunJobsHistory(const Config& cfg, const std::string& id, int limit, const std::string& cursor,
+                   const std::string& output) {
+  PgExecutionStore store(cfg.database_url);
+  auto page = store.ListExecutions(id, limit, cursor);
+  if (!page.ok()) return Fail(page.status().message(), page.status().code() == Status::Code::kInvalid ? 64 : 1);
+  if (output == "json") {
+    std::string out = "{\"executions\":[";
+    for (size_t i = 0; i < page->records.size(); ++i) {
+      if (i) out.push_back(',');
+      out.append(EncodeExecutionRecord(page->records[i]));
+    }
+    out.append("],\"next_cursor\":");
+    out.append(page->next_cursor.empty() ? "null" : nlohmann::json(page->next_cursor).dump());
+    out.append("}");
+    std::printf("%s\n", out.c_str());
+    return 0;
+  }
+  std::printf("%-26s %7s %-10s %-26s %-20s %s\n", "SCHEDULED FOR", "ATTEMPT", "STATUS", "FINISHED", "WORKER", "ERROR");
+  for (const ExecutionRecord& rec : page->records) {
+    const ExecutionReport& r = rec.report;
+    std::printf("%-26s %7d %-10s %-26s %-20s %s\n", FormatIsoTime(r.scheduled_for_ms).c_str(), r.attempt,
+                ExecutionStatusName(r.status), FormatOptionalTime(r.finished_at).c_str(),
+                r.worker.empty() ? "-" : r.worker.c_str(), r.error.c_str());
+  }
+  if (!page->next_cursor.empty()) std::printf("more: --cursor '%s'\n", page->next_cursor.c_str());
   return 0;
 }
 
@@ -190,8 +259,7 @@ int RunJobsNext(const Config& cfg, const std::string& id, int n) {
     std::printf("job '%s' is paused: it has no next triggers until resumed\n", id.c_str());
     return 0;
   }
-  for (EpochMs t : NextTriggerTimes(j.spec.interval_minutes, j.spec.offset_minutes, j.spec.shard,
-                                    cfg.scheduler.tick_ms, j.spec.start_at, j.spec.end_at, SystemClock().NowMs(), n)) {
+  for (EpochMs t : NextJobTriggerTimes(j.spec, cfg.scheduler.tick_ms, SystemClock().NowMs(), n)) {
     std::printf("%s\n", FormatIsoTime(t).c_str());
   }
   return 0;

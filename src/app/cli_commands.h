@@ -14,7 +14,7 @@ int RunMigrate(const Config& cfg, bool create_topics);
 
 struct PutJobArgs {
   std::string file;  // a JSON command file ("-" = stdin); flags below override its fields
-  std::string id, owner, topic, key, every, details, start, end;
+  std::string id, owner, topic, key, every, details, start, end, run_at;
   std::optional<int> interval_minutes, offset_minutes, priority;
 };
 struct WaitArgs {
@@ -27,6 +27,8 @@ int RunJobsOp(const Config& cfg, const std::string& op, const std::string& id, b
 int RunJobsGet(const Config& cfg, const std::string& id, bool json);
 int RunJobsList(const Config& cfg, const std::string& owner, const std::string& topic, int limit,
                 const std::string& cursor, const std::string& output);
+int RunJobsHistory(const Config& cfg, const std::string& id, int limit, const std::string& cursor,
+                   const std::string& output);
 int RunJobsNext(const Config& cfg, const std::string& id, int n);
 int RunShards(const Config& cfg, bool json);
 int RunExplain(const Config& cfg, int shard, const std::string& at);

@@ -28,6 +28,9 @@ constexpr Key kKeys[] = {
     {"kafka.commands_topic", Kind::kString},
     {"kafka.dlq_topic", Kind::kString},
     {"kafka.results_topic", Kind::kString},
+    {"kafka.executions_topic", Kind::kString},
+    {"kafka.executions_dlq_topic", Kind::kString},
+    {"kafka.executions_group_id", Kind::kString},
     {"kafka.group_id", Kind::kString},
     {"kafka.command_batch_max", Kind::kInt},
     {"kafka.command_batch_wait", Kind::kDuration},
@@ -40,8 +43,14 @@ constexpr Key kKeys[] = {
     {"scheduler.misfire_threshold", Kind::kDuration},
     {"scheduler.claim_lease", Kind::kDuration},
     {"scheduler.workers", Kind::kInt},
+    {"scheduler.one_shot_retention", Kind::kDuration},
     {"commands.max_details_bytes", Kind::kInt},
     {"commands.allowed_topics", Kind::kStringList},
+    {"executions.enabled", Kind::kString},
+    {"executions.keep_per_job", Kind::kInt},
+    {"executions.trim_interval", Kind::kDuration},
+    {"executions.batch_max", Kind::kInt},
+    {"executions.max_error_bytes", Kind::kInt},
     {"admin.listen", Kind::kString},
     {"admin.token", Kind::kString},
     {"log.level", Kind::kString},
@@ -117,6 +126,17 @@ Status Apply(const Key& key, const YAML::Node& n, Config* c) {
   else if (path == "kafka.dlq_topic") c->kafka.dlq_topic = s;
   else if (path == "kafka.results_topic") c->kafka.results_topic = s;
   else if (path == "kafka.group_id") c->kafka.group_id = s;
+  else if (path == "kafka.executions_topic") c->kafka.executions_topic = s;
+  else if (path == "kafka.executions_dlq_topic") c->kafka.executions_dlq_topic = s;
+  else if (path == "kafka.executions_group_id") c->kafka.executions_group_id = s;
+  else if (path == "executions.enabled") {
+    if (s == "true") c->executions.enabled = true;
+    else if (s == "false") c->executions.enabled = false;
+    else return Bad(path, fmt::format("'{}' is not true or false", s));
+  } else if (path == "executions.keep_per_job") c->executions.keep_per_job = static_cast<int32_t>(i);
+  else if (path == "executions.trim_interval") c->executions.trim_interval_ms = i;
+  else if (path == "executions.batch_max") c->executions.batch_max = static_cast<int32_t>(i);
+  else if (path == "executions.max_error_bytes") c->executions.max_error_bytes = i;
   else if (path == "kafka.command_batch_max") c->kafka.command_batch_max = static_cast<int32_t>(i);
   else if (path == "kafka.command_batch_wait") c->kafka.command_batch_wait_ms = i;
   else if (path == "kafka.properties") {
@@ -149,6 +169,7 @@ Status Apply(const Key& key, const YAML::Node& n, Config* c) {
     else return Bad(path, fmt::format("'{}' is not one of fire_all, coalesce, skip", s));
   } else if (path == "scheduler.max_catchup") c->scheduler.max_catchup_ms = i;
   else if (path == "scheduler.misfire_threshold") c->scheduler.misfire_threshold_ms = i;
+  else if (path == "scheduler.one_shot_retention") c->scheduler.one_shot_retention_ms = i;
   else if (path == "scheduler.claim_lease") c->scheduler.claim_lease_ms = i;
   else if (path == "scheduler.workers") c->scheduler.workers = static_cast<int32_t>(i);
   else if (path == "commands.max_details_bytes") c->commands.max_details_bytes = i;
@@ -249,6 +270,19 @@ Status ValidateConfig(const Config& c) {
     return Bad("scheduler.max_catchup", "must be at least scheduler.misfire_threshold");
   }
   if (s.claim_lease_ms < 500) return Bad("scheduler.claim_lease", "must be at least 500ms");
+  if (c.executions.keep_per_job < 1 || c.executions.keep_per_job > 1'000'000) {
+    return Bad("executions.keep_per_job", "must be in 1..1000000");
+  }
+  if (c.executions.trim_interval_ms < 1000) return Bad("executions.trim_interval", "must be at least 1s");
+  if (c.executions.batch_max < 1 || c.executions.batch_max > 100'000) {
+    return Bad("executions.batch_max", "must be in 1..100000");
+  }
+  if (c.executions.max_error_bytes < 16 || c.executions.max_error_bytes > 65'536) {
+    return Bad("executions.max_error_bytes", "must be in 16..65536");
+  }
+  if (s.one_shot_retention_ms < s.max_catchup_ms + 60'000) {
+    return Bad("scheduler.one_shot_retention", "must be at least scheduler.max_catchup plus one minute");
+  }
   if (s.workers < 1 || s.workers > 64) return Bad("scheduler.workers", "must be in 1..64");
   if (c.kafka.command_batch_max < 1) return Bad("kafka.command_batch_max", "must be positive");
   if (c.commands.max_details_bytes < 2 || c.commands.max_details_bytes > 900 * 1024) {

@@ -56,7 +56,8 @@ int main(int argc, char** argv) {
   put->add_option("--topic", put_args.topic, "Output topic for the job's triggers");
   put->add_option("--key", put_args.key, "Kafka key of the triggers (default: the job id)");
   put->add_option("--interval-minutes", put_args.interval_minutes, "Interval in minutes");
-  put->add_option("--every", put_args.every, "Interval as a name, e.g. EVERY_15_MINUTES");
+  put->add_option("--every", put_args.every, "Interval as a name, e.g. EVERY_15_MINUTES, or ONCE");
+  put->add_option("--run-at", put_args.run_at, "One-shot: fire once at this time (ISO-8601 runAt)");
   put->add_option("--offset-minutes", put_args.offset_minutes, "Offset within the interval");
   put->add_option("--start", put_args.start, "startDateTime (ISO-8601)");
   put->add_option("--end", put_args.end, "endDateTime (ISO-8601)");
@@ -87,6 +88,11 @@ int main(int argc, char** argv) {
   list->add_option("--limit", limit, "Page size (1..1000)")->check(CLI::Range(1, 1000));
   list->add_option("--cursor", cursor, "Continue after this cursor (printed at the end of a page)");
   list->add_option("-o,--output", output, "table or json")->check(CLI::IsMember({"table", "json"}));
+  auto* history = jobs->add_subcommand("history", "A job's execution outcomes, newest first, with keyset pagination");
+  history->add_option("id", op_id, "Job id")->required();
+  history->add_option("--limit", limit, "Page size (1..1000)")->check(CLI::Range(1, 1000));
+  history->add_option("--cursor", cursor, "Continue after this cursor (printed at the end of a page)");
+  history->add_option("-o,--output", output, "table or json")->check(CLI::IsMember({"table", "json"}));
   int n = 5;
   auto* next = jobs->add_subcommand("next", "The next trigger instants of a job");
   next->add_option("id", op_id, "Job id")->required();
@@ -132,6 +138,7 @@ int main(int argc, char** argv) {
   if (pause->parsed()) return belfry::RunJobsOp(cfg, "pause", op_id, false, wait_args);
   if (resume->parsed()) return belfry::RunJobsOp(cfg, "resume", op_id, false, wait_args);
   if (get->parsed()) return belfry::RunJobsGet(cfg, op_id, json);
+  if (history->parsed()) return belfry::RunJobsHistory(cfg, op_id, limit, cursor, output);
   if (list->parsed()) return belfry::RunJobsList(cfg, owner, topic, limit, cursor, output);
   if (next->parsed()) return belfry::RunJobsNext(cfg, op_id, n);
   if (shards->parsed()) return belfry::RunShards(cfg, json);

@@ -13,6 +13,7 @@
 
 #include "core/interval_name.h"
 #include "core/iso_time.h"
+#include "core/one_shot_placement.h"
 #include "core/shard_hash.h"
 #include "core/slot_math.h"
 
@@ -122,6 +123,7 @@ enum Field : size_t {
   kKey,
   kJobDetails,
   kPriority,
+  kRunAt,
   kFieldCount,
 };
 
@@ -138,6 +140,7 @@ constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
     "key",
     "jobDetails",
     "priority",
+    "runAt",
 };
 
 const char* TypeName(const element& el) {
@@ -177,7 +180,7 @@ class CommandFields final {
             "unknown_field",
             fmt::format("unknown field {} (known fields: op, id, owner, startDateTime, endDateTime, "
                         "executionInterval, intervalMinutes, offsetMinutes, topic, key, jobDetails, "
-                        "priority)",
+                        "priority, runAt)",
                         Quote(field.key)));
       }
       const auto index = static_cast<size_t>(known - kFieldNames.begin());
@@ -404,8 +407,48 @@ Status ParseDetails(const CommandFields& fields, const CommandRules& rules, std:
   return Status::Ok();
 }
 
-Status ParseUpsert(const CommandFields& fields, const RawCommand& raw, const CommandRules& rules,
-                   JobSpec* spec) {
+// A one-shot upsert: executionInterval "ONCE" (runAt, else startDateTime, is the time) or a runAt
+// with no interval. Sets the one-shot fields of *spec; *is_one_shot = false for interval jobs.
+Status ParseOneShot(const CommandFields& fields, const RawCommand& raw, const CommandRules& rules,
+                    JobSpec* spec, bool* is_one_shot) {
+  *is_one_shot = false;
+  std::optional<std::string_view> name;
+  if (Status s = fields.GetString(kExecutionInterval, &name); !s.ok()) return s;
+  const bool once = name && *name == "ONCE";
+  std::optional<EpochMs> run_at;
+  if (Status s = ParseDate(fields, kRunAt, &run_at); !s.ok()) return s;
+  if (!once && !run_at) return Status::Ok();
+  if (!once && (name || fields.Get(kIntervalMinutes))) {
+    return Reject("invalid_one_shot",
+                  "runAt is only for one-shot jobs; it cannot be combined with an interval");
+  }
+  if (once && fields.Get(kIntervalMinutes)) {
+    return Reject("conflicting_interval", "executionInterval \"ONCE\" cannot have intervalMinutes");
+  }
+  if (fields.Get(kOffsetMinutes)) return Reject("invalid_one_shot", "a one-shot job has no offsetMinutes");
+  if (fields.Get(kEndDateTime)) return Reject("invalid_one_shot", "a one-shot job has no endDateTime");
+  std::optional<EpochMs> start_at;
+  if (Status s = ParseDate(fields, kStartDateTime, &start_at); !s.ok()) return s;
+  if (run_at && start_at) {
+    return Reject("invalid_one_shot", "a one-shot job takes runAt or startDateTime, not both");
+  }
+  if (!run_at) run_at = start_at;
+  if (!run_at) return Reject("missing_field", "executionInterval \"ONCE\" needs runAt (or startDateTime)");
+  const OneShotPlacement placed = PlaceOneShot(*run_at, spec->shard, raw.source.timestamp_ms, rules.one_shot);
+  spec->interval_minutes = 0;
+  spec->offset_minutes = 0;
+  spec->offset_explicit = true;
+  spec->run_at = run_at;
+  spec->run_minute = placed.run_minute;
+  spec->scheduled_for_ms = placed.scheduled_for_ms;
+  spec->late_limit_minute = placed.late_limit_minute;
+  *is_one_shot = true;
+  return Status::Ok();
+}
+
+// The interval, offset and start/end of an interval job.
+Status ParseIntervalSchedule(const CommandFields& fields, const RawCommand& raw, const CommandRules& rules,
+                             JobSpec* spec) {
   if (Status s = ParseInterval(fields, rules, &spec->interval_minutes); !s.ok()) return s;
   std::optional<int32_t> explicit_offset;
   if (Status s = ParseExplicitOffset(fields, spec->interval_minutes, &explicit_offset); !s.ok()) return s;
@@ -430,6 +473,16 @@ Status ParseUpsert(const CommandFields& fields, const RawCommand& raw, const Com
     spec->offset_minutes =
         static_cast<int32_t>(PositiveMod(EpochMinuteOf(raw.source.timestamp_ms), interval));
     spec->offset_explicit = false;
+  }
+  return Status::Ok();
+}
+
+Status ParseUpsert(const CommandFields& fields, const RawCommand& raw, const CommandRules& rules,
+                   JobSpec* spec) {
+  bool one_shot = false;
+  if (Status s = ParseOneShot(fields, raw, rules, spec, &one_shot); !s.ok()) return s;
+  if (!one_shot) {
+    if (Status s = ParseIntervalSchedule(fields, raw, rules, spec); !s.ok()) return s;
   }
 
   std::optional<std::string_view> topic;

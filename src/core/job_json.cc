@@ -39,6 +39,10 @@ std::string EncodeJobJson(const StoredJob& job) {
   out.append(",\"endDateTime\":");
   AppendOptionalTime(&out, s.end_at);
   fmt::format_to(std::back_inserter(out), ",\"paused\":{},\"priority\":{}", job.paused ? "true" : "false", s.priority);
+  out.append(",\"runAt\":");
+  AppendOptionalTime(&out, s.run_at);
+  out.append(",\"scheduledFor\":");
+  AppendOptionalTime(&out, s.one_shot() ? std::optional<EpochMs>(s.scheduled_for_ms) : std::nullopt);
   out.append(",\"jobDetails\":");
   out.append(s.details_json.empty() ? "{}" : s.details_json);
   out.append(",\"createdAt\":");

@@ -48,7 +48,8 @@ Status ShardFirer::FireQuery(const DueQuery& q, bool on_time) {
     t.key = job.key.empty() ? job.id : job.key;
     t.details_json = job.details_json;
     t.interval_minutes = job.interval_minutes;
-    t.scheduled_for_ms = SlotMs(job.due_minute, q.shard, q.tick_ms);
+    t.scheduled_for_ms =
+        job.scheduled_for_ms != 0 ? job.scheduled_for_ms : SlotMs(job.due_minute, q.shard, q.tick_ms);
     batch->Add(t);
     ++report.triggers;
   });

@@ -89,4 +89,14 @@ std::vector<EpochMs> NextTriggerTimes(int32_t interval_minutes, int32_t offset_m
   return out;
 }
 
+std::vector<EpochMs> NextJobTriggerTimes(const JobSpec& spec, int64_t tick_ms, EpochMs after_ms, int n) {
+  if (!spec.one_shot()) {
+    return NextTriggerTimes(spec.interval_minutes, spec.offset_minutes, spec.shard, tick_ms, spec.start_at,
+                            spec.end_at, after_ms, n);
+  }
+  const EpochMs fires_at = SlotMs(spec.run_minute, spec.shard, tick_ms);
+  if (n <= 0 || fires_at <= after_ms) return {};
+  return {fires_at};
+}
+
 }  // namespace belfry

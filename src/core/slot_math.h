@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "belfry/clock.h"
+#include "belfry/job.h"
 #include "belfry/job_store.h"
 
 namespace belfry {
@@ -53,5 +54,9 @@ int64_t LatestDueMinute(int32_t interval_minutes, int32_t offset_minutes, int64_
 std::vector<EpochMs> NextTriggerTimes(int32_t interval_minutes, int32_t offset_minutes, int32_t shard,
                                       int64_t tick_ms, const std::optional<EpochMs>& start_at,
                                       const std::optional<EpochMs>& end_at, EpochMs after_ms, int n);
+
+// The same for a stored job of either kind: a one-shot has at most one, the slot of its
+// run_minute (when it fires, which differs from its scheduledFor when a past runAt fires late).
+std::vector<EpochMs> NextJobTriggerTimes(const JobSpec& spec, int64_t tick_ms, EpochMs after_ms, int n);
 
 }  // namespace belfry

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/execution_report.h"
 #include "core/iso_time.h"
 #include "core/slot_math.h"
 
@@ -29,6 +30,7 @@ constexpr std::string_view kJsonType = "application/json";
 constexpr std::string_view kMetricsType = "text/plain; version=0.0.4; charset=utf-8";
 constexpr std::string_view kJobsPrefix = "/v1/jobs/";
 constexpr std::string_view kNextSuffix = "/next";
+constexpr std::string_view kExecutionsSuffix = "/executions";
 constexpr int32_t kDefaultListLimit = 100;
 constexpr int kDefaultNext = 10;
 constexpr int kMaxNext = 1000;
@@ -77,6 +79,8 @@ Json JobJson(const StoredJob& job) {
       {"endDateTime", IsoOrNull(s.end_at)},
       {"paused", job.paused},
       {"priority", s.priority},
+      {"runAt", IsoOrNull(s.run_at)},
+      {"scheduledFor", s.one_shot() ? Json(FormatIsoTime(s.scheduled_for_ms)) : Json(nullptr)},
       {"jobDetails", std::move(details)},
       {"createdAt", job.created_at > 0 ? Json(FormatIsoTime(job.created_at)) : Json(nullptr)},
       {"updatedAt", job.updated_at > 0 ? Json(FormatIsoTime(job.updated_at)) : Json(nullptr)},
@@ -455,9 +459,13 @@ void AdminServer::HandleJobsPath(const httplib::Request& req, httplib::Response&
   }
   raw.remove_prefix(kJobsPrefix.size());
   bool next = false;
+  bool executions = false;
   if (raw.size() > kNextSuffix.size() && raw.ends_with(kNextSuffix)) {
     next = true;
     raw.remove_suffix(kNextSuffix.size());
+  } else if (raw.size() > kExecutionsSuffix.size() && raw.ends_with(kExecutionsSuffix)) {
+    executions = true;
+    raw.remove_suffix(kExecutionsSuffix.size());
   }
   const std::optional<std::string> id = PercentDecode(raw);
   if (!id) {
@@ -470,6 +478,8 @@ void AdminServer::HandleJobsPath(const httplib::Request& req, httplib::Response&
   }
   if (next) {
     HandleNext(*id, req, res);
+  } else if (executions) {
+    HandleExecutions(*id, req, res);
   } else {
     if (std::string e = CheckParams(req, {}); !e.empty()) return SendError(res, 400, e);
     HandleGetJob(*id, res);
@@ -483,7 +493,79 @@ void AdminServer::HandleGetJob(const std::string& id, httplib::Response& res) {
   }();
   if (!job.ok()) return SendStoreError(res, "job store", job.status());
   if (!job->has_value()) return SendError(res, 404, "job \"" + id + "\" not found");
-  SendJson(res, 200, JobJson(**job));
+  Json out = JobJson(**job);
+  const std::vector<EpochMs> next =
+      (*job)->paused ? std::vector<EpochMs>{}
+                     : NextJobTriggerTimes((*job)->spec, options_.scheduler.tick_ms, deps_.clock->NowMs(), 1);
+  out["nextTriggerAt"] = next.empty() ? Json(nullptr) : Json(FormatIsoTime(next.front()));
+  out["lastOutcome"] = nullptr;
+  out["consecutiveFailures"] = 0;
+  if (deps_.executions != nullptr) {
+    StatusOr<std::optional<JobStats>> stats = [&] {
+      std::lock_guard<std::mutex> lock(store_mu_);
+      return deps_.executions->GetJobStats(id);
+    }();
+    if (!stats.ok()) return SendStoreError(res, "execution store", stats.status());
+    if (stats->has_value() && (*stats)->last_status) {
+      const JobStats& st = **stats;
+      out["lastOutcome"] = Json{
+          {"status", ExecutionStatusName(*st.last_status)},
+          {"scheduledFor", FormatIsoTime(st.last_scheduled_for_ms)},
+          {"attempt", st.last_attempt},
+          {"error", st.last_error.empty() ? Json(nullptr) : Json(st.last_error)},
+          {"finishedAt", IsoOrNull(st.last_finished_at)},
+      };
+      out["consecutiveFailures"] = st.consecutive_failures;
+      out["totalSucceeded"] = st.total_succeeded;
+      out["totalFailed"] = st.total_failed;
+    }
+  }
+  SendJson(res, 200, out);
+}
+
+void AdminServer::HandleExecutions(const std::string& id, const httplib::Request& req,
+                                   httplib::Response& res) {
+  if (std::string e = CheckParams(req, {"limit", "cursor"}); !e.empty()) return SendError(res, 400, e);
+  if (deps_.executions == nullptr)
+    return SendError(res, 404, "execution history is not enabled on this node");
+  int32_t limit = 50;
+  if (const std::string text = Param(req, "limit"); !text.empty()) {
+    const std::optional<int64_t> v = ParseInt(text);
+    if (!v || *v < 1 || *v > 1000) {
+      return SendError(res, 400, "limit must be an integer in 1..1000, got \"" + text + "\"");
+    }
+    limit = static_cast<int32_t>(*v);
+  }
+  std::string cursor;
+  if (const std::string text = Param(req, "cursor"); !text.empty()) {
+    const std::optional<std::string> decoded = Base64UrlDecode(text);
+    if (!decoded || decoded->empty()) {
+      return SendError(res, 400,
+                       "cursor is not valid: pass back the next_cursor of a previous page unchanged");
+    }
+    cursor = *decoded;
+  }
+  StatusOr<ExecutionPage> page = [&] {
+    std::lock_guard<std::mutex> lock(store_mu_);
+    return deps_.executions->ListExecutions(id, limit, cursor);
+  }();
+  if (!page.ok()) {
+    if (page.status().code() == Status::Code::kInvalid) {
+      return SendError(res, 400,
+                       "cursor is not valid: pass back the next_cursor of a previous page unchanged");
+    }
+    return SendStoreError(res, "execution store", page.status());
+  }
+  Json list = Json::array();
+  for (const ExecutionRecord& rec : page->records) {
+    Json parsed = Json::parse(EncodeExecutionRecord(rec), nullptr, false);
+    list.push_back(std::move(parsed));
+  }
+  SendJson(res, 200,
+           Json{{"id", id},
+                {"executions", std::move(list)},
+                {"next_cursor",
+                 page->next_cursor.empty() ? Json(nullptr) : Json(Base64UrlEncode(page->next_cursor))}});
 }
 
 void AdminServer::HandleNext(const std::string& id, const httplib::Request& req, httplib::Response& res) {
@@ -507,9 +589,7 @@ void AdminServer::HandleNext(const std::string& id, const httplib::Request& req,
   Json times = Json::array();
   if (!j.paused) {
     const JobSpec& s = j.spec;
-    for (EpochMs t :
-         NextTriggerTimes(s.interval_minutes, s.offset_minutes, s.shard, options_.scheduler.tick_ms,
-                          s.start_at, s.end_at, deps_.clock->NowMs(), n)) {
+    for (EpochMs t : NextJobTriggerTimes(s, options_.scheduler.tick_ms, deps_.clock->NowMs(), n)) {
       times.push_back(FormatIsoTime(t));
     }
   }

@@ -19,6 +19,7 @@
 
 #include "belfry/clock.h"
 #include "belfry/config.h"
+#include "belfry/execution.h"
 #include "belfry/job_store.h"
 #include "belfry/shard_ledger.h"
 #include "belfry/status.h"
@@ -54,6 +55,9 @@ struct AdminDeps {
   std::function<Status()> readiness;
   std::string node_id;
   std::string version;
+  // Optional: execution history and per-job outcome counters (docs/executions.md). When null,
+  // /v1/jobs/{id}/executions answers 404 and jobs show no last outcome.
+  ExecutionStore* executions = nullptr;
 };
 
 class AdminServer final {
@@ -84,6 +88,7 @@ class AdminServer final {
   void HandleJobsPath(const httplib::Request& req, httplib::Response& res);
   void HandleGetJob(const std::string& id, httplib::Response& res);
   void HandleNext(const std::string& id, const httplib::Request& req, httplib::Response& res);
+  void HandleExecutions(const std::string& id, const httplib::Request& req, httplib::Response& res);
   void HandleListJobs(const httplib::Request& req, httplib::Response& res);
   void HandleShards(httplib::Response& res);
 

@@ -63,6 +63,20 @@ StatusOr<std::string> PhaseArrayLiteral(const std::vector<PhaseTerm>& terms) {
   return out;
 }
 
+StatusOr<std::string> PhaseArrayLiteral(const DueQuery& q) {
+  StatusOr<std::string> out = PhaseArrayLiteral(q.terms);
+  if (!out.ok()) return out;
+  if (q.last_minute < q.first_minute)
+    return Status::Invalid("due_query", "last_minute is before first_minute");
+  out->pop_back();  // '}'
+  for (int64_t m = q.first_minute; m <= q.last_minute; ++m) {
+    if (out->size() > 1) out->push_back(',');
+    AppendInt(&*out, -m);
+  }
+  out->push_back('}');
+  return out;
+}
+
 PgDueQueryStream::PgDueQueryStream(std::string database_url) : database_url_(std::move(database_url)) {}
 
 PgDueQueryStream::~PgDueQueryStream() { Disconnect(); }
@@ -91,6 +105,8 @@ Status PgDueQueryStream::Connect() {
     const char* sql;
   } statements[] = {
       {pg_queries::kDueJobsName, pg_queries::kDueJobsSql},
+      {pg_queries::kDueJobsHighName, pg_queries::kDueJobsHighSql},
+      {pg_queries::kDueJobsLowName, pg_queries::kDueJobsLowSql},
       {pg_queries::kDueJobsRangeName, pg_queries::kDueJobsRangeSql},
   };
   for (const auto& [name, sql] : statements) {
@@ -108,9 +124,8 @@ Status PgDueQueryStream::Connect() {
 }
 
 Status PgDueQueryStream::ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn) {
-  StatusOr<std::string> phases = PhaseArrayLiteral(q.terms);
+  StatusOr<std::string> phases = PhaseArrayLiteral(q);
   if (!phases.ok()) return phases.status();
-  if (*phases == "{}") return Status::Ok();  // no term: nothing can be due
   if (Status st = Connect(); !st.ok()) return st;
 
   const bool range = q.first_minute != q.last_minute;
@@ -129,7 +144,19 @@ Status PgDueQueryStream::ForEachDueJob(const DueQuery& q, const std::function<vo
     for (int i = 0; i < 3; ++i) values[2 + i] = params[i].c_str();
     n_params = 5;
   }
-  const char* name = range ? pg_queries::kDueJobsRangeName : pg_queries::kDueJobsName;
+  // A shard-minute is three statements (priority > 0, = 0, < 0: see pg_queries.h); a coalesced
+  // range is one, sorted.
+  if (range) return RunStreamed(pg_queries::kDueJobsRangeName, n_params, values, q, fn);
+  for (const char* name :
+       {pg_queries::kDueJobsHighName, pg_queries::kDueJobsName, pg_queries::kDueJobsLowName}) {
+    if (Status st = RunStreamed(name, n_params, values, q, fn); !st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+Status PgDueQueryStream::RunStreamed(const char* name, int n_params, const char* const* values,
+                                     const DueQuery& q, const std::function<void(const DueJob&)>& fn) {
+  const bool range = q.first_minute != q.last_minute;
   if (PQsendQueryPrepared(conn_, name, n_params, values, nullptr, nullptr, 0) == 0) {
     return ConnectionError("due query: send");
   }
@@ -153,7 +180,8 @@ Status PgDueQueryStream::ForEachDueJob(const DueQuery& q, const std::function<vo
           job.key = Value(raw, r, 2);
           job.details_json = Value(raw, r, 3);
           job.interval_minutes = IntValue<int32_t>(raw, r, 4);
-          if (range) job.due_minute = IntValue<int64_t>(raw, r, 5);
+          job.scheduled_for_ms = PQgetisnull(raw, r, 5) ? 0 : IntValue<int64_t>(raw, r, 5);
+          if (range) job.due_minute = IntValue<int64_t>(raw, r, 6);
           fn(job);
         }
       } else if (status.ok()) {

@@ -14,10 +14,14 @@ struct pg_conn;
 
 namespace belfry {
 
-// The query's phase set as an int[] literal, "{1441,2883,...}": interval * 1440 + offset for each
+// The interval phases as a bigint[] literal, "{1441,2883,...}": interval * 1440 + offset for each
 // (interval, offset) of the terms, the same expression as the jobs.phase generated column.
 // Invalid for an interval outside 1..1440 or an offset outside [0, interval).
 StatusOr<std::string> PhaseArrayLiteral(const std::vector<PhaseTerm>& terms);
+
+// The full phase set of a query: PhaseArrayLiteral(q.terms) plus -m for every minute m in
+// [q.first_minute, q.last_minute] (the one-shots' phase is -run_minute).
+StatusOr<std::string> PhaseArrayLiteral(const DueQuery& q);
 
 // Thread-compatible: one instance per thread. Connects lazily; a connection fault closes the
 // connection and the next call reconnects (and re-prepares).
@@ -42,6 +46,9 @@ class PgDueQueryStream final {
   Status Connect();
   // Translates the connection's current error; closes the connection when it is broken.
   Status ConnectionError(const char* what);
+  // Sends one prepared statement in single-row mode and streams its rows into fn.
+  Status RunStreamed(const char* name, int n_params, const char* const* values, const DueQuery& q,
+                     const std::function<void(const DueJob&)>& fn);
 
   const std::string database_url_;
   pg_conn* conn_ = nullptr;

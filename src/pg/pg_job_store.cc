@@ -31,6 +31,9 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kListJobsByOwnerTopicName, q::kListJobsByOwnerTopicSql},
       {q::kCountJobsName, q::kCountJobsSql},
       {q::kExplainDueJobsName, q::kExplainDueJobsSql},
+      {q::kExplainDueJobsHighName, q::kExplainDueJobsHighSql},
+      {q::kExplainDueJobsLowName, q::kExplainDueJobsLowSql},
+      {q::kSweepOneShotsName, q::kSweepOneShotsSql},
   };
 }
 
@@ -129,6 +132,11 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions) {
         upserts.Bool("replace_fresh", a->replace_fresh);
         upserts.Int("src_partition", a->source.partition);
         upserts.Int("src_offset", a->source.offset);
+        upserts.OptionalInt("run_at_ms", s.run_at);
+        upserts.OptionalInt("run_minute", s.one_shot() ? std::optional<int64_t>(s.run_minute) : std::nullopt);
+        upserts.Int("late_limit", s.late_limit_minute);
+        upserts.OptionalInt("scheduled_for_ms",
+                            s.one_shot() ? std::optional<int64_t>(s.scheduled_for_ms) : std::nullopt);
         upserts.EndObject();
         break;
       }
@@ -177,6 +185,9 @@ StoredJob StoredJobFromRow(const pqxx::row& row) {
   job.updated_at = row[13].as<int64_t>();
   job.source.partition = row[14].as<int32_t>();
   job.source.offset = row[15].as<int64_t>();
+  s.run_at = OptionalInt64(row[16]);
+  s.run_minute = OptionalInt64(row[17]).value_or(0);
+  s.scheduled_for_ms = OptionalInt64(row[18]).value_or(0);
   return job;
 }
 
@@ -247,21 +258,44 @@ StatusOr<std::vector<StoredJob>> PgJobStore::ListJobs(const JobListFilter& filte
 }
 
 StatusOr<std::string> PgJobStore::ExplainDueQuery(const DueQuery& q) {
-  StatusOr<std::string> phases = PhaseArrayLiteral(q.terms);
+  DueQuery minute = q;
+  minute.first_minute = q.last_minute;
+  StatusOr<std::string> phases = PhaseArrayLiteral(minute);
   if (!phases.ok()) return phases.status();
   const int64_t slot_ms = q.last_minute * 60'000 + static_cast<int64_t>(q.shard) * q.tick_ms;
   std::string plan;
   Status st = session_.Run("explain due query", [&](pqxx::connection& conn) {
     pqxx::read_transaction txn(conn);
-    const pqxx::result r = txn.exec_prepared(pg_queries::kExplainDueJobsName, q.shard, *phases, slot_ms);
-    for (const pqxx::row& row : r) {
-      plan += row[0].c_str();
+    const struct {
+      const char* name;
+      const char* title;
+    } parts[] = {{pg_queries::kExplainDueJobsHighName, "-- priority > 0"},
+                 {pg_queries::kExplainDueJobsName, "-- priority = 0"},
+                 {pg_queries::kExplainDueJobsLowName, "-- priority < 0"}};
+    for (const auto& part : parts) {
+      plan += part.title;
       plan += '\n';
+      const pqxx::result r = txn.exec_prepared(part.name, q.shard, *phases, slot_ms);
+      for (const pqxx::row& row : r) {
+        plan += row[0].c_str();
+        plan += '\n';
+      }
     }
     return Status::Ok();
   });
   if (!st.ok()) return st;
   return plan;
+}
+
+StatusOr<int64_t> PgJobStore::SweepOneShots(int64_t before_minute, int32_t max_rows) {
+  int64_t deleted = 0;
+  Status st = session_.Run("sweep one-shots", [&](pqxx::connection& conn) {
+    pqxx::nontransaction txn(conn);
+    deleted = txn.exec_prepared(pg_queries::kSweepOneShotsName, before_minute, max_rows).affected_rows();
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return deleted;
 }
 
 StatusOr<int64_t> PgJobStore::CountJobs() {

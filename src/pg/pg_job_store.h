@@ -40,11 +40,16 @@ class PgJobStore final : public JobStore {
   // Ordered by id; filter.limit is clamped to 1..1000.
   StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter& filter) override;
 
-  // EXPLAIN (ANALYZE, BUFFERS) of the normal tick query for shard q.shard at minute
+  // EXPLAIN (ANALYZE, BUFFERS) of the normal tick query's three statements for shard q.shard at minute
   // q.last_minute with q.terms, one plan line per line. Executes the query (read-only).
   StatusOr<std::string> ExplainDueQuery(const DueQuery& q);
 
   StatusOr<int64_t> CountJobs();
+
+  // The one-shot retention sweep: deletes up to max_rows one-shots whose run_minute is before
+  // before_minute (they fired, or were missed, long ago). Returns how many it deleted. Not on the
+  // trigger path: serve runs it in the background (see docs/executions.md).
+  StatusOr<int64_t> SweepOneShots(int64_t before_minute, int32_t max_rows);
 
  private:
   PgSession session_;

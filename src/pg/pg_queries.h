@@ -16,27 +16,49 @@ namespace belfry::pg_queries {
 
 // ---- Tick query (src/pg/pg_due_query_stream.cc), streamed in single-row mode. ----------------
 
-// Normal firing of one shard-minute. $1 shard, $2 phases (interval*1440 + offset) as int[],
-// $3 the slot, epoch ms. The slot is computed once, in an InitPlan, not per row.
-// Index condition: (shard = $1) AND (phase = ANY ($2)) on jobs_due_idx.
-#define BELFRY_DUE_JOBS_SELECT \
-  "SELECT id, topic, key, details, interval_minutes "                                                       \
-  "FROM jobs "                                                                                              \
-  "WHERE shard = $1::smallint AND phase = ANY ($2::int[]) AND NOT paused "                                  \
-  "AND (start_at IS NULL OR start_at <= (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$3::bigint") ")) "           \
+// Normal firing of one shard-minute. $1 shard, $2 phases as bigint[]: interval*1440 + offset per
+// due (interval, offset), and -M for the one-shots of minute M; $3 the slot, epoch ms. The slot is
+// computed once, in an InitPlan, not per row. Index condition: (shard = $1) AND (phase = ANY ($2))
+// on jobs_due_idx for priority = 0, on the partial jobs_due_high_idx / jobs_due_low_idx (which
+// hold only prioritised jobs) for priority > 0 / < 0.
+//
+// Priority order without giving up streaming: a shard-minute is read as three statements, run one
+// after the other: priority > 0 sorted (few rows, usually none), priority = 0 unsorted and
+// streamed (nearly every row), priority < 0 sorted. See docs/executions.md, "Priority".
+// scheduled_for_ms is NULL for interval jobs (the slot is the scheduledFor).
+#define BELFRY_DUE_JOBS_SELECT(priority_cond) \
+  "SELECT id, topic, key, details, interval_minutes, scheduled_for_ms "                               \
+  "FROM jobs "                                                                                        \
+  "WHERE shard = $1::smallint AND phase = ANY ($2::bigint[]) AND NOT paused AND " priority_cond " "   \
+  "AND (start_at IS NULL OR start_at <= (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$3::bigint") ")) "     \
   "AND (end_at IS NULL OR end_at > (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$3::bigint") "))"
 
 inline constexpr const char kDueJobsName[] = "belfry_due_jobs";
-inline constexpr const char kDueJobsSql[] = BELFRY_DUE_JOBS_SELECT;
+inline constexpr const char kDueJobsSql[] = BELFRY_DUE_JOBS_SELECT("priority = 0");
+inline constexpr const char kDueJobsHighName[] = "belfry_due_jobs_high";
+inline constexpr const char kDueJobsHighSql[] =
+    BELFRY_DUE_JOBS_SELECT("priority > 0") " ORDER BY priority DESC";
+inline constexpr const char kDueJobsLowName[] = "belfry_due_jobs_low";
+inline constexpr const char kDueJobsLowSql[] =
+    BELFRY_DUE_JOBS_SELECT("priority < 0") " ORDER BY priority DESC";
 
-// `belfry explain`: the same query, run for real, with buffer counts.
+// `belfry explain`: the same queries, run for real, with buffer counts.
 inline constexpr const char kExplainDueJobsName[] = "belfry_explain_due_jobs";
-inline constexpr const char kExplainDueJobsSql[] = "EXPLAIN (ANALYZE, BUFFERS) " BELFRY_DUE_JOBS_SELECT;
+inline constexpr const char kExplainDueJobsSql[] =
+    "EXPLAIN (ANALYZE, BUFFERS) " BELFRY_DUE_JOBS_SELECT("priority = 0");
+inline constexpr const char kExplainDueJobsHighName[] = "belfry_explain_due_jobs_high";
+inline constexpr const char kExplainDueJobsHighSql[] =
+    "EXPLAIN (ANALYZE, BUFFERS) " BELFRY_DUE_JOBS_SELECT("priority > 0") " ORDER BY priority DESC";
+inline constexpr const char kExplainDueJobsLowName[] = "belfry_explain_due_jobs_low";
+inline constexpr const char kExplainDueJobsLowSql[] =
+    "EXPLAIN (ANALYZE, BUFFERS) " BELFRY_DUE_JOBS_SELECT("priority < 0") " ORDER BY priority DESC";
 
 #undef BELFRY_DUE_JOBS_SELECT
 
 // Coalesced catch-up over minutes [$3, $4] of shard $1. $2 phases due at least once in the range,
-// $5 the slot's offset within its minute (shard * tick_ms). Each job comes back once, with
+// $5 the slot's offset within its minute (shard * tick_ms). $2 also holds -m for every minute m of
+// the range, so one-shots of the range come back, with due_minute = run_minute. Rows are ordered
+// by priority (a sort over the range: catch-up only). Each interval job comes back once, with
 // due_minute = the latest minute M in [$3, $4] with M = offset (mod interval) whose slot
 // M*60000 + $5 satisfies start_at <= slot < end_at; jobs with no such minute are left out.
 //   cap          = min($4, last minute whose slot is before end_at)
@@ -44,23 +66,26 @@ inline constexpr const char kExplainDueJobsSql[] = "EXPLAIN (ANALYZE, BUFFERS) "
 //   due_minute   = cap - ((cap - offset) mod interval)
 inline constexpr const char kDueJobsRangeName[] = "belfry_due_jobs_range";
 inline constexpr const char kDueJobsRangeSql[] =
-    "SELECT id, topic, key, details, interval_minutes, due_minute FROM ("
-    "  SELECT id, topic, key, details, interval_minutes, start_minute,"
-    "    cap - ((cap - offset_minutes) % interval_minutes + interval_minutes) % interval_minutes"
-    "      AS due_minute"
+    "SELECT id, topic, key, details, interval_minutes, scheduled_for_ms, due_minute FROM ("
+    "  SELECT id, topic, key, details, interval_minutes, scheduled_for_ms, start_minute, priority,"
+    "    CASE WHEN run_minute IS NOT NULL THEN run_minute"
+    "      ELSE cap - ((cap - offset_minutes) % interval_minutes + interval_minutes) % interval_minutes"
+    "    END AS due_minute"
     "  FROM ("
-    "    SELECT id, topic, key, details, interval_minutes, offset_minutes,"
+    "    SELECT id, topic, key, details, interval_minutes, offset_minutes, run_minute, scheduled_for_ms,"
+    "      priority,"
     "      CASE WHEN end_at IS NULL THEN $4::bigint"
     "        ELSE LEAST($4::bigint,"
     "                   ceil((extract(epoch FROM end_at) * 1000 - $5::bigint) / 60000)::bigint - 1)"
     "      END AS cap,"
     "      ceil((extract(epoch FROM start_at) * 1000 - $5::bigint) / 60000)::bigint AS start_minute"
     "    FROM jobs"
-    "    WHERE shard = $1::smallint AND phase = ANY ($2::int[]) AND NOT paused"
+    "    WHERE shard = $1::smallint AND phase = ANY ($2::bigint[]) AND NOT paused"
     "    OFFSET 0"  // keeps cap computed once per row instead of inlined into every use
     "  ) AS bounded"
     ") AS due "
-    "WHERE due_minute >= $3::bigint AND (start_minute IS NULL OR due_minute >= start_minute)";
+    "WHERE due_minute >= $3::bigint AND (start_minute IS NULL OR due_minute >= start_minute) "
+    "ORDER BY priority DESC";
 
 // ---- Command application (src/pg/pg_job_store.cc): one statement per action kind. -----------
 // Each takes $1 = a JSON array of objects, one per action, read with json_to_recordset. json, not
@@ -72,18 +97,29 @@ inline constexpr const char kDueJobsRangeSql[] =
 #define BELFRY_UPSERT_RECORDSET                                                                           \
   "json_to_recordset($1::json) AS a(id text, shard smallint, interval_minutes int, offset_minutes int,"   \
   " keep_offset boolean, owner text, topic text, key text, details text, start_ms bigint, end_ms bigint," \
-  " priority int, paused boolean, replace_fresh boolean, src_partition int, src_offset bigint)"
+  " priority int, paused boolean, replace_fresh boolean, src_partition int, src_offset bigint,"           \
+  " run_at_ms bigint, run_minute bigint, late_limit bigint, scheduled_for_ms bigint)"
+
+// A one-shot's run_minute: the action's, unless its shard already fired that minute by the time
+// the command is applied (the consumer lagged) and the next minute is within the action's
+// late_limit (see OneShotPlacement); NULL for interval jobs.
+#define BELFRY_RUN_MINUTE                                                   \
+  "CASE WHEN a.run_minute IS NULL THEN NULL"                                \
+  " WHEN ss.fired_through IS NOT NULL AND a.run_minute <= ss.fired_through" \
+  "  AND ss.fired_through + 1 <= a.late_limit THEN ss.fired_through + 1"    \
+  " ELSE a.run_minute END"
 
 // Step 1 of an upsert: insert the jobs that do not exist yet. Existing ids are left to step 2.
 inline constexpr const char kInsertJobsName[] = "belfry_insert_jobs";
 inline constexpr const char kInsertJobsSql[] =
     "INSERT INTO jobs (id, shard, interval_minutes, offset_minutes, owner, topic, key, details,"
-    " start_at, end_at, priority, paused, src_partition, src_offset) "
+    " start_at, end_at, priority, paused, src_partition, src_offset, run_at, run_minute, scheduled_for_ms) "
     "SELECT a.id, a.shard, a.interval_minutes, a.offset_minutes, a.owner, a.topic, a.key, a.details,"
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.start_ms") ", " BELFRY_MS_TO_TIMESTAMPTZ("a.end_ms") ","
-    " a.priority, COALESCE(a.paused, false), a.src_partition, a.src_offset "
+    " a.priority, COALESCE(a.paused, false), a.src_partition, a.src_offset,"
+    " " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ", " BELFRY_RUN_MINUTE ", a.scheduled_for_ms "
     "FROM " BELFRY_UPSERT_RECORDSET
-    " "
+    " LEFT JOIN shard_state AS ss ON ss.shard = a.shard "
     "ON CONFLICT (id) DO NOTHING";
 
 // Step 2 of an upsert: replace existing rows. Runs after step 1 in the same transaction, so it
@@ -105,13 +141,17 @@ inline constexpr const char kUpdateJobsSql[] =
     " paused = CASE WHEN a.paused IS NOT NULL THEN a.paused WHEN a.replace_fresh THEN false ELSE j.paused "
     "END,"
     " src_partition = a.src_partition, src_offset = a.src_offset,"
+    " run_at = " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ","
+    " run_minute = " BELFRY_RUN_MINUTE ","
+    " scheduled_for_ms = a.scheduled_for_ms,"
     " created_at = CASE WHEN a.replace_fresh THEN now() ELSE j.created_at END,"
     " updated_at = now() "
     "FROM " BELFRY_UPSERT_RECORDSET
-    " "
+    " LEFT JOIN shard_state AS ss ON ss.shard = a.shard "
     "WHERE j.id = a.id AND NOT (j.src_partition = a.src_partition AND j.src_offset >= a.src_offset)";
 
 #undef BELFRY_UPSERT_RECORDSET
+#undef BELFRY_RUN_MINUTE
 
 inline constexpr const char kDeleteJobsName[] = "belfry_delete_jobs";
 inline constexpr const char kDeleteJobsSql[] =
@@ -133,7 +173,8 @@ inline constexpr const char kSetPausedSql[] =
   "id, owner, interval_minutes, offset_minutes, shard, topic, key, details,"                               \
   " floor(extract(epoch FROM start_at) * 1000)::bigint, floor(extract(epoch FROM end_at) * 1000)::bigint," \
   " priority, paused, floor(extract(epoch FROM created_at) * 1000)::bigint,"                               \
-  " floor(extract(epoch FROM updated_at) * 1000)::bigint, src_partition, src_offset"
+  " floor(extract(epoch FROM updated_at) * 1000)::bigint, src_partition, src_offset,"                      \
+  " floor(extract(epoch FROM run_at) * 1000)::bigint, run_minute, scheduled_for_ms"
 
 inline constexpr const char kGetJobName[] = "belfry_get_job";
 inline constexpr const char kGetJobSql[] = "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE id = $1";
@@ -155,6 +196,12 @@ inline constexpr const char kListJobsByOwnerTopicSql[] =
     " FROM jobs WHERE owner = $3 AND topic = $4 AND id > $1 ORDER BY id LIMIT $2";
 
 #undef BELFRY_JOB_COLUMNS
+
+// The retention sweep: deletes up to $2 one-shots whose run_minute is before $1. Returns the count.
+inline constexpr const char kSweepOneShotsName[] = "belfry_sweep_one_shots";
+inline constexpr const char kSweepOneShotsSql[] =
+    "DELETE FROM jobs WHERE id IN ("
+    "  SELECT id FROM jobs WHERE run_minute IS NOT NULL AND run_minute < $1::bigint LIMIT $2::int)";
 
 inline constexpr const char kCountJobsName[] = "belfry_count_jobs";
 inline constexpr const char kCountJobsSql[] = "SELECT count(*) FROM jobs";

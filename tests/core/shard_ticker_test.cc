@@ -34,10 +34,10 @@ class SchedulerSimTest : public ::testing::Test {
     }
   }
 
-  void RunUntil(EpochMs end) {
+  void RunUntil(EpochMs end, int32_t scan_every_ticks = 2) {
     StopSignal stop;
     clock_.StopAt(end);
-    ShardTicker ticker(cfg_, clock_, dispatcher_);
+    ShardTicker ticker(cfg_, clock_, dispatcher_, scan_every_ticks);
     ticker.Run(stop);
   }
 
@@ -163,6 +163,42 @@ TEST_F(SchedulerSimTest, PolicyIsCheckedAgainWhenFiring) {
   for (const SentTrigger& t : sink_.sent()) EXPECT_EQ(t.job_id, "ok");
   EXPECT_GE(observer_.refused, 1);
   EXPECT_FALSE(sink_.sent().empty());
+}
+
+// A node dies at a slot while it holds that shard's claim. This node's on-time firing finds the
+// shard claimed; its catch-up scan fires the shard once the dead node's lease has expired. So
+// the slot is fired between claim_lease and claim_lease + one scan period after it: 3.0-3.5 s
+// with a scan on every tick, as `belfry serve` runs it, inside the 5 s issue 3 requires.
+TEST_F(SchedulerSimTest, DeadNodesClaimIsTakenOverWithinLeasePlusOneScanPeriod) {
+  for (const int32_t scan_every_ticks : {1, 2}) {
+    SCOPED_TRACE("scan every " + std::to_string(scan_every_ticks) + " ticks");
+    const JobSpec s = MakeJob("victim-" + std::to_string(scan_every_ticks), 1, 0);
+    store_.Put(s);
+    RunUntil(clock_.NowMs() + 2 * 60'000, scan_every_ticks);  // the shard has a watermark
+    const int64_t m = LastSlotMinuteAtOrBefore(clock_.NowMs(), s.shard, cfg_.tick_ms) + 1;
+    const EpochMs slot = SlotMs(m, s.shard, cfg_.tick_ms);
+    RunUntil(slot - 1, scan_every_ticks);
+    clock_.Set(slot);
+    ASSERT_TRUE(ledger_.Claim(s.shard, m, "node-dead", cfg_.claim_lease_ms)->claimed);
+    const size_t before = sink_.sent().size();
+    RunUntil(slot + 10'000, scan_every_ticks);
+
+    bool fired = false;
+    for (const ShardMinuteReport& r : observer_.fired) {
+      if (r.shard != s.shard || r.last_minute != m) continue;
+      fired = true;
+      EXPECT_GE(r.lateness_ms, cfg_.claim_lease_ms) << "fired while the dead node's lease was live";
+      EXPECT_LE(r.lateness_ms, cfg_.claim_lease_ms + scan_every_ticks * cfg_.tick_ms);
+    }
+    EXPECT_TRUE(fired) << "the dead node's shard-minute was never fired";
+    bool victim_sent = false;
+    const std::vector<SentTrigger> sent = sink_.sent();
+    for (size_t i = before; i < sent.size(); ++i) {
+      if (sent[i].job_id == s.id && sent[i].scheduled_for_ms == slot) victim_sent = true;
+    }
+    EXPECT_TRUE(victim_sent);
+    EXPECT_EQ(ledger_.FiredThrough(s.shard).value_or(0), m);
+  }
 }
 
 }  // namespace

@@ -29,6 +29,13 @@ Status FakeJobStore::ForEachDueJob(const DueQuery& q, const std::function<void(c
     for (const auto& [id, row] : rows_) {
       const JobSpec& s = row.spec;
       if (s.shard != q.shard || row.paused) continue;
+      if (s.one_shot()) {  // like the real store: phase -run_minute, no late move (no ledger here)
+        if (s.run_minute >= q.first_minute && s.run_minute <= q.last_minute) {
+          copies.push_back(row);
+          due_minutes.push_back(s.run_minute);
+        }
+        continue;
+      }
       bool term = false;
       for (const PhaseTerm& t : q.terms) {
         if (t.interval_minutes == s.interval_minutes &&
@@ -52,7 +59,12 @@ Status FakeJobStore::ForEachDueJob(const DueQuery& q, const std::function<void(c
       due_minutes.push_back(due);
     }
   }
-  for (size_t i = 0; i < copies.size(); ++i) {
+  // Priority order, highest first; within one priority, id order (the real store's is unspecified).
+  std::vector<size_t> order(copies.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return copies[a].spec.priority > copies[b].spec.priority; });
+  for (size_t i : order) {
     const Row& r = copies[i];
     DueJob j;
     j.id = r.spec.id;
@@ -61,6 +73,7 @@ Status FakeJobStore::ForEachDueJob(const DueQuery& q, const std::function<void(c
     j.details_json = r.spec.details_json;
     j.interval_minutes = r.spec.interval_minutes;
     j.due_minute = due_minutes[i];
+    j.scheduled_for_ms = r.spec.one_shot() ? r.spec.scheduled_for_ms : 0;
     fn(j);
   }
   return Status::Ok();

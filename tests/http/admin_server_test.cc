@@ -83,6 +83,44 @@ class ScriptedJobStore final : public JobStore {
   std::optional<StoredJob> job;
 };
 
+// An ExecutionStore with a fixed history of `n` reports for job "h" and fixed stats.
+class ScriptedExecutionStore final : public ExecutionStore {
+ public:
+  Status ApplyReports(const std::vector<ExecutionReport>&) override { return Status::Ok(); }
+  StatusOr<ExecutionPage> ListExecutions(const std::string& job_id, int32_t limit,
+                                         const std::string& cursor) override {
+    ExecutionPage page;
+    int start = 0;
+    if (!cursor.empty()) {
+      if (cursor.rfind("after-", 0) != 0) return Status::Invalid("bad_cursor", "bad cursor");
+      start = std::stoi(cursor.substr(6));
+    }
+    for (int i = start; i < n && static_cast<int32_t>(page.records.size()) < limit; ++i) {
+      ExecutionRecord rec;
+      rec.report.job_id = job_id;
+      rec.report.scheduled_for_ms = 1'795'352'432'500 - i * 60'000;
+      rec.report.status = ExecutionStatus::kFailed;
+      rec.received_at = 1'795'352'500'000;
+      page.records.push_back(rec);
+      if (i + 1 < n && static_cast<int32_t>(page.records.size()) == limit)
+        page.next_cursor = "after-" + std::to_string(i + 1);
+    }
+    return page;
+  }
+  StatusOr<std::optional<JobStats>> GetJobStats(const std::string& job_id) override {
+    JobStats s;
+    s.job_id = job_id;
+    s.last_status = ExecutionStatus::kFailed;
+    s.last_scheduled_for_ms = 1'795'352'432'500;
+    s.last_error = "HTTP 503";
+    s.consecutive_failures = 3;
+    s.total_failed = 4;
+    s.total_succeeded = 9;
+    return std::optional<JobStats>(s);
+  }
+  int n = 5;
+};
+
 class FailingLedger final : public ShardLedger {
  public:
   StatusOr<ShardClaim> Claim(int32_t, int64_t, const std::string&, int64_t) override { return error; }
@@ -107,6 +145,7 @@ class AdminServerTest : public ::testing::Test {
                    [this] { return ready_; },
                    "node-a",
                    "9.9.9-test"};
+    deps.executions = executions_;
     auto started = AdminServer::Start(options, deps);
     ASSERT_TRUE(started.ok()) << started.status().ToString();
     server_ = std::move(*started);
@@ -153,6 +192,7 @@ class AdminServerTest : public ::testing::Test {
 
   FakeClock clock_;
   FakeJobStore store_;
+  ExecutionStore* executions_ = nullptr;
   FakeShardLedger ledger_;
   MetricsRegistry metrics_;
   Status ready_;
@@ -224,11 +264,17 @@ TEST_F(AdminServerTest, GetJobReturnsTheStoredJob) {
       {"endDateTime", nullptr},
       {"paused", false},
       {"priority", 2},
+      {"runAt", nullptr},
+      {"scheduledFor", nullptr},
       {"jobDetails", {{"shipmentId", 42}, {"nested", {{"a", {1, 2}}}}}},
       {"createdAt", nullptr},  // the fake store does not track times
       {"updatedAt", nullptr},
+      {"nextTriggerAt",
+       FormatIsoTime(NextTriggerTimes(15, 7, 3, 500, s.start_at, std::nullopt, kNow, 1).at(0))},
+      {"lastOutcome", nullptr},  // no execution store in this test
+      {"consecutiveFailures", 0},
   };
-  EXPECT_EQ(r.json(), expected);
+  EXPECT_EQ(r.json(), expected) << r.body;
   // Fields come in the documented order.
   EXPECT_TRUE(r.body.starts_with(R"({"id":"shipment-42-poll","owner":"tracking-svc","topic")")) << r.body;
 }
@@ -600,6 +646,65 @@ TEST(Base64UrlTest, RoundTripsAndRejectsGarbage) {
   EXPECT_EQ(Base64UrlDecode("am9iLTQy=="), std::nullopt);
   EXPECT_EQ(Base64UrlDecode("YR"), std::nullopt);  // non-zero leftover bits: not a canonical encoding
   EXPECT_EQ(Base64UrlDecode("YQ"), "a");
+}
+
+TEST_F(AdminServerTest, ExecutionsRouteIs404WithoutAStore) {
+  StartServer();
+  ExpectError(Get("/v1/jobs/h/executions"), 404);
+}
+
+TEST_F(AdminServerTest, ExecutionsPaginateAndJobsShowTheLastOutcome) {
+  ScriptedExecutionStore executions;
+  executions_ = &executions;
+  store_.Put(Spec("h"));
+  StartServer();
+  Reply r = Get("/v1/jobs/h/executions?limit=2");
+  ASSERT_EQ(r.status, 200) << r.body;
+  Json page = r.json();
+  ASSERT_EQ(page["executions"].size(), 2u);
+  EXPECT_EQ(page["executions"][0]["status"], "failed");
+  EXPECT_EQ(page["executions"][0]["scheduledFor"], "2026-11-22T13:00:32.500Z");
+  int pages = 1;
+  size_t total = 2;
+  while (!page["next_cursor"].is_null() && pages < 10) {
+    r = Get("/v1/jobs/h/executions?limit=2&cursor=" + page["next_cursor"].get<std::string>());
+    ASSERT_EQ(r.status, 200) << r.body;
+    page = r.json();
+    total += page["executions"].size();
+    ++pages;
+  }
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(total, 5u);
+  ExpectError(Get("/v1/jobs/h/executions?cursor=%%%"), 400);
+  ExpectError(Get("/v1/jobs/h/executions?cursor=Zm9v"), 400);  // "foo": decodes, but the store refuses it
+  ExpectError(Get("/v1/jobs/h/executions?limit=0"), 400);
+  ExpectError(Get("/v1/jobs/h/executions?limit=1001"), 400);
+  ExpectError(Get("/v1/jobs/h/executions?bogus=1"), 400);
+
+  Json job = Get("/v1/jobs/h").json();
+  EXPECT_EQ(job["lastOutcome"]["status"], "failed");
+  EXPECT_EQ(job["lastOutcome"]["error"], "HTTP 503");
+  EXPECT_EQ(job["consecutiveFailures"], 3);
+  EXPECT_EQ(job["totalSucceeded"], 9);
+  EXPECT_EQ(job["totalFailed"], 4);
+}
+
+TEST_F(AdminServerTest, OneShotJobShowsItsTimesAndOneNextInstant) {
+  JobSpec s = Spec("once");
+  s.interval_minutes = 0;
+  s.offset_minutes = 0;
+  s.run_at = kNow + 120'000;
+  s.run_minute = kNow / 60'000 + 2;
+  s.scheduled_for_ms = SlotMs(s.run_minute, s.shard, 500);
+  store_.Put(s);
+  StartServer();
+  Json job = Get("/v1/jobs/once").json();
+  EXPECT_EQ(job["runAt"], FormatIsoTime(kNow + 120'000));
+  EXPECT_EQ(job["scheduledFor"], FormatIsoTime(s.scheduled_for_ms));
+  EXPECT_EQ(job["intervalMinutes"], 0);
+  Json next = Get("/v1/jobs/once/next?n=5").json();
+  ASSERT_EQ(next["next"].size(), 1u);
+  EXPECT_EQ(next["next"][0], FormatIsoTime(s.scheduled_for_ms));
 }
 
 }  // namespace

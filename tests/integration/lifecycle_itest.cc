@@ -35,11 +35,12 @@ class LifecycleTest : public ::testing::Test {
     delete world_;
   }
 
-  static int64_t Send(const std::string& key, const std::optional<std::string>& value) {
-    auto [p, o] = producer_->Send(world_->commands_topic, key, value);
-    EXPECT_GE(o, 0) << "publishing " << key;
+  // Returns the (partition, offset) the command landed at.
+  static std::pair<int32_t, int64_t> Send(const std::string& key, const std::optional<std::string>& value) {
+    auto pos = producer_->Send(world_->commands_topic, key, value);
+    EXPECT_GE(pos.second, 0) << "publishing " << key;
     ++sent_;
-    return o;
+    return pos;
   }
   static std::string Upsert(const std::string& id, int interval, const std::string& extra = "") {
     return R"({"id":")" + id + R"(","intervalMinutes":)" + std::to_string(interval) + R"(,"topic":")" +
@@ -165,19 +166,20 @@ TEST_F(LifecycleTest, TimelineOfTriggersUpdatesDeletesPausesAndResumes) {
 TEST_F(LifecycleTest, MalformedCommandsGoToTheDlqAndValidOnesAroundThemApply) {
   const std::string v1 = world_->run_id + "-dlq-ok-1", v2 = world_->run_id + "-dlq-ok-2";
   Send(v1, Upsert(v1, 5));
-  const int64_t bad_json = Send("bad-1", "{\"id\":\"bad-1\",");
-  const int64_t bad_key = Send("other-key", Upsert("bad-2", 5));
-  const int64_t bad_interval = Send("bad-3", Upsert("bad-3", 7));
-  const int64_t bad_topic = Send("bad-4", R"({"id":"bad-4","intervalMinutes":5,"topic":")" + world_->commands_topic + "\"}");
+  const auto bad_json = Send("bad-1", "{\"id\":\"bad-1\",");
+  const auto bad_key = Send("other-key", Upsert("bad-2", 5));
+  const auto bad_interval = Send("bad-3", Upsert("bad-3", 7));
+  const auto bad_topic = Send("bad-4", R"({"id":"bad-4","intervalMinutes":5,"topic":")" + world_->commands_topic + "\"}");
   Send(v2, Upsert(v2, 5));
   ASSERT_TRUE(WaitFor([&] { return Count("id IN ('" + v1 + "','" + v2 + "')") == 2; }, 20'000));
   ASSERT_TRUE(WaitFor([&] { return dlq_->size() >= 4; }, 20'000));
-  std::map<int64_t, std::string> reason_by_offset;
+  std::map<std::pair<int32_t, int64_t>, std::string> reason_by_offset;  // by source (partition, offset)
   for (const TailRecord& r : dlq_->records()) {
     ASSERT_TRUE(r.headers.count("belfry-error"));
     ASSERT_TRUE(r.headers.count("belfry-source-partition"));
     ASSERT_TRUE(r.headers.count("belfry-source-offset"));
-    reason_by_offset[std::stoll(r.headers.at("belfry-source-offset"))] = r.headers.at("belfry-error");
+    reason_by_offset[{std::stoi(r.headers.at("belfry-source-partition")),
+                      std::stoll(r.headers.at("belfry-source-offset"))}] = r.headers.at("belfry-error");
     if (r.key == "other-key") {
       EXPECT_EQ(r.value.value_or(""), Upsert("bad-2", 5));  // original value kept
     }

@@ -1,0 +1,223 @@
+#include "kafka/execution_consumer.h"
+
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafkacpp.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <utility>
+#include <vector>
+
+#include "kafka/kafka_client_config.h"
+#include "kafka/topic_partition_list.h"
+
+namespace belfry {
+namespace {
+
+using MessagePtr = std::unique_ptr<RdKafka::Message>;
+
+class DeliveryCounter final : public RdKafka::DeliveryReportCb {
+ public:
+  void dr_cb(RdKafka::Message& m) override {
+    if (m.err() != RdKafka::ERR_NO_ERROR) {
+      failed_.fetch_add(1);
+      spdlog::warn("kafka[belfry-executions]: DLQ delivery failed: {}", m.errstr());
+    }
+  }
+  int Take() { return failed_.exchange(0); }
+
+ private:
+  std::atomic<int> failed_{0};
+};
+
+}  // namespace
+
+class ExecutionConsumer::Impl {
+ public:
+  Impl(const KafkaConfig& config, ExecutionStore& store, ExecutionRules rules,
+       ExecutionConsumerOptions options)
+      : config_(config),
+        store_(store),
+        rules_(rules),
+        options_(std::move(options)),
+        consumer_logger_(options_.client_id),
+        producer_logger_(options_.client_id + "-dlq") {}
+
+  ~Impl() {
+    if (consumer_ != nullptr) consumer_->close();
+    if (producer_ != nullptr) producer_->flush(5000);
+  }
+
+  Status Init() {
+    const KafkaSettings consumer_settings = {
+        {"group.id", config_.executions_group_id},
+        {"enable.auto.commit", "false"},
+        {"auto.offset.reset", "earliest"},
+        {"enable.partition.eof", "false"},
+    };
+    auto cconf = BuildKafkaConf(config_, options_.client_id, consumer_settings, &consumer_logger_);
+    if (!cconf.ok()) return cconf.status();
+    std::string errstr;
+    consumer_.reset(RdKafka::KafkaConsumer::create(cconf.value().get(), errstr));
+    if (consumer_ == nullptr) return Status::Invalid("kafka_config", "creating consumer: " + errstr);
+    const KafkaSettings producer_settings = {
+        {"enable.idempotence", "true"},
+        {"acks", "all"},
+        {"linger.ms", "5"},
+        {"message.timeout.ms", std::to_string(options_.publish_timeout_ms)},
+    };
+    auto pconf = BuildKafkaConf(config_, options_.client_id + "-dlq", producer_settings, &producer_logger_);
+    if (!pconf.ok()) return pconf.status();
+    if (pconf.value()->set("dr_cb", &deliveries_, errstr) != RdKafka::Conf::CONF_OK) {
+      return Status::Invalid("kafka_config", "dr_cb: " + errstr);
+    }
+    producer_.reset(RdKafka::Producer::create(pconf.value().get(), errstr));
+    if (producer_ == nullptr) return Status::Invalid("kafka_config", "creating producer: " + errstr);
+    const RdKafka::ErrorCode err = consumer_->subscribe({config_.executions_topic});
+    if (err != RdKafka::ERR_NO_ERROR) {
+      return Status::Retryable("subscribing to '" + config_.executions_topic + "': " + RdKafka::err2str(err));
+    }
+    return Status::Ok();
+  }
+
+  void Run(StopSignal& stop) {
+    while (!stop.requested()) {
+      std::vector<MessagePtr> batch = Poll(stop);
+      if (batch.empty()) continue;
+      ExecutionBatchReport report;
+      report.size = batch.size();
+      std::vector<ExecutionReport> valid;
+      std::vector<std::pair<const RdKafka::Message*, Status>> rejected;
+      for (const MessagePtr& m : batch) {
+        RawExecution raw;
+        if (m->key_pointer() != nullptr)
+          raw.key.emplace(static_cast<const char*>(m->key_pointer()), m->key_len());
+        if (m->payload() != nullptr) raw.value.emplace(static_cast<const char*>(m->payload()), m->len());
+        raw.source = SourcePosition{m->partition(), m->offset(), m->timestamp().timestamp};
+        StatusOr<ExecutionReport> r = ParseExecutionReport(raw, rules_);
+        if (r.ok()) {
+          valid.push_back(std::move(r.value()));
+        } else {
+          ++report.rejected_by_reason[r.status().reason()];
+          rejected.emplace_back(m.get(), r.status());
+        }
+      }
+      report.stored = valid.size();
+      if (!Retry(stop, "storing execution reports", [&] { return store_.ApplyReports(valid); })) return;
+      if (!Retry(stop, "publishing to the executions DLQ", [&] { return PublishRejections(rejected); }))
+        return;
+      Commit(batch);
+      if (options_.on_batch) options_.on_batch(report);
+    }
+  }
+
+ private:
+  std::vector<MessagePtr> Poll(StopSignal& stop) {
+    std::vector<MessagePtr> batch;
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.batch_wait_ms);
+    int timeout_ms = 200;  // the first message may take a while; the rest gather for batch_wait
+    while (!stop.requested() && static_cast<int32_t>(batch.size()) < options_.batch_max) {
+      MessagePtr m(consumer_->consume(timeout_ms));
+      if (m->err() == RdKafka::ERR_NO_ERROR) {
+        batch.push_back(std::move(m));
+      } else if (m->err() != RdKafka::ERR__TIMED_OUT && m->err() != RdKafka::ERR__PARTITION_EOF) {
+        spdlog::warn("kafka[{}]: consume: {}", options_.client_id, m->errstr());
+      }
+      if (batch.empty()) return batch;
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      timeout_ms = static_cast<int>(left.count());
+    }
+    return batch;
+  }
+
+  // Runs fn until it succeeds, backing off; false iff stop was requested first.
+  template <typename Fn>
+  bool Retry(StopSignal& stop, const char* what, Fn&& fn) {
+    int64_t backoff = options_.retry_initial_ms;
+    for (;;) {
+      const Status st = fn();
+      if (st.ok()) return true;
+      spdlog::warn("kafka[{}]: {} failed: {}; retrying in {} ms", options_.client_id, what, st.ToString(),
+                   backoff);
+      if (!stop.WaitFor(std::chrono::milliseconds(backoff))) return false;
+      backoff = std::min(backoff * 2, options_.retry_max_ms);
+    }
+  }
+
+  Status PublishRejections(const std::vector<std::pair<const RdKafka::Message*, Status>>& rejected) {
+    if (rejected.empty()) return Status::Ok();
+    deliveries_.Take();
+    for (const auto& [m, status] : rejected) {
+      RdKafka::Headers* headers = RdKafka::Headers::create();
+      if (const RdKafka::Headers* original = const_cast<RdKafka::Message*>(m)->headers();
+          original != nullptr) {
+        for (const RdKafka::Headers::Header& h : original->get_all())
+          headers->add(h.key(), h.value(), h.value_size());
+      }
+      headers->add("belfry-error", status.reason() + ": " + status.message());
+      headers->add("belfry-source-partition", std::to_string(m->partition()));
+      headers->add("belfry-source-offset", std::to_string(m->offset()));
+      const RdKafka::ErrorCode err = producer_->produce(
+          config_.executions_dlq_topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
+          const_cast<void*>(m->payload()), m->payload() != nullptr ? m->len() : 0, m->key_pointer(),
+          m->key_pointer() != nullptr ? m->key_len() : 0, 0, headers, nullptr);
+      if (err != RdKafka::ERR_NO_ERROR) {
+        delete headers;  // not taken over on failure
+        producer_->flush(options_.publish_timeout_ms);
+        return Status::Retryable(std::string("producing to the executions DLQ: ") + RdKafka::err2str(err));
+      }
+    }
+    const RdKafka::ErrorCode flushed = producer_->flush(static_cast<int>(options_.publish_timeout_ms));
+    if (flushed != RdKafka::ERR_NO_ERROR) return Status::Retryable("flushing the executions DLQ timed out");
+    if (const int failed = deliveries_.Take(); failed > 0) {
+      return Status::Retryable(std::to_string(failed) + " DLQ records were not delivered");
+    }
+    return Status::Ok();
+  }
+
+  void Commit(const std::vector<MessagePtr>& batch) {
+    std::map<std::pair<std::string, int32_t>, int64_t> next;
+    for (const MessagePtr& m : batch) {
+      int64_t& n = next[{m->topic_name(), m->partition()}];
+      n = std::max(n, m->offset() + 1);
+    }
+    TopicPartitionList offsets;
+    for (const auto& [tp, offset] : next) offsets.Add(tp.first, tp.second, offset);
+    const RdKafka::ErrorCode err = consumer_->commitSync(offsets.get());
+    if (err != RdKafka::ERR_NO_ERROR) {
+      // Stored already; a re-read after a rebalance is an idempotent no-op.
+      spdlog::warn("kafka[{}]: committing offsets failed: {}", options_.client_id, RdKafka::err2str(err));
+    }
+  }
+
+  const KafkaConfig config_;
+  ExecutionStore& store_;
+  const ExecutionRules rules_;
+  const ExecutionConsumerOptions options_;
+  KafkaEventLogger consumer_logger_;
+  KafkaEventLogger producer_logger_;
+  DeliveryCounter deliveries_;
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
+  std::unique_ptr<RdKafka::Producer> producer_;
+};
+
+StatusOr<std::unique_ptr<ExecutionConsumer>> ExecutionConsumer::Create(const KafkaConfig& config,
+                                                                       ExecutionStore& store,
+                                                                       ExecutionRules rules,
+                                                                       ExecutionConsumerOptions options) {
+  auto impl = std::make_unique<Impl>(config, store, rules, std::move(options));
+  if (Status st = impl->Init(); !st.ok()) return st;
+  return std::unique_ptr<ExecutionConsumer>(new ExecutionConsumer(std::move(impl)));
+}
+
+ExecutionConsumer::ExecutionConsumer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ExecutionConsumer::~ExecutionConsumer() = default;
+
+void ExecutionConsumer::Run(StopSignal& stop) { impl_->Run(stop); }
+
+}  // namespace belfry

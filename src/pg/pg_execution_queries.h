@@ -1,0 +1,88 @@
+// The SQL of PgExecutionStore (src/pg/pg_execution_store.cc): named constants, $n parameters.
+#pragma once
+
+#define BELFRY_MS_TO_TIMESTAMPTZ(ms) \
+  "(to_timestamp((" ms ") / 1000) + ((" ms ") % 1000) * interval '1 millisecond')"
+#define BELFRY_TS_TO_MS(t) "floor(extract(epoch FROM " t ") * 1000)::bigint"
+
+namespace belfry::pg_queries {
+
+// $1 = JSON array of reports. Inserts the new ones and returns them (a repeat returns nothing).
+inline constexpr const char kInsertExecutionsName[] = "belfry_insert_executions";
+inline constexpr const char kInsertExecutionsSql[] =
+    "INSERT INTO executions (job_id, scheduled_for_ms, attempt, status, error, started_at, finished_at, worker,"
+    " src_partition, src_offset) "
+    "SELECT a.job_id, a.scheduled_for_ms, a.attempt, a.status, a.error,"
+    " " BELFRY_MS_TO_TIMESTAMPTZ("a.started_ms") ", " BELFRY_MS_TO_TIMESTAMPTZ("a.finished_ms") ","
+    " a.worker, a.src_partition, a.src_offset "
+    "FROM json_to_recordset($1::json) AS a(job_id text, scheduled_for_ms bigint, attempt int, status text,"
+    " error text, started_ms bigint, finished_ms bigint, worker text, src_partition int, src_offset bigint) "
+    "ON CONFLICT DO NOTHING "
+    "RETURNING job_id, scheduled_for_ms, attempt, status, error, " BELFRY_TS_TO_MS("finished_at");
+
+// $1 = text[] of job ids. Locks the rows, so concurrent batches fold in turn.
+#define BELFRY_STATS_COLUMNS                                                                \
+  "job_id, last_status, last_scheduled_for_ms, last_attempt, last_error, " BELFRY_TS_TO_MS( \
+      "last_finished_at") ", consecutive_failures, total_succeeded, total_failed"
+inline constexpr const char kLockJobStatsName[] = "belfry_lock_job_stats";
+inline constexpr const char kLockJobStatsSql[] =
+    "SELECT " BELFRY_STATS_COLUMNS
+    " FROM job_stats WHERE job_id = ANY ($1::text[]) ORDER BY job_id FOR UPDATE";
+
+inline constexpr const char kGetJobStatsName[] = "belfry_get_job_stats";
+inline constexpr const char kGetJobStatsSql[] =
+    "SELECT " BELFRY_STATS_COLUMNS " FROM job_stats WHERE job_id = $1";
+#undef BELFRY_STATS_COLUMNS
+
+// $1 = JSON array of folded stats (whole rows).
+inline constexpr const char kUpsertJobStatsName[] = "belfry_upsert_job_stats";
+inline constexpr const char kUpsertJobStatsSql[] =
+    "INSERT INTO job_stats AS s (job_id, last_status, last_scheduled_for_ms, last_attempt, last_error,"
+    " last_finished_at, consecutive_failures, total_succeeded, total_failed, updated_at) "
+    "SELECT a.job_id, a.last_status, a.last_scheduled_for_ms, a.last_attempt, a.last_error,"
+    " " BELFRY_MS_TO_TIMESTAMPTZ("a.last_finished_ms") ", a.consecutive_failures, a.total_succeeded,"
+    " a.total_failed, now() "
+    "FROM json_to_recordset($1::json) AS a(job_id text, last_status text, last_scheduled_for_ms bigint,"
+    " last_attempt int, last_error text, last_finished_ms bigint, consecutive_failures bigint,"
+    " total_succeeded bigint, total_failed bigint) "
+    "ON CONFLICT (job_id) DO UPDATE SET last_status = EXCLUDED.last_status,"
+    " last_scheduled_for_ms = EXCLUDED.last_scheduled_for_ms, last_attempt = EXCLUDED.last_attempt,"
+    " last_error = EXCLUDED.last_error, last_finished_at = EXCLUDED.last_finished_at,"
+    " consecutive_failures = EXCLUDED.consecutive_failures, total_succeeded = EXCLUDED.total_succeeded,"
+    " total_failed = EXCLUDED.total_failed, updated_at = now()";
+
+// History, newest first, keyset-paginated on the primary key (a backward index scan).
+// $1 job, $2 limit, then the cursor ($3 scheduled_for_ms, $4 attempt, $5 status).
+#define BELFRY_EXECUTION_COLUMNS                                                                           \
+  "job_id, scheduled_for_ms, attempt, status, error, " BELFRY_TS_TO_MS("started_at") ", " BELFRY_TS_TO_MS( \
+      "finished_at") ", worker, src_partition, src_offset, " BELFRY_TS_TO_MS("received_at")
+inline constexpr const char kListExecutionsName[] = "belfry_list_executions";
+inline constexpr const char kListExecutionsSql[] =
+    "SELECT " BELFRY_EXECUTION_COLUMNS
+    " FROM executions WHERE job_id = $1 "
+    "ORDER BY scheduled_for_ms DESC, attempt DESC, status DESC LIMIT $2";
+inline constexpr const char kListExecutionsAfterName[] = "belfry_list_executions_after";
+inline constexpr const char kListExecutionsAfterSql[] =
+    "SELECT " BELFRY_EXECUTION_COLUMNS
+    " FROM executions WHERE job_id = $1 "
+    "AND (scheduled_for_ms, attempt, status) < ($3::bigint, $4::int, $5::text) "
+    "ORDER BY scheduled_for_ms DESC, attempt DESC, status DESC LIMIT $2";
+#undef BELFRY_EXECUTION_COLUMNS
+
+// The trim sweep: keeps the newest $1 reports of every job. A window over the whole table,
+// run periodically (not per insert); see docs/executions.md for its cost.
+inline constexpr const char kTrimExecutionsName[] = "belfry_trim_executions";
+inline constexpr const char kTrimExecutionsSql[] =
+    "DELETE FROM executions e USING ("
+    "  SELECT job_id, scheduled_for_ms, attempt, status FROM ("
+    "    SELECT job_id, scheduled_for_ms, attempt, status, row_number() OVER ("
+    "      PARTITION BY job_id ORDER BY scheduled_for_ms DESC, attempt DESC, status DESC) AS rn"
+    "    FROM executions) AS ranked"
+    "  WHERE rn > $1::int) AS old "
+    "WHERE e.job_id = old.job_id AND e.scheduled_for_ms = old.scheduled_for_ms AND e.attempt = old.attempt"
+    " AND e.status = old.status";
+
+}  // namespace belfry::pg_queries
+
+#undef BELFRY_MS_TO_TIMESTAMPTZ
+#undef BELFRY_TS_TO_MS
