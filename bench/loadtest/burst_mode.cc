@@ -1,0 +1,226 @@
+// burst: belfry's maximum trigger throughput, through its catch-up path. With belfry stopped,
+// every shard's fired_through is rewound so that the last K whole minutes (plus the current
+// minute up to now) are unfired; belfry is then started (by this mode with --belfry-bin, or by
+// the operator) and fires them all at once. The time from start to the last expected trigger
+// received is the burst; its rate is compared with `raw` sending the same number of same-size
+// messages to as many topics and partitions, in the same run.
+//
+// REQUIRES: belfry's misfire policy fire_all (the default) and max_catchup > K minutes.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <sstream>
+#include <thread>
+
+#include "core/iso_time.h"
+#include "core/slot_math.h"
+#include "loadtest/belfry_process.h"
+#include "loadtest/gnuplot_plotter.h"
+#include "loadtest/host_snapshot.h"
+#include "loadtest/kafka_admin.h"
+#include "loadtest/live_topic_reader.h"
+#include "loadtest/loadtest_modes.h"
+#include "loadtest/pg_connection.h"
+#include "loadtest/progress_meter.h"
+#include "loadtest/trigger_expectations.h"
+#include "loadtest/trigger_tally.h"
+
+namespace belfry::loadtest {
+namespace {
+
+struct BurstOptions {
+  std::string belfry_bin;
+  std::string belfry_args = "serve";
+  std::string belfry_log = "belfry-burst.log";
+  int32_t minutes = 1;
+  std::string timeout = "5m";
+  std::string claim_wait = "15s";
+  std::string topics_prefix = "lt.triggers.";
+  bool no_raw = false;
+  std::string raw_topic = "lt.raw";
+  std::string plot_prefix;
+};
+
+std::vector<std::string> SplitArgs(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string word; in >> word;) out.push_back(word);
+  return out;
+}
+
+// Waits until no shard has a live claim (belfry is not running), or throws.
+void WaitForNoLiveClaims(PgConnection& conn, int64_t wait_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  while (true) {
+    const int64_t claimed =
+        std::stoll(conn.ExecScalar("SELECT count(*) FROM shard_state WHERE claim_until > now()"));
+    if (claimed == 0) return;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw std::runtime_error(fmt::format(
+          "{} shards are claimed by a live belfry node: stop every belfry node before a burst", claimed));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
+int RunBurst(const CommonOptions& common, const BurstOptions& options) {
+  const int64_t timeout_ms = ParseDurationMs(options.timeout);
+  if (options.minutes < 1 || options.minutes > 14) throw std::invalid_argument("--minutes must be in 1..14");
+
+  PgConnection conn(common.database_url, "");
+  TriggerExpectations expectations;
+  fmt::print(stderr, "burst: reading jobs with topic prefix {} ...\n", options.topics_prefix);
+  expectations.Load(conn, options.topics_prefix);
+  WaitForNoLiveClaims(conn, ParseDurationMs(options.claim_wait));
+
+  LiveTopicReader reader(LiveTopicReaderOptions{common.brokers,
+                                                "^" + RegexEscape(options.topics_prefix) + ".*",
+                                                kTriggerHeaders, "belfry-loadtest-burst"});
+  // Rewind: minutes C-K .. C-1 of every shard, and minute C up to now, become unfired.
+  const int64_t current_minute = EpochMinuteOf(WallClockMs());
+  const int64_t rewind_to = current_minute - 1 - options.minutes;
+  const PgRows updated = conn.ExecParams(
+      "WITH r AS (UPDATE shard_state SET fired_through = $1::bigint, updated_at = now() RETURNING 1) "
+      "SELECT count(*) FROM r",
+      {std::to_string(rewind_to)});
+  const EpochMs window_first = (current_minute - options.minutes) * kMsPerMinute;
+  const EpochMs cut_ms = WallClockMs();
+  expectations.SetWindow(window_first, cut_ms);
+  fmt::print(
+      stderr, "burst: rewound {} shards to fired_through={}; expecting {} triggers for slots {} .. {}\n",
+      updated[0][0], rewind_to, expectations.expected(), FormatIsoTime(window_first), FormatIsoTime(cut_ms));
+
+  std::unique_ptr<BelfryProcess> belfry;
+  const EpochMs start_ms = WallClockMs();
+  if (!options.belfry_bin.empty()) {
+    belfry = std::make_unique<BelfryProcess>(options.belfry_bin, SplitArgs(options.belfry_args),
+                                             std::vector<std::pair<std::string, std::string>>{
+                                                 {"BELFRY_DATABASE_URL", common.database_url},
+                                                 {"BELFRY_KAFKA_BROKERS", common.brokers},
+                                                 {"BELFRY_KAFKA_COMMANDS_TOPIC", common.commands_topic},
+                                                 {"BELFRY_KAFKA_RESULTS_TOPIC", common.results_topic}},
+                                             options.belfry_log);
+    fmt::print(stderr, "burst: started {} {} (pid {}, log {})\n", options.belfry_bin, options.belfry_args,
+               belfry->pid(), options.belfry_log);
+  } else {
+    fmt::print(stderr, "burst: start belfry now (waiting up to {} for the triggers)\n", options.timeout);
+  }
+
+  TriggerTally* tally_ptr = nullptr;
+  ProgressMeter meter("burst", [&tally_ptr] { return tally_ptr->ProgressText(); });
+  ProgressCounter* arrived = meter.AddCounter("expected seen", expectations.expected());
+  TriggerTally tally(&expectations, arrived);
+  tally_ptr = &tally;
+  meter.Start();
+  bool belfry_died = false;
+  while (expectations.arrived() < expectations.expected()) {
+    if (WallClockMs() - start_ms > timeout_ms) break;
+    if (belfry != nullptr && !belfry->Running()) {
+      belfry_died = true;
+      break;
+    }
+    reader.Poll(200, [&](const LiveRecord& r) { tally.Add(r); });
+  }
+  // A short drain, so duplicates sent right after the last expected trigger are counted.
+  reader.Poll(1000, [&](const LiveRecord& r) { tally.Add(r); });
+  meter.Stop();
+
+  nlohmann::ordered_json j;
+  j["mode"] = "burst";
+  j["host"] = HostSnapshot();
+  j["jobs"] = expectations.job_count();
+  j["rewound_shards"] = std::stoll(updated[0][0]);
+  j["rewound_minutes"] = options.minutes;
+  j["window"] = {{"first_slot", FormatIsoTime(window_first)}, {"last_slot", FormatIsoTime(cut_ms)}};
+  if (belfry != nullptr) {
+    const int64_t rss_kb = PeakRssKb(belfry->pid());
+    j["belfry_peak_rss_mb"] =
+        rss_kb >= 0 ? nlohmann::ordered_json(static_cast<double>(rss_kb) / 1024.0) : nullptr;
+    j["belfry_exit"] = belfry->Stop(15'000);
+    j["belfry_died_early"] = belfry_died;
+  }
+  std::vector<TriggerExpectations::MissingTrigger> examples;
+  const int64_t missing = expectations.CountMissing(&examples, 10);
+  j["expected"] = expectations.expected();
+  j["received"] = expectations.arrived();
+  j["missing"] = missing;
+  nlohmann::ordered_json missing_list = nlohmann::ordered_json::array();
+  for (const auto& m : examples)
+    missing_list.push_back(fmt::format("{} @ {}", m.job_id, FormatIsoTime(m.slot_ms)));
+  if (!examples.empty()) j["missing_examples"] = missing_list;
+  const nlohmann::ordered_json counts = tally.Json();
+  for (const auto& [key, value] : counts.items()) j[key] = value;
+
+  const double from_first_s =
+      static_cast<double>(tally.last_arrival_ms() - tally.first_arrival_ms()) / 1000.0;
+  const double from_start_s = static_cast<double>(tally.last_arrival_ms() - start_ms) / 1000.0;
+  const double received = static_cast<double>(expectations.arrived());
+  j["seconds_first_to_last"] = from_first_s;
+  j["triggers_per_s"] = from_first_s > 0 ? received / from_first_s : 0;
+  if (belfry != nullptr) {
+    j["seconds_start_to_last"] = from_start_s;
+    j["triggers_per_s_from_start"] = from_start_s > 0 ? received / from_start_s : 0;
+  }
+  const int64_t avg_size = tally.received() > 0 ? tally.value_bytes() / tally.received() : 300;
+  j["value_bytes_avg"] = avg_size;
+
+  const GnuplotPlotter plotter(options.plot_prefix);
+  nlohmann::ordered_json plots = nlohmann::ordered_json::array();
+  const std::string burst_plot =
+      plotter.Throughput("throughput", "burst: expected triggers received per second", "triggers/s",
+                         {{"catch-up triggers received", meter.PerSecond(arrived)}});
+  if (!burst_plot.empty()) plots.push_back(burst_plot);
+
+  if (!options.no_raw && expectations.arrived() > 0) {
+    // The same number of same-size messages, to as many topics with as many partitions.
+    const std::map<std::string, int32_t> partitions = ListTopicPartitions(common.brokers);
+    int32_t per_topic = 4;
+    if (!expectations.topics().empty() && partitions.count(expectations.topics()[0]) > 0) {
+      per_topic = partitions.at(expectations.topics()[0]);
+    }
+    RawOptions raw;
+    raw.messages = expectations.arrived();
+    raw.size = static_cast<size_t>(avg_size);
+    raw.topic = options.raw_topic;
+    raw.topics = static_cast<int32_t>(std::max<size_t>(1, expectations.topics().size()));
+    raw.partitions = per_topic;
+    raw.plot_prefix = options.plot_prefix.empty() ? "" : options.plot_prefix + "-raw";
+    fmt::print(stderr, "burst: raw producer, {} messages of {} bytes to {} topics ...\n", raw.messages,
+               raw.size, raw.topics);
+    const nlohmann::ordered_json raw_result = RunRaw(common, raw, "burst-raw");
+    j["raw"] = raw_result;
+    const double raw_rate = raw_result["msgs_per_s"].get<double>();
+    j["burst_percent_of_raw"] = raw_rate > 0 ? 100.0 * j["triggers_per_s"].get<double>() / raw_rate : 0;
+    if (raw_result.contains("plots")) {
+      for (const auto& p : raw_result["plots"]) plots.push_back(p);
+    }
+  }
+  if (!plots.empty()) j["plots"] = plots;
+  fmt::print("{}\n", j.dump(2));
+  return missing == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void RegisterBurstMode(CLI::App& app, CommonOptions* common, ModeRunner* run) {
+  auto options = std::make_shared<BurstOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "burst", "rewind every shard K minutes and time belfry's catch-up (its maximum trigger throughput)");
+  AddCommonOptions(sub, common);
+  sub->add_option("--belfry-bin", options->belfry_bin, "start this belfry binary (and stop it afterwards)");
+  sub->add_option("--belfry-args", options->belfry_args, "its arguments")->capture_default_str();
+  sub->add_option("--belfry-log", options->belfry_log, "its stdout/stderr")->capture_default_str();
+  sub->add_option("--minutes", options->minutes, "whole minutes to rewind (1..14)")->capture_default_str();
+  sub->add_option("--timeout", options->timeout, "give up after this long")->capture_default_str();
+  sub->add_option("--claim-wait", options->claim_wait, "how long to wait for live shard claims to lapse")
+      ->capture_default_str();
+  sub->add_option("--topics-prefix", options->topics_prefix, "trigger topics (and jobs) to count")
+      ->capture_default_str();
+  sub->add_flag("--no-raw", options->no_raw, "skip the raw-producer comparison");
+  sub->add_option("--raw-topic", options->raw_topic, "topic prefix for the raw comparison")
+      ->capture_default_str();
+  sub->add_option("--plot", options->plot_prefix, "write PREFIX-throughput.png (and the raw run's charts)");
+  sub->callback([common, options, run] { *run = [common, options] { return RunBurst(*common, *options); }; });
+}
+
+}  // namespace belfry::loadtest

@@ -1,0 +1,105 @@
+// TriggerExpectations: the (job, slot) pairs belfry must fire inside a window of slot times,
+// worked out from the jobs table by design.md's rule (slot(M, s) = M*60 s + s*tick; due iff
+// M mod interval = offset, start_at <= slot < end_at, not paused), and which of them arrived.
+//
+// Memory is bounded by the job count, not the trigger count: ids are interned into one arena
+// with an open-addressing index (about 40 bytes per job in all), and arrivals are one bit per
+// (job, minute of the window).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "belfry/clock.h"
+#include "loadtest/pg_connection.h"
+
+namespace belfry::loadtest {
+
+class TriggerExpectations final {
+ public:
+  enum class Verdict {
+    kExpected,       // first arrival of an expected (job, slot)
+    kDuplicate,      // a repeat of one already seen
+    kOutsideWindow,  // scheduledFor outside the window: not judged
+    kUnknownJob,     // no such job in the table (as loaded)
+    kNotDue,         // the job exists but is not due at that slot (or the slot is not its shard's)
+  };
+
+  struct MissingTrigger {
+    std::string job_id;
+    EpochMs slot_ms = 0;
+  };
+
+  // Reads shard_count from belfry_meta (120 if absent) and every job whose topic starts with
+  // `topic_prefix`, streamed with COPY. Throws std::runtime_error.
+  void Load(PgConnection& conn, const std::string& topic_prefix);
+
+  // Fixes the window of slot times [first_ms, last_ms], counts the expected pairs and clears
+  // the arrivals. REQUIRES: Load().
+  void SetWindow(EpochMs first_ms, EpochMs last_ms);
+
+  // Judges one arrival. REQUIRES: SetWindow().
+  Verdict Record(std::string_view job_id, EpochMs scheduled_for_ms);
+
+  int64_t expected() const { return expected_; }
+  int64_t arrived() const { return arrived_; }  // distinct expected pairs seen
+  // Counts the expected pairs not seen; lists up to `limit` of them in `examples`.
+  int64_t CountMissing(std::vector<MissingTrigger>* examples, size_t limit) const;
+
+  size_t job_count() const { return jobs_.size(); }
+  int64_t paused_jobs() const { return paused_jobs_; }
+  int32_t shard_count() const { return shard_count_; }
+  int64_t tick_ms() const { return tick_ms_; }
+  // Distinct topics of the loaded jobs, sorted.
+  const std::vector<std::string>& topics() const { return topics_; }
+  // The number of expected triggers per minute over the window.
+  double expected_per_minute() const;
+
+ private:
+  struct JobInfo {
+    int16_t interval = 1;
+    int16_t offset = 0;
+    int16_t shard = 0;
+    uint8_t paused = 0;
+    uint8_t has_dates = 0;
+  };
+  struct Dates {
+    std::optional<EpochMs> start_at;
+    std::optional<EpochMs> end_at;
+  };
+
+  // Index of `id`, or -1.
+  int64_t Find(std::string_view id) const;
+  void Intern(std::string_view id);
+  std::string_view IdOf(size_t index) const {
+    return std::string_view(arena_).substr(id_begin_[index], id_begin_[index + 1] - id_begin_[index]);
+  }
+  bool DueAt(size_t index, int64_t minute, EpochMs slot_ms) const;
+  // Calls fn(minute, slot_ms) for every window slot at which job `index` is due.
+  template <typename Fn>
+  void ForEachDueSlot(size_t index, Fn fn) const;
+
+  std::string arena_;
+  std::vector<uint64_t> id_begin_{0};  // jobs_.size() + 1 entries
+  std::vector<uint32_t> index_;        // open addressing: job index + 1, 0 = empty
+  std::vector<JobInfo> jobs_;
+  std::unordered_map<uint32_t, Dates> dates_;
+  std::vector<std::string> topics_;
+  int64_t paused_jobs_ = 0;
+  int32_t shard_count_ = 120;
+  int64_t tick_ms_ = 500;
+
+  EpochMs first_ms_ = 0;
+  EpochMs last_ms_ = -1;
+  int64_t first_minute_ = 0;
+  int64_t minutes_ = 0;
+  std::vector<uint64_t> seen_;  // bit (job * minutes_ + minute - first_minute_)
+  int64_t expected_ = 0;
+  int64_t arrived_ = 0;
+};
+
+}  // namespace belfry::loadtest
