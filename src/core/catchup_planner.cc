@@ -55,4 +55,16 @@ std::vector<FireRequest> CatchUpRequests(const std::vector<ShardState>& states, 
   return out;
 }
 
+std::vector<FireRequest> WatermarkStarts(const std::vector<ShardState>& states, EpochMs now, int64_t grace_ms,
+                                         const SchedulerConfig& cfg) {
+  std::vector<FireRequest> out;
+  for (const ShardState& s : states) {
+    if (s.fired_through || s.claim_live) continue;
+    if (s.shard < 0 || s.shard >= cfg.shard_count) continue;
+    out.push_back(
+        FireRequest{s.shard, LastSlotMinuteAtOrBefore(now - grace_ms, s.shard, cfg.tick_ms), false});
+  }
+  return out;
+}
+
 }  // namespace belfry

@@ -53,8 +53,18 @@ struct FireRequest {
 
 // Shards that should have fired by `now - grace_ms` but are not recorded as fired and are not
 // claimed by a live node: one request per shard, up to its latest due minute. Shards that never
-// fired are left to the ticker.
+// fired have no watermark to catch up from: see WatermarkStarts.
 std::vector<FireRequest> CatchUpRequests(const std::vector<ShardState>& states, EpochMs now, int64_t grace_ms,
+                                         const SchedulerConfig& cfg);
+
+// Shards that never fired and are not claimed by a live node, each with the minute its watermark
+// should start at: the latest minute whose slot is at or before `now - grace_ms`. Recording that
+// watermark (without firing) makes every shard's schedule start when the first node scans, not
+// when the shard first fires: otherwise a node that stops within its first minute on a fresh
+// database leaves the shards it never reached without a watermark, and the slots they miss until
+// another node's ticker reaches them are never fired. Slots within the grace are left to the
+// ticker, as in CatchUpRequests.
+std::vector<FireRequest> WatermarkStarts(const std::vector<ShardState>& states, EpochMs now, int64_t grace_ms,
                                          const SchedulerConfig& cfg);
 
 }  // namespace belfry

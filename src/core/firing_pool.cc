@@ -139,6 +139,29 @@ void FiringPool::HandleScan(const Worker& w) {
   StatusOr<std::vector<ShardState>> states = w.ledger->LoadStates();
   if (!states.ok()) return;  // the next scan retries; the ledger adapter logs the fault
   const EpochMs now = clock_.NowMs();
+  // A fresh database: every shard's schedule starts at the first scan of the first node, so a
+  // node that stops before its ticker reached every shard leaves them to the others' catch-up.
+  for (const FireRequest& r : WatermarkStarts(*states, now, kScanGraceMs, cfg_)) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+      // A shard this node is firing right now gets its watermark from that firing. Holding the
+      // shard busy keeps an on-time firing from running under the same claim meanwhile.
+      if (busy_[r.shard]) continue;
+      busy_[r.shard] = true;
+    }
+    w.firer->StartWatermark(r.shard, r.minute);  // on failure the next scan tries again
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      busy_[r.shard] = false;
+      if (pending_[r.shard] >= 0) {
+        // An on-time request arrived meanwhile and was folded: queue it again.
+        on_time_.push_front(Request{Request::Kind::kFire, FireRequest{r.shard, pending_[r.shard], true}});
+        pending_[r.shard] = -1;
+      }
+    }
+    cv_.notify_one();
+  }
   std::vector<FireRequest> requests = CatchUpRequests(*states, now, kScanGraceMs, cfg_);
   {
     std::lock_guard<std::mutex> lock(mu_);

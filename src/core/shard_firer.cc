@@ -122,4 +122,25 @@ ShardFirer::Outcome ShardFirer::FireUpTo(int32_t shard, int64_t target_minute, S
   return Outcome::kFired;
 }
 
+ShardFirer::Outcome ShardFirer::StartWatermark(int32_t shard, int64_t minute, Status* error) {
+  StatusOr<ShardClaim> claim = ledger_.Claim(shard, minute, node_id_, cfg_.claim_lease_ms);
+  if (!claim.ok()) {
+    if (error) *error = claim.status();
+    return Outcome::kFailed;
+  }
+  if (!claim->claimed) return Outcome::kNotClaimed;
+  if (claim->fired_through) {
+    // It fired an earlier minute meanwhile: the catch-up scan owns it from here; never move an
+    // existing watermark past slots nobody fired.
+    ledger_.Release(shard, node_id_);
+    return Outcome::kNothingToDo;
+  }
+  if (Status st = ledger_.MarkFired(shard, minute, node_id_, cfg_.claim_lease_ms, true); !st.ok()) {
+    ledger_.Release(shard, node_id_);
+    if (error) *error = std::move(st);
+    return Outcome::kFailed;
+  }
+  return Outcome::kFired;
+}
+
 }  // namespace belfry

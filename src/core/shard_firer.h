@@ -35,6 +35,12 @@ class ShardFirer final {
   // released and nothing is recorded, so the shard-minutes are fired again later (at-least-once).
   Outcome FireUpTo(int32_t shard, int64_t target_minute, Status* error = nullptr);
 
+  // Records `minute` as the watermark of a shard that never fired, without firing anything, so
+  // that its schedule starts now (see WatermarkStarts). Returns kFired if it did; kNothingToDo
+  // if the shard has a watermark by now (whoever set it owns what follows); kNotClaimed if
+  // another node holds its claim or it is fired through `minute` already.
+  Outcome StartWatermark(int32_t shard, int64_t minute, Status* error = nullptr);
+
  private:
   // Streams one query's due jobs into one batch and waits for the acks.
   Status FireQuery(const DueQuery& q, bool on_time);

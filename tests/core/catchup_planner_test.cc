@@ -111,5 +111,28 @@ TEST(CatchupPlannerTest, GraceLeavesJustPassedSlotsToTheTicker) {
   EXPECT_EQ(CatchUpRequests(states, SlotMs(kM, 40, 500) + 2000, 2000, cfg).size(), 1u);
 }
 
+TEST(CatchupPlannerTest, WatermarkStartsCoverOnlyUnclaimedNeverFiredShards) {
+  SchedulerConfig cfg;
+  const EpochMs now = SlotMs(kM, 0, 500) + 30'000;  // half way through minute kM
+  std::vector<ShardState> states(4);
+  states[0].shard = 0;
+  states[0].fired_through = kM;  // has a watermark: not started again
+  states[1].shard = 40;          // never fired, slot 20 s: passed this minute
+  states[2].shard = 59;          // never fired, slot 29.5 s: within the 2 s grace
+  states[3].shard = 80;          // never fired, slot 40 s: still to come this minute
+  auto reqs = WatermarkStarts(states, now, 2000, cfg);
+  ASSERT_EQ(reqs.size(), 3u);
+  EXPECT_EQ(reqs[0].shard, 40);
+  EXPECT_EQ(reqs[0].minute, kM);  // its slot this minute counts as before the start
+  EXPECT_EQ(reqs[1].shard, 59);
+  EXPECT_EQ(reqs[1].minute, kM - 1);  // left to the ticker, which fires it on time
+  EXPECT_EQ(reqs[2].shard, 80);
+  EXPECT_EQ(reqs[2].minute, kM - 1);
+  states[3].claim_live = true;  // a live node is firing it: that firing sets the watermark
+  EXPECT_EQ(WatermarkStarts(states, now, 2000, cfg).size(), 2u);
+  // Shards that never fired get no catch-up request: there is no watermark to catch up from.
+  EXPECT_TRUE(CatchUpRequests({states[1], states[2]}, now, 2000, cfg).empty());
+}
+
 }  // namespace
 }  // namespace belfry

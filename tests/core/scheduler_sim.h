@@ -41,8 +41,12 @@ class SyncDispatcher final : public TickDispatcher {
   SyncDispatcher(const SchedulerConfig& cfg, ShardFirer& firer, ShardLedger& ledger, Clock& clock)
       : cfg_(cfg), firer_(firer), ledger_(ledger), clock_(clock) {}
   void DispatchOnTime(int32_t shard, int64_t minute) override { firer_.FireUpTo(shard, minute); }
+  // As FiringPool::HandleScan: start the watermarks of shards that never fired, then catch up.
   void DispatchCatchUpScan() override {
     auto states = ledger_.LoadStates();
+    for (const FireRequest& r : WatermarkStarts(*states, clock_.NowMs(), 2000, cfg_)) {
+      firer_.StartWatermark(r.shard, r.minute);
+    }
     for (const FireRequest& r : CatchUpRequests(*states, clock_.NowMs(), 2000, cfg_)) {
       firer_.FireUpTo(r.shard, r.minute);
     }

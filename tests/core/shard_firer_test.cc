@@ -77,5 +77,30 @@ TEST_F(ShardFirerTest, CatchUpFiresCurrentSlotFirst) {
   EXPECT_EQ(ledger_.FiredThrough(s.shard), kM);
 }
 
+TEST_F(ShardFirerTest, StartWatermarkRecordsWithoutFiringOnlyForNeverFiredShards) {
+  store_.Put(MakeJob("s0-job", 1, 0));  // any shard: nothing may fire
+  EXPECT_EQ(firer_.StartWatermark(7, kM - 1), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(ledger_.FiredThrough(7), kM - 1);
+  EXPECT_TRUE(sink_.sent().empty());
+  // The claim is released: another node can fire the shard's next minute.
+  auto claim = ledger_.Claim(7, kM, "node-b", 3000);
+  ASSERT_TRUE(claim.ok());
+  EXPECT_TRUE(claim->claimed);
+  ASSERT_TRUE(ledger_.Release(7, "node-b").ok());
+
+  // A watermark that exists is never moved, not even forwards: those slots are owed.
+  ledger_.SetFiredThrough(8, kM - 5);
+  EXPECT_EQ(firer_.StartWatermark(8, kM - 1), ShardFirer::Outcome::kNothingToDo);
+  EXPECT_EQ(ledger_.FiredThrough(8), kM - 5);
+  claim = ledger_.Claim(8, kM, "node-b", 3000);  // and its claim was released
+  ASSERT_TRUE(claim.ok());
+  EXPECT_TRUE(claim->claimed);
+
+  // Another node's live claim: left alone.
+  ASSERT_TRUE(ledger_.Claim(9, kM, "node-b", 3000)->claimed);
+  EXPECT_EQ(firer_.StartWatermark(9, kM - 1), ShardFirer::Outcome::kNotClaimed);
+  EXPECT_FALSE(ledger_.FiredThrough(9).has_value());
+}
+
 }  // namespace
 }  // namespace belfry

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -103,6 +104,12 @@ int BelfryProcess::Terminate(int64_t timeout_ms, int64_t* elapsed_ms) {
   }
   if (elapsed_ms) *elapsed_ms = NowMs() - start;
   if (!reaped_) {
+    // Hung: append every thread's stack to the log (when gdb is available) before killing it.
+    const std::string cmd = "command -v gdb >/dev/null && gdb -p " + std::to_string(pid_) +
+                            " -batch -ex 'thread apply all bt' >>" + log_path_ + " 2>&1";
+    if (std::system(cmd.c_str()) != 0) {
+      // No gdb, or it could not attach: the log simply has no stacks.
+    }
     Kill();
     return -1;
   }
@@ -130,6 +137,24 @@ bool BelfryProcess::WaitForLog(const std::string& needle, int64_t timeout_ms) co
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return false;
+}
+
+int BelfryProcess::AdminPort(int64_t timeout_ms) const {
+  const std::string needle = "admin HTTP listening on ";
+  const int64_t start = NowMs();
+  while (true) {
+    const std::string log = Log();
+    const size_t at = log.rfind(needle);
+    if (at != std::string::npos) {
+      const size_t port_at = log.find("(port ", at);
+      const size_t eol = log.find('\n', at);
+      if (port_at != std::string::npos && (eol == std::string::npos || port_at < eol)) {
+        return std::atoi(log.c_str() + port_at + 6);
+      }
+    }
+    if (NowMs() - start >= timeout_ms) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 }  // namespace belfry

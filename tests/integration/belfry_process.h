@@ -25,13 +25,18 @@ class BelfryProcess final {
 
   pid_t pid() const { return pid_; }
   bool running();
-  // Sends SIGTERM and waits up to `timeout_ms`; returns the exit code, or -1 on timeout (the
-  // child is then killed), or 128+signal if it died from a signal. Sets *elapsed_ms.
+  // Sends SIGTERM and waits up to `timeout_ms`; returns the exit code, 128+signal if it died
+  // from a signal, or -1 on timeout (the child's thread stacks are then appended to its log if
+  // gdb is installed, and it is killed). Sets *elapsed_ms.
   int Terminate(int64_t timeout_ms, int64_t* elapsed_ms = nullptr);
   void Kill();
   std::string Log() const;
   // Waits until the log contains `needle`; false on timeout.
   bool WaitForLog(const std::string& needle, int64_t timeout_ms) const;
+  // The admin HTTP port from the last "admin HTTP listening on ... (port N)" log line, waiting
+  // up to `timeout_ms` for it; -1 if it never appears.
+  int AdminPort(int64_t timeout_ms = 30'000) const;
+  const std::string& log_path() const { return log_path_; }
 
  private:
   pid_t pid_ = -1;

@@ -1,17 +1,33 @@
 #include "itest_support.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <pqxx/connection>
+#include <pqxx/nontransaction>
 #include <random>
+#include <sstream>
 
 #include "belfry_process.h"
 #include "core/shard_hash.h"
+#include "plain_producer.h"
+#include "trigger_verifier.h"
 
 namespace belfry {
 
 int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -47,7 +63,8 @@ std::unique_ptr<ItestWorld> ItestWorld::Create(const std::string& name) {
   w->run_id = name + "-" + std::to_string(getpid()) + "-" + std::to_string(rng() % 100000);
   const char* brokers = std::getenv("BELFRY_KAFKA_BROKERS");
   if (!brokers) {
-    ADD_FAILURE() << "BELFRY_KAFKA_BROKERS is not set: run via scripts/test (eval $(scripts/local-stack env))";
+    ADD_FAILURE()
+        << "BELFRY_KAFKA_BROKERS is not set: run via scripts/test (eval $(scripts/local-stack env))";
     return nullptr;
   }
   w->brokers = brokers;
@@ -112,6 +129,160 @@ std::vector<std::string> IdsInShard(const std::string& prefix, int32_t shard, in
     if (ShardForId(id, 120) == shard) out.push_back(id);
   }
   return out;
+}
+
+std::string SourceDir() { return BELFRY_SOURCE_DIR; }
+
+int LocalStack(const std::string& args, std::string* out) {
+  const std::string cmd = SourceDir() + "/scripts/local-stack " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return -1;
+  std::string text;
+  char buf[4096];
+  size_t n = 0;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) text.append(buf, n);
+  const int status = pclose(p);
+  if (out) *out = text;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::optional<std::string> HttpGet(int port, const std::string& path, int* status) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return std::nullopt;
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return std::nullopt;
+  }
+  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+    close(fd);
+    return std::nullopt;
+  }
+  std::string resp;
+  char buf[8192];
+  ssize_t n = 0;
+  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) resp.append(buf, static_cast<size_t>(n));
+  close(fd);
+  const size_t head_end = resp.find("\r\n\r\n");
+  if (head_end == std::string::npos) return std::nullopt;
+  if (status) {
+    *status = 0;
+    const size_t sp = resp.find(' ');
+    if (sp != std::string::npos) *status = std::atoi(resp.c_str() + sp + 1);
+  }
+  return resp.substr(head_end + 4);
+}
+
+std::optional<double> MetricValue(const std::string& exposition, const std::string& series) {
+  std::istringstream in(exposition);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 &&
+        line[series.size()] == ' ') {
+      return std::strtod(line.c_str() + series.size() + 1, nullptr);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string UpsertCommand(const std::string& id, int interval_minutes, const std::string& topic,
+                          const std::string& extra) {
+  return R"({"id":")" + id + R"(","intervalMinutes":)" + std::to_string(interval_minutes) + R"(,"topic":")" +
+         topic + R"(","owner":"itest","jobDetails":{"n":")" + id + "\"}" + extra + "}";
+}
+
+size_t PublishUpserts(PlainProducer& producer, const std::string& commands_topic,
+                      const std::vector<std::string>& ids, int interval_minutes, const std::string& topic) {
+  std::vector<PlainMessage> messages;
+  messages.reserve(ids.size());
+  for (const std::string& id : ids)
+    messages.push_back(PlainMessage{id, UpsertCommand(id, interval_minutes, topic), {}});
+  return CountFailed(producer.SendBatch(commands_topic, messages));
+}
+
+std::optional<pqxx::result> QueryFresh(const std::string& url, const std::string& sql) {
+  try {
+    pqxx::connection conn(url);
+    pqxx::nontransaction txn(conn);
+    return txn.exec(sql);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+int64_t CountFresh(const std::string& url, const std::string& sql) {
+  std::optional<pqxx::result> r = QueryFresh(url, sql);
+  if (!r || r->empty()) return -1;
+  return (*r)[0][0].as<int64_t>();
+}
+
+std::vector<ExpectedJob> LoadJobs(const std::string& url, const std::string& id_prefix,
+                                  int64_t* shard_mismatches) {
+  std::vector<ExpectedJob> jobs;
+  if (shard_mismatches) *shard_mismatches = 0;
+  std::optional<pqxx::result> r;
+  for (int attempt = 0; attempt < 50 && !r; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    r = QueryFresh(url,
+                   "SELECT id, shard, interval_minutes, offset_minutes FROM jobs WHERE starts_with(id, '" +
+                       id_prefix + "') ORDER BY id");
+  }
+  if (!r) {
+    ADD_FAILURE() << "cannot read the jobs table";
+    return jobs;
+  }
+  jobs.reserve(r->size());
+  for (const pqxx::row& row : *r) {
+    ExpectedJob j;
+    j.id = row[0].as<std::string>();
+    j.shard = ShardForId(j.id, 120);
+    j.interval_minutes = row[2].as<int32_t>();
+    j.offset_minutes = row[3].as<int32_t>();
+    if (shard_mismatches && row[1].as<int32_t>() != j.shard) ++*shard_mismatches;
+    jobs.push_back(std::move(j));
+  }
+  return jobs;
+}
+
+std::vector<std::string> MakeIds(const std::string& prefix, int n) {
+  std::vector<std::string> out;
+  out.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) out.push_back(prefix + "-" + std::to_string(i));
+  return out;
+}
+
+int64_t ProcessCpuMs(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return -1;
+  // After "pid (comm)": state is field 3; utime and stime are fields 14 and 15.
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string field;
+  int64_t utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::stoll(field);
+    if (i == 15) stime = std::stoll(field);
+  }
+  return (utime + stime) * 1000 / sysconf(_SC_CLK_TCK);
+}
+
+void Note(const std::string& line) {
+  const int64_t now = WallMs();
+  const std::time_t secs = static_cast<std::time_t>(now / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char stamp[32];
+  std::snprintf(stamp, sizeof(stamp), "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(now % 1000));
+  std::cout << "[itest " << stamp << "] " << line << std::endl;
 }
 
 }  // namespace belfry

@@ -7,6 +7,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <pqxx/result>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,5 +55,42 @@ class TopicCollector final {
 
 // The job ids "<prefix>-<n>" whose shard is `shard`, first `count` of them.
 std::vector<std::string> IdsInShard(const std::string& prefix, int32_t shard, int count);
+
+// ---- Helpers for the multi-node, fault and load scenarios. ----------------------------------
+
+class PlainProducer;
+struct ExpectedJob;
+
+// The repository root (compiled in as BELFRY_SOURCE_DIR).
+std::string SourceDir();
+// Runs `scripts/local-stack <args>` (fault injection: kafka-stop, pg-start, ...); returns its exit
+// code and puts its output in *out.
+int LocalStack(const std::string& args, std::string* out = nullptr);
+// GET http://127.0.0.1:<port><path> (HTTP/1.0); the body, or nullopt on a connection error.
+std::optional<std::string> HttpGet(int port, const std::string& path, int* status = nullptr);
+// The value of the Prometheus sample `series` (the exact text before the value, e.g.
+// `belfry_shard_minutes_skipped_total{reason="policy"}`), or nullopt if absent.
+std::optional<double> MetricValue(const std::string& exposition, const std::string& series);
+// An upsert command JSON for a job firing into `topic`.
+std::string UpsertCommand(const std::string& id, int interval_minutes, const std::string& topic,
+                          const std::string& extra = "");
+// Publishes one upsert per id (batched); returns how many were not acknowledged.
+size_t PublishUpserts(PlainProducer& producer, const std::string& commands_topic,
+                      const std::vector<std::string>& ids, int interval_minutes, const std::string& topic);
+// Runs `sql` on a fresh connection to `url` (so it works across a server restart); nullopt on
+// any error.
+std::optional<pqxx::result> QueryFresh(const std::string& url, const std::string& sql);
+// SELECT count(*) ... through QueryFresh; -1 on error.
+int64_t CountFresh(const std::string& url, const std::string& sql);
+// The stored jobs whose id starts with `id_prefix`, as the verifier expects them. The shard is
+// recomputed from the id (ShardForId(id, 120)); *shard_mismatches counts rows that disagree.
+std::vector<ExpectedJob> LoadJobs(const std::string& url, const std::string& id_prefix,
+                                  int64_t* shard_mismatches = nullptr);
+// "<prefix>-0" .. "<prefix>-<n-1>".
+std::vector<std::string> MakeIds(const std::string& prefix, int n);
+// CPU time (user + system) a process has used so far, in ms; -1 if it cannot be read.
+int64_t ProcessCpuMs(int pid);
+// Prints a line to stdout (it ends up in the ctest log) with a wall-clock prefix.
+void Note(const std::string& line);
 
 }  // namespace belfry

@@ -1,0 +1,174 @@
+// One-shot jobs and priority end to end on the real servers (issue 7): commands over Kafka, the
+// real `belfry serve`, triggers read back from Kafka.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <string>
+#include <vector>
+
+#include "belfry_process.h"
+#include "core/iso_time.h"
+#include "core/slot_math.h"
+#include "itest_support.h"
+#include "plain_producer.h"
+
+namespace belfry {
+namespace {
+
+class OneShotTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    world_ = ItestWorld::Create("once").release();
+    ASSERT_NE(world_, nullptr);
+    producer_ = new PlainProducer(world_->brokers);
+    triggers_ = new TopicCollector(world_->brokers, {world_->trigger_topic});
+    server_ = new BelfryProcess(world_->Env(), "/tmp/belfry-" + world_->run_id + ".log");
+    ASSERT_TRUE(server_->WaitForLog("belfry serving", 30'000)) << server_->Log();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    delete triggers_;
+    delete producer_;
+    delete world_;
+  }
+
+  static void Send(const std::string& id, const std::string& value) {
+    auto [p, o] = producer_->Send(world_->commands_topic, id, value);
+    EXPECT_GE(o, 0) << "publishing " << id;
+  }
+  static std::string OneShot(const std::string& id, EpochMs run_at, int priority = 0) {
+    std::string v = R"({"id":")";
+    v += id;
+    v += R"(","executionInterval":"ONCE","runAt":")";
+    v += FormatIsoTime(run_at);
+    v += R"(","topic":")";
+    v += world_->trigger_topic;
+    v += R"(","key":"same-partition","priority":)";
+    v += std::to_string(priority);
+    v += "}";
+    return v;
+  }
+  static std::string Interval(const std::string& id, int priority) {
+    std::string v = R"({"id":")";
+    v += id;
+    v += R"(","intervalMinutes":1,"topic":")";
+    v += world_->trigger_topic;
+    v += R"(","key":"same-partition","priority":)";
+    v += std::to_string(priority);
+    v += "}";
+    return v;
+  }
+  static int64_t Count(const std::string& where) {
+    std::string sql = "SELECT count(*) FROM jobs WHERE ";
+    sql += where;
+    return world_->db->Exec(sql)[0][0].as<int64_t>();
+  }
+  // Triggers received for `id`, in arrival order.
+  static std::vector<TailRecord> ReceivedFor(const std::string& id) {
+    std::vector<TailRecord> out;
+    for (const TailRecord& r : triggers_->records()) {
+      auto jid = r.headers.find("belfry-job-id");
+      if (jid != r.headers.end() && jid->second == id) out.push_back(r);
+    }
+    return out;
+  }
+  // A shard whose slot comes `ahead_ms` from now, and the first minute whose slot is >= 10 s away.
+  static std::pair<int32_t, int64_t> ShardAhead(int64_t ahead_ms) {
+    const int64_t now = WallMs();
+    const int32_t shard = static_cast<int32_t>(((now + ahead_ms) % 60'000) / 500);
+    int64_t m = LastSlotMinuteAtOrBefore(now, shard, 500) + 1;
+    if (SlotMs(m, shard, 500) < now + 10'000) ++m;
+    return {shard, m};
+  }
+
+  static ItestWorld* world_;
+  static PlainProducer* producer_;
+  static TopicCollector* triggers_;
+  static BelfryProcess* server_;
+};
+
+ItestWorld* OneShotTest::world_ = nullptr;
+PlainProducer* OneShotTest::producer_ = nullptr;
+TopicCollector* OneShotTest::triggers_ = nullptr;
+BelfryProcess* OneShotTest::server_ = nullptr;
+
+// A one-shot fires once, at its minute and its shard's second, in priority order with the
+// interval jobs of that shard-minute, and never again: not in later minutes, not after a restart.
+TEST_F(OneShotTest, FiresOnceAtItsSlotInPriorityOrderAndNeverAgainAcrossARestart) {
+  const auto [shard, m0] = ShardAhead(20'000);
+  const auto ids = IdsInShard(world_->run_id + "-o", shard, 4);
+  const std::string &once = ids[0], &hi = ids[1], &lo = ids[2], &mid = ids[3];
+  const EpochMs s0 = SlotMs(m0, shard, 500);
+  // runAt 59 s into minute m0: the trigger still fires at the shard's second of m0.
+  Send(once, OneShot(once, m0 * 60'000 + 59'000, 10));
+  Send(hi, Interval(hi, 100));
+  Send(lo, Interval(lo, -5));
+  Send(mid, Interval(mid, 0));
+  ASSERT_TRUE(WaitFor([&] { return Count("id LIKE '" + world_->run_id + "-o-%'") == 4; }, 10'000));
+  ASSERT_EQ(Count("id = '" + once + "' AND run_minute = " + std::to_string(m0)), 1);
+  ASSERT_LT(WallMs(), s0 - 1000) << "set-up too slow for the chosen slot";
+
+  SleepUntilWallMs(s0 + 8000);
+  const std::vector<TailRecord> got = ReceivedFor(once);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].headers.at("belfry-scheduled-for"), std::to_string(s0));
+  EXPECT_GE(got[0].timestamp_ms, s0 - 50);
+  EXPECT_LT(got[0].timestamp_ms, s0 + 5000);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(*got[0].value).get(doc), simdjson::SUCCESS);
+  std::string_view scheduled;
+  ASSERT_EQ(doc["scheduledFor"].get(scheduled), simdjson::SUCCESS);
+  EXPECT_EQ(std::string(scheduled), FormatIsoTime(s0));
+  int64_t interval = -1;
+  ASSERT_EQ(doc["intervalMinutes"].get(interval), simdjson::SUCCESS);
+  EXPECT_EQ(interval, 0);
+
+  // Priority: one key, so one partition; arrival order is emission order.
+  std::vector<std::string> order;
+  for (const TailRecord& r : triggers_->records()) {
+    if (r.headers.count("belfry-scheduled-for") &&
+        r.headers.at("belfry-scheduled-for") == std::to_string(s0)) {
+      order.push_back(r.headers.at("belfry-job-id"));
+    }
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{hi, once, mid, lo}));
+
+  // Restart the node, then let the next minute pass: the one-shot does not fire again.
+  int64_t took = 0;
+  EXPECT_EQ(server_->Terminate(12'000, &took), 0) << server_->Log();
+  delete server_;
+  server_ = new BelfryProcess(world_->Env(), "/tmp/belfry-" + world_->run_id + "-restart.log");
+  ASSERT_TRUE(server_->WaitForLog("belfry serving", 30'000)) << server_->Log();
+  SleepUntilWallMs(SlotMs(m0 + 1, shard, 500) + 8000);
+  EXPECT_EQ(ReceivedFor(once).size(), 1u);
+  EXPECT_EQ(ReceivedFor(mid).size(), 2u);      // the interval job did fire again
+  EXPECT_EQ(Count("id = '" + once + "'"), 1);  // kept until the retention sweep
+}
+
+// A runAt already past when the command is applied but within max_catchup (15 min) fires at
+// once, at its shard's next slot, with its original scheduledFor; one beyond the window never fires.
+TEST_F(OneShotTest, PastRunAtWithinTheWindowFiresAtOnceAndBeyondItNever) {
+  const auto [shard, m0] = ShardAhead(15'000);
+  const auto ids = IdsInShard(world_->run_id + "-past", shard, 2);
+  const std::string &within = ids[0], &beyond = ids[1];
+  const EpochMs sent_at = WallMs();
+  const EpochMs within_run_at = sent_at - 5 * 60'000;
+  const EpochMs beyond_run_at = sent_at - 30 * 60'000;
+  Send(within, OneShot(within, within_run_at));
+  Send(beyond, OneShot(beyond, beyond_run_at));
+  ASSERT_TRUE(WaitFor([&] { return Count("id LIKE '" + world_->run_id + "-past-%'") == 2; }, 10'000));
+  ASSERT_TRUE(WaitFor([&] { return !ReceivedFor(within).empty(); }, 75'000)) << "the past runAt never fired";
+  const TailRecord r = ReceivedFor(within)[0];
+  EXPECT_EQ(r.headers.at("belfry-scheduled-for"),
+            std::to_string(SlotMs(EpochMinuteOf(within_run_at), shard, 500)));
+  EXPECT_GE(r.timestamp_ms, sent_at);
+  EXPECT_LT(r.timestamp_ms, sent_at + 65'000);  // at the shard's next slot, not at the runAt's
+  (void)m0;
+  SleepUntilWallMs(WallMs() + 3000);
+  EXPECT_EQ(ReceivedFor(within).size(), 1u);
+  EXPECT_TRUE(ReceivedFor(beyond).empty());
+}
+
+}  // namespace
+}  // namespace belfry
