@@ -229,16 +229,6 @@ StatusOr<ExecutionReport> ParseExecutionReport(const RawExecution& raw, const Ex
   return r;
 }
 
-namespace {
-void AppendOptionalTime(std::string* out, const std::optional<EpochMs>& t) {
-  if (t) {
-    AppendJsonString(out, FormatIsoTime(*t));
-  } else {
-    out->append("null");
-  }
-}
-}  // namespace
-
 std::string EncodeExecutionRecord(const ExecutionRecord& record) {
   const ExecutionReport& r = record.report;
   std::string out = "{\"jobId\":";
@@ -253,9 +243,9 @@ std::string EncodeExecutionRecord(const ExecutionRecord& record) {
     AppendJsonString(&out, r.error);
   }
   out += ",\"startedAt\":";
-  AppendOptionalTime(&out, r.started_at);
+  AppendJsonTimeOrNull(&out, r.started_at);
   out += ",\"finishedAt\":";
-  AppendOptionalTime(&out, r.finished_at);
+  AppendJsonTimeOrNull(&out, r.finished_at);
   out += ",\"worker\":";
   if (r.worker.empty()) {
     out += "null";
@@ -263,7 +253,7 @@ std::string EncodeExecutionRecord(const ExecutionRecord& record) {
     AppendJsonString(&out, r.worker);
   }
   out += ",\"receivedAt\":";
-  AppendOptionalTime(&out, record.received_at ? std::optional<EpochMs>(record.received_at) : std::nullopt);
+  AppendJsonTimeOrNull(&out, record.received_at ? std::optional<EpochMs>(record.received_at) : std::nullopt);
   out += '}';
   return out;
 }

@@ -6,18 +6,6 @@
 #include "core/json_writer.h"
 
 namespace belfry {
-namespace {
-
-void AppendOptionalTime(std::string* out, const std::optional<EpochMs>& t) {
-  if (t) {
-    AppendJsonString(out, FormatIsoTime(*t));
-  } else {
-    out->append("null");
-  }
-}
-
-}  // namespace
-
 std::string EncodeJobJson(const StoredJob& job) {
   const JobSpec& s = job.spec;
   std::string out = "{\"id\":";
@@ -35,20 +23,20 @@ std::string EncodeJobJson(const StoredJob& job) {
   fmt::format_to(std::back_inserter(out), ",\"intervalMinutes\":{},\"offsetMinutes\":{},\"shard\":{}",
                  s.interval_minutes, s.offset_minutes, s.shard);
   out.append(",\"startDateTime\":");
-  AppendOptionalTime(&out, s.start_at);
+  AppendJsonTimeOrNull(&out, s.start_at);
   out.append(",\"endDateTime\":");
-  AppendOptionalTime(&out, s.end_at);
+  AppendJsonTimeOrNull(&out, s.end_at);
   fmt::format_to(std::back_inserter(out), ",\"paused\":{},\"priority\":{}", job.paused ? "true" : "false", s.priority);
   out.append(",\"runAt\":");
-  AppendOptionalTime(&out, s.run_at);
+  AppendJsonTimeOrNull(&out, s.run_at);
   out.append(",\"scheduledFor\":");
-  AppendOptionalTime(&out, s.one_shot() ? std::optional<EpochMs>(s.scheduled_for_ms) : std::nullopt);
+  AppendJsonTimeOrNull(&out, s.one_shot() ? std::optional<EpochMs>(s.scheduled_for_ms) : std::nullopt);
   out.append(",\"jobDetails\":");
   out.append(s.details_json.empty() ? "{}" : s.details_json);
   out.append(",\"createdAt\":");
-  AppendOptionalTime(&out, job.created_at ? std::optional<EpochMs>(job.created_at) : std::nullopt);
+  AppendJsonTimeOrNull(&out, job.created_at ? std::optional<EpochMs>(job.created_at) : std::nullopt);
   out.append(",\"updatedAt\":");
-  AppendOptionalTime(&out, job.updated_at ? std::optional<EpochMs>(job.updated_at) : std::nullopt);
+  AppendJsonTimeOrNull(&out, job.updated_at ? std::optional<EpochMs>(job.updated_at) : std::nullopt);
   out.push_back('}');
   return out;
 }

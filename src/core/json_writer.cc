@@ -1,5 +1,7 @@
 #include "core/json_writer.h"
 
+#include "core/iso_time.h"
+
 namespace belfry {
 
 void AppendJsonString(std::string* out, std::string_view s) {
@@ -35,6 +37,14 @@ void AppendJsonString(std::string* out, std::string_view s) {
   }
   out->append(s.data() + run_start, s.size() - run_start);
   out->push_back('"');
+}
+
+void AppendJsonTimeOrNull(std::string* out, const std::optional<EpochMs>& t) {
+  if (t) {
+    AppendJsonString(out, FormatIsoTime(*t));
+  } else {
+    out->append("null");
+  }
 }
 
 }  // namespace belfry
