@@ -51,6 +51,16 @@ struct JobStats {
   int64_t consecutive_failures = 0;
   int64_t total_succeeded = 0;
   int64_t total_failed = 0;
+  // The latest slot the job succeeded for (any attempt): retries of it or older slots are moot.
+  std::optional<EpochMs> last_success_scheduled_for_ms;
+};
+
+// What one ApplyReports call did.
+struct ExecutionApplyResult {
+  int64_t stored = 0;              // new reports (repeats excluded)
+  int64_t retries_scheduled = 0;   // retry rows inserted
+  int64_t retries_superseded = 0;  // scheduled retries dropped by a newer success
+  int64_t retries_too_late = 0;    // retries not scheduled: due more than max_catchup ago
 };
 
 // A page of history, newest first: (scheduledFor, attempt, status) descending.
@@ -64,7 +74,10 @@ class ExecutionStore {
   virtual ~ExecutionStore() = default;
   // Stores the reports in one transaction: new ones enter the history and the counters; a
   // report already stored (same key) changes nothing. Idempotent under replay.
-  virtual Status ApplyReports(const std::vector<ExecutionReport>& reports) = 0;
+  // A new `failed` report of a job that allows retries schedules the next attempt (see
+  // docs/executions.md, "Retries"); a new `succeeded` one drops the job's retries of that slot and
+  // older ones.
+  virtual StatusOr<ExecutionApplyResult> ApplyReports(const std::vector<ExecutionReport>& reports) = 0;
   // cursor: empty for the first page, else a next_cursor from the previous page. Invalid for a
   // malformed cursor. limit is clamped to 1..1000.
   virtual StatusOr<ExecutionPage> ListExecutions(const std::string& job_id, int32_t limit,

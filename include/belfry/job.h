@@ -18,6 +18,17 @@ struct SourcePosition {
   EpochMs timestamp_ms = 0;  // the Kafka message timestamp
 };
 
+// How long to wait before each retry of a failed execution: initial_ms before the first,
+// multiplied by `multiplier` for each further one, never more than max_ms.
+// See docs/executions.md, "Retries".
+struct RetryBackoff {
+  int64_t initial_ms = 60'000;
+  double multiplier = 2.0;  // >= 1
+  int64_t max_ms = 3'600'000;
+
+  bool operator==(const RetryBackoff&) const = default;
+};
+
 // A job's full definition, as an upsert carries it and as the jobs table stores it.
 struct JobSpec {
   std::string id;
@@ -45,6 +56,14 @@ struct JobSpec {
   // consumer lagged), the store may move run_minute to the shard's next minute, but never past
   // this one. -1: never move it (a past runAt beyond the catch-up window, or misfire policy skip).
   int64_t late_limit_minute = -1;
+
+  // Retries of failed executions (docs/executions.md, "Retries"). max_retries 0 = none.
+  int32_t max_retries = 0;
+  RetryBackoff retry_backoff;
+  // Set only on the rows belfry itself stores for scheduled retries (never by a command): the
+  // retried job and the retry's attempt number (>= 1).
+  std::string retry_of;
+  int32_t attempt = 0;
 
   bool one_shot() const { return run_at.has_value(); }
 };

@@ -19,6 +19,9 @@ struct TriggerView {
   std::string_view details_json;
   int32_t interval_minutes = 0;
   EpochMs scheduled_for_ms = 0;
+  // 0 for an ordinary trigger; n >= 1 for the n-th retry of a failed execution (then the value
+  // carries "attempt" and the message a belfry-attempt header).
+  int32_t attempt = 0;
 };
 
 // The triggers of one shard-minute (or one catch-up range).

@@ -38,6 +38,13 @@ TopicPolicy MakeTopicPolicy(const Config& cfg) {
                       cfg.kafka.executions_topic, cfg.kafka.executions_dlq_topic});
 }
 
+RetryRules MakeRetryRules(const Config& cfg) {
+  RetryRules rules;
+  rules.tick_ms = cfg.scheduler.tick_ms;
+  rules.max_late_ms = cfg.scheduler.max_catchup_ms;
+  return rules;
+}
+
 CommandRules MakeCommandRules(const Config& cfg, const TopicPolicy* policy) {
   CommandRules rules;
   rules.intervals = cfg.scheduler.intervals;

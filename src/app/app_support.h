@@ -5,6 +5,7 @@
 
 #include "belfry/config.h"
 #include "core/command_parser.h"
+#include "core/retry_planner.h"
 #include "core/topic_policy.h"
 
 namespace belfry {
@@ -21,6 +22,8 @@ TopicPolicy MakeTopicPolicy(const Config& cfg);
 
 // Validation rules for commands. `policy` must outlive the result.
 CommandRules MakeCommandRules(const Config& cfg, const TopicPolicy* policy);
+// Retry placement: the tick and the catch-up window.
+RetryRules MakeRetryRules(const Config& cfg);
 
 extern const char* const kBelfryVersion;
 

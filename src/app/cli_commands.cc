@@ -138,7 +138,8 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
   if (!job.ok()) return Fail(job.status().message());
   if (!job->has_value()) return Fail(fmt::format("no job with id '{}'", id), 4);
   const StoredJob& j = **job;
-  PgExecutionStore executions(cfg.database_url);
+  SystemClock clock;
+  PgExecutionStore executions(cfg.database_url, MakeRetryRules(cfg), clock);
   auto stats = executions.GetJobStats(id);
   if (!stats.ok()) return Fail(stats.status().message());
   const std::optional<JobStats> st = *stats;
@@ -191,7 +192,8 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
 
 int RunJobsHistory(const Config& cfg, const std::string& id, int limit, const std::string& cursor,
                    const std::string& output) {
-  PgExecutionStore store(cfg.database_url);
+  SystemClock clock;
+  PgExecutionStore store(cfg.database_url, MakeRetryRules(cfg), clock);
   auto page = store.ListExecutions(id, limit, cursor);
   if (!page.ok()) return Fail(page.status().message(), page.status().code() == Status::Code::kInvalid ? 64 : 1);
   if (output == "json") {

@@ -12,6 +12,7 @@
 #include "app/node_health.h"
 #include "app/signal_waiter.h"
 #include "app/system_clock.h"
+#include "http/execution_metrics.h"
 #include "core/firing_pool.h"
 #include "core/shard_firer.h"
 #include "core/shard_ticker.h"
@@ -101,7 +102,8 @@ int RunServe(const Config& cfg) {
   std::unique_ptr<CommandConsumer> consumer = std::move(consumer_or.value());
 
   // Execution outcomes: their own consumer group and connection, off the trigger path.
-  PgExecutionStore execution_store(cfg.database_url);
+  PgExecutionStore execution_store(cfg.database_url, MakeRetryRules(cfg), clock);
+  ExecutionMetrics execution_metrics(metrics.registry());
   std::unique_ptr<ExecutionConsumer> execution_consumer;
   if (cfg.executions.enabled) {
     ExecutionRules execution_rules;
@@ -109,9 +111,14 @@ int RunServe(const Config& cfg) {
     ExecutionConsumerOptions execution_options;
     execution_options.batch_max = cfg.executions.batch_max;
     execution_options.batch_wait_ms = cfg.kafka.command_batch_wait_ms;
-    execution_options.on_batch = [](const ExecutionBatchReport& r) {
+    execution_options.on_batch = [&execution_metrics](const ExecutionBatchReport& r) {
+      execution_metrics.OnBatch(r.size - r.stored, r.applied);
       if (!r.rejected_by_reason.empty()) {
         spdlog::info("executions: stored {} reports, rejected {} to the DLQ", r.stored, r.size - r.stored);
+      }
+      if (r.applied.retries_scheduled > 0 || r.applied.retries_too_late > 0) {
+        spdlog::info("executions: scheduled {} retries ({} superseded, {} too late to schedule)",
+                     r.applied.retries_scheduled, r.applied.retries_superseded, r.applied.retries_too_late);
       }
     };
     auto execution_or = ExecutionConsumer::Create(cfg.kafka, execution_store, execution_rules, execution_options);
@@ -124,7 +131,7 @@ int RunServe(const Config& cfg) {
 
   PgJobStore admin_store(cfg.database_url);
   PgShardLedger admin_ledger(cfg.database_url);
-  PgExecutionStore admin_executions(cfg.database_url);
+  PgExecutionStore admin_executions(cfg.database_url, MakeRetryRules(cfg), clock);
   metrics.SetSampler([&sink, &consumer](MetricsRegistry& m) {
     m.SetProducerQueue(sink->queue_length());
     m.SetConsumerLag(consumer->Stats().consumer_lag);
@@ -173,7 +180,7 @@ int RunServe(const Config& cfg) {
   // idempotent, so every node may run them.
   std::thread sweep_thread([&] {
     PgJobStore sweep_store(cfg.database_url);
-    PgExecutionStore trim_store(cfg.database_url);
+    PgExecutionStore trim_store(cfg.database_url, MakeRetryRules(cfg), clock);
     const int64_t retention_minutes = cfg.scheduler.one_shot_retention_ms / 60'000;
     int64_t next_trim_ms = clock.NowMs() + cfg.executions.trim_interval_ms;
     while (stop.WaitFor(std::chrono::seconds(60))) {

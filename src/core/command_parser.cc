@@ -14,6 +14,8 @@
 #include "core/interval_name.h"
 #include "core/iso_time.h"
 #include "core/one_shot_placement.h"
+#include "core/retry_fields.h"
+#include "core/retry_policy.h"
 #include "core/shard_hash.h"
 #include "core/slot_math.h"
 
@@ -124,6 +126,8 @@ enum Field : size_t {
   kJobDetails,
   kPriority,
   kRunAt,
+  kMaxRetries,
+  kRetryBackoff,
   kFieldCount,
 };
 
@@ -141,6 +145,8 @@ constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
     "jobDetails",
     "priority",
     "runAt",
+    "maxRetries",
+    "retryBackoff",
 };
 
 const char* TypeName(const element& el) {
@@ -180,7 +186,7 @@ class CommandFields final {
             "unknown_field",
             fmt::format("unknown field {} (known fields: op, id, owner, startDateTime, endDateTime, "
                         "executionInterval, intervalMinutes, offsetMinutes, topic, key, jobDetails, "
-                        "priority, runAt)",
+                        "priority, runAt, maxRetries, retryBackoff)",
                         Quote(field.key)));
       }
       const auto index = static_cast<size_t>(known - kFieldNames.begin());
@@ -257,6 +263,10 @@ Status CheckId(std::string_view id) {
   }
   if (const size_t at = FirstInvalidUtf8(id); at != std::string_view::npos) {
     return Reject("invalid_id", fmt::format("id {} is not valid UTF-8 (byte {})", Quote(id), at));
+  }
+  if (id.find(kRetryIdMarker) != std::string_view::npos) {
+    return Reject("invalid_id", fmt::format("id {} contains \"{}\", which belfry reserves for the ids of "
+                                            "scheduled retries", Quote(id), kRetryIdMarker));
   }
   return Status::Ok();
 }
@@ -528,6 +538,13 @@ Status ParseUpsert(const CommandFields& fields, const RawCommand& raw, const Com
                                                     NumberText(*el), -kMaxAbsPriority, kMaxAbsPriority));
     }
     spec->priority = static_cast<int32_t>(n.value);
+  }
+
+  if (const std::optional<element> el = fields.Get(kMaxRetries)) {
+    if (Status s = ParseMaxRetries(*el, &spec->max_retries); !s.ok()) return s;
+  }
+  if (const std::optional<element> el = fields.Get(kRetryBackoff)) {
+    if (Status s = ParseRetryBackoff(*el, &spec->retry_backoff); !s.ok()) return s;
   }
 
   return ParseDetails(fields, rules, &spec->details_json);

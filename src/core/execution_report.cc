@@ -276,6 +276,8 @@ JobStats FoldJobStats(const std::optional<JobStats>& current, const std::string&
       ++st.total_failed;
     } else {
       ++st.total_succeeded;
+      st.last_success_scheduled_for_ms =
+          std::max(st.last_success_scheduled_for_ms.value_or(r.scheduled_for_ms), r.scheduled_for_ms);
     }
     const bool newest = !st.last_status ||
                         std::make_tuple(r.scheduled_for_ms, r.attempt, rank(r.status)) >=

@@ -31,6 +31,15 @@ std::string EncodeJobJson(const StoredJob& job) {
   AppendJsonTimeOrNull(&out, s.run_at);
   out.append(",\"scheduledFor\":");
   AppendJsonTimeOrNull(&out, s.one_shot() ? std::optional<EpochMs>(s.scheduled_for_ms) : std::nullopt);
+  fmt::format_to(std::back_inserter(out),
+                 ",\"maxRetries\":{},\"retryBackoff\":{{\"initialSeconds\":{},\"multiplier\":{},\"maxSeconds\":{}}}",
+                 s.max_retries, s.retry_backoff.initial_ms / 1000, s.retry_backoff.multiplier,
+                 s.retry_backoff.max_ms / 1000);
+  if (s.attempt > 0) {  // a row belfry stores for a scheduled retry
+    out.append(",\"retryOf\":");
+    AppendJsonString(&out, s.retry_of);
+    fmt::format_to(std::back_inserter(out), ",\"attempt\":{}", s.attempt);
+  }
   out.append(",\"jobDetails\":");
   out.append(s.details_json.empty() ? "{}" : s.details_json);
   out.append(",\"createdAt\":");

@@ -1,19 +1,16 @@
-// RetryPolicy: backoff arithmetic and the supersession rule for retries of failed executions,
-// on plain values. See docs/executions.md, "Retries".
+// RetryPolicy: backoff arithmetic, the supersession rule, retry placement and the ids of retry
+// rows, on plain values. See docs/executions.md, "Retries".
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "belfry/clock.h"
+#include "belfry/job.h"
 
 namespace belfry {
-
-struct RetryBackoff {
-  int64_t initial_ms = 60'000;
-  double multiplier = 2.0;  // >= 1
-  int64_t max_ms = 3'600'000;
-};
 
 // The delay before retry number `attempt` (1 = the first retry):
 // min(max, initial * multiplier^(attempt-1)), without overflow for any attempt.
@@ -34,5 +31,27 @@ struct RetryPlan {
 std::optional<RetryPlan> PlanRetry(int32_t max_retries, const RetryBackoff& b, int32_t failed_attempt,
                                    EpochMs failed_at_ms, EpochMs scheduled_for_ms,
                                    const std::optional<EpochMs>& latest_success_scheduled_for_ms);
+
+// The first minute M whose slot of `shard` (M * 60000 + shard * tick_ms) is at or after
+// run_at_ms: a retry never fires before its backoff has elapsed. REQUIRES: tick_ms > 0.
+int64_t FirstMinuteAtOrAfter(EpochMs run_at_ms, int32_t shard, int64_t tick_ms);
+
+// The limits a job's retry settings must respect (checked at ingestion).
+inline constexpr int32_t kMaxRetriesLimit = 100;
+inline constexpr int64_t kMaxRetryDelayMs = 7LL * 24 * 3600 * 1000;  // 7 days
+inline constexpr double kMaxRetryMultiplier = 10.0;
+
+// Ids of the rows that hold scheduled retries: "<job>#retry#<scheduledFor ms>#<attempt>". The id
+// is deterministic, so a second failure report for the same (job, slot, attempt) finds the row
+// already there. Command ids may not contain kRetryIdMarker, so no job can collide with one.
+inline constexpr std::string_view kRetryIdMarker = "#retry#";
+std::string RetryRowId(std::string_view job_id, EpochMs scheduled_for_ms, int32_t attempt);
+
+struct RetryRowRef {
+  std::string_view job_id;
+  int32_t attempt = 0;
+};
+// The job and attempt of a retry row's id; nullopt for any other id.
+std::optional<RetryRowRef> ParseRetryRowId(std::string_view id);
 
 }  // namespace belfry

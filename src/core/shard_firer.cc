@@ -3,6 +3,7 @@
 #include <memory>
 #include <utility>
 
+#include "core/retry_policy.h"
 #include "core/slot_math.h"
 
 namespace belfry {
@@ -44,8 +45,14 @@ Status ShardFirer::FireQuery(const DueQuery& q, bool on_time) {
     }
     TriggerView t;
     t.job_id = job.id;
+    if (job.scheduled_for_ms != 0) {  // a one-shot: maybe a scheduled retry of another job
+      if (const std::optional<RetryRowRef> retry = ParseRetryRowId(job.id)) {
+        t.job_id = retry->job_id;
+        t.attempt = retry->attempt;
+      }
+    }
     t.topic = job.topic;
-    t.key = job.key.empty() ? job.id : job.key;
+    t.key = job.key.empty() ? t.job_id : job.key;
     t.details_json = job.details_json;
     t.interval_minutes = job.interval_minutes;
     t.scheduled_for_ms =

@@ -16,11 +16,18 @@ void EncodeTriggerValue(const TriggerView& t, std::string* out) {
   out->append(FormatIsoTime(t.scheduled_for_ms));
   out->append("\",\"intervalMinutes\":");
   fmt::format_to(std::back_inserter(*out), "{}", t.interval_minutes);
+  if (t.attempt > 0) fmt::format_to(std::back_inserter(*out), ",\"attempt\":{}", t.attempt);
   out->append(",\"jobDetails\":");
   out->append(t.details_json.empty() ? std::string_view("{}") : t.details_json);
   out->push_back('}');
 }
 
 std::string ScheduledForHeader(EpochMs scheduled_for_ms) { return fmt::format("{}", scheduled_for_ms); }
+
+}  // namespace belfry
+
+namespace belfry {
+
+std::string AttemptHeader(int32_t attempt) { return fmt::format("{}", attempt); }
 
 }  // namespace belfry

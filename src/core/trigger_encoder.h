@@ -1,5 +1,6 @@
 // TriggerEncoder: the trigger message value, built without re-parsing the stored details:
 // {"jobId":..,"scheduledFor":"2026-11-22T13:37:32.500Z","intervalMinutes":N,"jobDetails":{..}}
+// A retry (attempt >= 1) has "attempt":n after intervalMinutes; ordinary triggers do not.
 #pragma once
 
 #include <string>
@@ -14,5 +15,8 @@ void EncodeTriggerValue(const TriggerView& t, std::string* out);
 
 // The belfry-scheduled-for header value: epoch milliseconds in decimal.
 std::string ScheduledForHeader(EpochMs scheduled_for_ms);
+
+// The belfry-attempt header value of a retry: the attempt number in decimal.
+std::string AttemptHeader(int32_t attempt);
 
 }  // namespace belfry

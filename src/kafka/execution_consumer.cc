@@ -105,7 +105,13 @@ class ExecutionConsumer::Impl {
         }
       }
       report.stored = valid.size();
-      if (!Retry(stop, "storing execution reports", [&] { return store_.ApplyReports(valid); })) return;
+      const bool stored = Retry(stop, "storing execution reports", [&] {
+        StatusOr<ExecutionApplyResult> applied = store_.ApplyReports(valid);
+        if (!applied.ok()) return applied.status();
+        report.applied = applied.value();
+        return Status::Ok();
+      });
+      if (!stored) return;
       if (!Retry(stop, "publishing to the executions DLQ", [&] { return PublishRejections(rejected); }))
         return;
       Commit(batch);

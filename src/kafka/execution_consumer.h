@@ -21,6 +21,7 @@ struct ExecutionBatchReport {
   uint64_t size = 0;
   uint64_t stored = 0;                                 // valid reports handed to the store
   std::map<std::string, uint64_t> rejected_by_reason;  // Status::reason() -> n
+  ExecutionApplyResult applied;                        // what the store did with the valid ones
 };
 
 struct ExecutionConsumerOptions {

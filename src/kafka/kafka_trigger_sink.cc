@@ -22,6 +22,7 @@ namespace {
 
 constexpr char kJobIdHeader[] = "belfry-job-id";
 constexpr char kScheduledForHeader[] = "belfry-scheduled-for";
+constexpr char kAttemptHeader[] = "belfry-attempt";  // retries only
 
 // What a batch and its in-flight messages share. Intrusively refcounted: the batch holds one
 // reference and every produced message holds one until its delivery report, so the state
@@ -267,6 +268,7 @@ class KafkaTriggerBatch final : public TriggerBatch {
       std::unique_ptr<RdKafka::Headers> headers(RdKafka::Headers::create());
       headers->add(kJobIdHeader, t.job_id.data(), t.job_id.size());
       headers->add(kScheduledForHeader, scheduled_for);
+      if (t.attempt > 0) headers->add(kAttemptHeader, AttemptHeader(t.attempt));
       state_->BeginMessage();
       const RdKafka::ErrorCode err = producer_->produce(
           topic_, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY, value_.data(), value_.size(),

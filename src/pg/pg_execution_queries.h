@@ -23,7 +23,8 @@ inline constexpr const char kInsertExecutionsSql[] =
 // $1 = text[] of job ids. Locks the rows, so concurrent batches fold in turn.
 #define BELFRY_STATS_COLUMNS                                                                \
   "job_id, last_status, last_scheduled_for_ms, last_attempt, last_error, " BELFRY_TS_TO_MS( \
-      "last_finished_at") ", consecutive_failures, total_succeeded, total_failed"
+      "last_finished_at") ", consecutive_failures, total_succeeded, total_failed,"            \
+  " last_success_scheduled_for_ms"
 inline constexpr const char kLockJobStatsName[] = "belfry_lock_job_stats";
 inline constexpr const char kLockJobStatsSql[] =
     "SELECT " BELFRY_STATS_COLUMNS
@@ -38,18 +39,64 @@ inline constexpr const char kGetJobStatsSql[] =
 inline constexpr const char kUpsertJobStatsName[] = "belfry_upsert_job_stats";
 inline constexpr const char kUpsertJobStatsSql[] =
     "INSERT INTO job_stats AS s (job_id, last_status, last_scheduled_for_ms, last_attempt, last_error,"
-    " last_finished_at, consecutive_failures, total_succeeded, total_failed, updated_at) "
+    " last_finished_at, consecutive_failures, total_succeeded, total_failed, last_success_scheduled_for_ms,"
+    " updated_at) "
     "SELECT a.job_id, a.last_status, a.last_scheduled_for_ms, a.last_attempt, a.last_error,"
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.last_finished_ms") ", a.consecutive_failures, a.total_succeeded,"
-    " a.total_failed, now() "
+    " a.total_failed, a.last_success_scheduled_for_ms, now() "
     "FROM json_to_recordset($1::json) AS a(job_id text, last_status text, last_scheduled_for_ms bigint,"
     " last_attempt int, last_error text, last_finished_ms bigint, consecutive_failures bigint,"
-    " total_succeeded bigint, total_failed bigint) "
+    " total_succeeded bigint, total_failed bigint, last_success_scheduled_for_ms bigint) "
     "ON CONFLICT (job_id) DO UPDATE SET last_status = EXCLUDED.last_status,"
     " last_scheduled_for_ms = EXCLUDED.last_scheduled_for_ms, last_attempt = EXCLUDED.last_attempt,"
     " last_error = EXCLUDED.last_error, last_finished_at = EXCLUDED.last_finished_at,"
     " consecutive_failures = EXCLUDED.consecutive_failures, total_succeeded = EXCLUDED.total_succeeded,"
-    " total_failed = EXCLUDED.total_failed, updated_at = now()";
+    " total_failed = EXCLUDED.total_failed,"
+    " last_success_scheduled_for_ms = EXCLUDED.last_success_scheduled_for_ms, updated_at = now()";
+
+// ---- Retries (docs/executions.md, "Retries"). ------------------------------------------------
+
+// $1 = text[] of job ids with new failures. The retry settings and trigger fields of those that
+// exist, are not paused and allow retries (retry rows themselves never do).
+inline constexpr const char kRetryTargetsName[] = "belfry_retry_targets";
+inline constexpr const char kRetryTargetsSql[] =
+    "SELECT id, shard, owner, topic, key, details, interval_minutes, priority, max_retries,"
+    " retry_initial_ms, retry_multiplier, retry_max_ms "
+    "FROM jobs WHERE id = ANY ($1::text[]) AND NOT paused AND max_retries > 0 AND attempt = 0";
+
+// $1 = smallint[] of shards, sorted. Holds the claims of those shards still while the retries
+// are inserted: a firing cannot start (claim) between the placement read below and the commit.
+inline constexpr const char kLockShardsName[] = "belfry_lock_shards_for_retries";
+inline constexpr const char kLockShardsSql[] =
+    "SELECT shard FROM shard_state WHERE shard = ANY ($1::smallint[]) ORDER BY shard FOR SHARE";
+
+// $1 = JSON array of planned retries. A retry is placed in its planned minute, or later when its
+// shard has already fired that minute or a live claim may already have queried it (the claim's
+// claim_through), so that no firing can miss it. Returns the rows actually inserted: a repeat
+// (same id: same job, slot and attempt) inserts nothing.
+inline constexpr const char kInsertRetriesName[] = "belfry_insert_retries";
+inline constexpr const char kInsertRetriesSql[] =
+    "INSERT INTO jobs (id, shard, interval_minutes, offset_minutes, owner, topic, key, details, priority,"
+    " src_partition, src_offset, run_at, run_minute, scheduled_for_ms, attempt, retry_of) "
+    "SELECT a.id, a.shard, a.interval_minutes, 0, a.owner, a.topic, a.key, a.details, a.priority, -1, -1,"
+    " " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ","
+    " GREATEST(a.run_minute, ss.fired_through + 1,"
+    "   CASE WHEN ss.claim_until > now() THEN ss.claim_through + 1 END),"
+    " a.scheduled_for_ms, a.attempt, a.retry_of "
+    "FROM json_to_recordset($1::json) AS a(id text, shard smallint, interval_minutes int, owner text,"
+    " topic text, key text, details text, priority int, run_at_ms bigint, run_minute bigint,"
+    " scheduled_for_ms bigint, attempt int, retry_of text) "
+    "LEFT JOIN shard_state AS ss ON ss.shard = a.shard "
+    "ON CONFLICT DO NOTHING "
+    "RETURNING id";
+
+// $1 = JSON array of (job_id, scheduled_for_ms): the latest slot each job just succeeded for.
+// Drops the job's scheduled retries of that slot or older ones.
+inline constexpr const char kSupersedeRetriesName[] = "belfry_supersede_retries";
+inline constexpr const char kSupersedeRetriesSql[] =
+    "DELETE FROM jobs AS j "
+    "USING json_to_recordset($1::json) AS a(job_id text, scheduled_for_ms bigint) "
+    "WHERE j.retry_of = a.job_id AND j.scheduled_for_ms <= a.scheduled_for_ms";
 
 // History, newest first, keyset-paginated on the primary key (a backward index scan).
 // $1 job, $2 limit, then the cursor ($3 scheduled_for_ms, $4 attempt, $5 status).

@@ -10,6 +10,8 @@
 
 #include "core/execution_report.h"
 #include "core/json_writer.h"
+#include "core/retry_planner.h"
+#include "pg/json_array_chunks.h"
 #include "pg/pg_execution_queries.h"
 
 namespace belfry {
@@ -25,6 +27,10 @@ std::vector<PreparedStatement> ExecutionStatements() {
       {q::kListExecutionsName, q::kListExecutionsSql},
       {q::kListExecutionsAfterName, q::kListExecutionsAfterSql},
       {q::kTrimExecutionsName, q::kTrimExecutionsSql},
+      {q::kRetryTargetsName, q::kRetryTargetsSql},
+      {q::kLockShardsName, q::kLockShardsSql},
+      {q::kInsertRetriesName, q::kInsertRetriesSql},
+      {q::kSupersedeRetriesName, q::kSupersedeRetriesSql},
   };
 }
 
@@ -40,22 +46,6 @@ std::optional<int64_t> OptionalInt64(const pqxx::field& f) {
   return f.as<int64_t>();
 }
 
-void Field(std::string* out, bool* first, const char* name) {
-  if (!*first) out->push_back(',');
-  *first = false;
-  out->push_back('"');
-  out->append(name);
-  out->append("\":");
-}
-void IntField(std::string* out, bool* first, const char* name, const std::optional<int64_t>& v) {
-  Field(out, first, name);
-  out->append(v ? std::to_string(*v) : "null");
-}
-void StringField(std::string* out, bool* first, const char* name, std::string_view v) {
-  Field(out, first, name);
-  AppendJsonString(out, v);
-}
-
 JobStats StatsFromRow(const pqxx::row& row) {
   JobStats s;
   s.job_id = row[0].as<std::string>();
@@ -67,6 +57,7 @@ JobStats StatsFromRow(const pqxx::row& row) {
   s.consecutive_failures = row[6].as<int64_t>();
   s.total_succeeded = row[7].as<int64_t>();
   s.total_failed = row[8].as<int64_t>();
+  s.last_success_scheduled_for_ms = OptionalInt64(row[9]);
   return s;
 }
 
@@ -92,57 +83,65 @@ bool ParseExecutionCursor(const std::string& cursor, int64_t* scheduled_for_ms, 
   return StatusFromName(*status).has_value();
 }
 
-PgExecutionStore::PgExecutionStore(std::string database_url)
-    : session_(std::move(database_url), ExecutionStatements()) {}
+PgExecutionStore::PgExecutionStore(std::string database_url, RetryRules retry_rules, Clock& clock)
+    : session_(std::move(database_url), ExecutionStatements()), retry_rules_(retry_rules), clock_(clock) {}
 
 PgExecutionStore::~PgExecutionStore() = default;
 
-Status PgExecutionStore::ApplyReports(const std::vector<ExecutionReport>& reports) {
-  if (reports.empty()) return Status::Ok();
+StatusOr<ExecutionApplyResult> PgExecutionStore::ApplyReports(const std::vector<ExecutionReport>& reports) {
+  ExecutionApplyResult result;
+  if (reports.empty()) return result;
   // Sorted by key so that concurrent batches lock in the same order.
   std::vector<const ExecutionReport*> sorted;
   for (const ExecutionReport& r : reports) sorted.push_back(&r);
-  std::sort(sorted.begin(), sorted.end(), [](const ExecutionReport* x, const ExecutionReport* y) {
-    return std::make_tuple(x->job_id, x->scheduled_for_ms, x->attempt, static_cast<int>(x->status)) <
-           std::make_tuple(y->job_id, y->scheduled_for_ms, y->attempt, static_cast<int>(y->status));
-  });
-  std::string json = "[";
+  const auto key = [](const ExecutionReport& r) {
+    return std::make_tuple(std::string_view(r.job_id), r.scheduled_for_ms, r.attempt, static_cast<int>(r.status));
+  };
+  std::sort(sorted.begin(), sorted.end(),
+            [&](const ExecutionReport* x, const ExecutionReport* y) { return key(*x) < key(*y); });
+  JsonArrayChunks rows;
   for (const ExecutionReport* r : sorted) {
-    if (json.size() > 1) json.push_back(',');
-    json.push_back('{');
-    bool first = true;
-    StringField(&json, &first, "job_id", r->job_id);
-    IntField(&json, &first, "scheduled_for_ms", r->scheduled_for_ms);
-    IntField(&json, &first, "attempt", r->attempt);
-    StringField(&json, &first, "status", ExecutionStatusName(r->status));
-    StringField(&json, &first, "error", r->error);
-    IntField(&json, &first, "started_ms", r->started_at);
-    IntField(&json, &first, "finished_ms", r->finished_at);
-    StringField(&json, &first, "worker", r->worker);
-    IntField(&json, &first, "src_partition", r->source.partition);
-    IntField(&json, &first, "src_offset", r->source.offset);
-    json.push_back('}');
+    rows.BeginObject();
+    rows.String("job_id", r->job_id);
+    rows.Int("scheduled_for_ms", r->scheduled_for_ms);
+    rows.Int("attempt", r->attempt);
+    rows.String("status", ExecutionStatusName(r->status));
+    rows.String("error", r->error);
+    rows.OptionalInt("started_ms", r->started_at);
+    rows.OptionalInt("finished_ms", r->finished_at);
+    rows.String("worker", r->worker);
+    rows.Int("src_partition", r->source.partition);
+    rows.Int("src_offset", r->source.offset);
+    rows.EndObject();
   }
-  json.push_back(']');
+  const std::vector<std::string> chunks = rows.Finish();
 
-  return session_.Run("apply execution reports", [&](pqxx::connection& conn) {
+  Status st = session_.Run("apply execution reports", [&](pqxx::connection& conn) {
+    result = ExecutionApplyResult{};
     pqxx::work txn(conn, "apply_execution_reports");
-    const pqxx::result inserted = txn.exec_prepared(pg_queries::kInsertExecutionsName, json);
-    std::map<std::string, std::vector<ExecutionReport>> fresh;
-    for (const pqxx::row& row : inserted) {
-      ExecutionReport r;
-      r.job_id = row[0].as<std::string>();
-      r.scheduled_for_ms = row[1].as<int64_t>();
-      r.attempt = row[2].as<int32_t>();
-      r.status = StatusFromName(row[3].as<std::string>()).value_or(ExecutionStatus::kRunning);
-      r.error = row[4].as<std::string>();
-      r.finished_at = OptionalInt64(row[5]);
-      if (r.status == ExecutionStatus::kRunning) continue;
-      fresh[r.job_id].push_back(std::move(r));
+    // The new reports, as given (the message timestamp is not stored but dates a failure).
+    std::vector<ExecutionReport> fresh;
+    for (const std::string& chunk : chunks) {
+      for (const pqxx::row& row : txn.exec_prepared(pg_queries::kInsertExecutionsName, chunk)) {
+        ExecutionReport r;
+        r.job_id = row[0].as<std::string>();
+        r.scheduled_for_ms = row[1].as<int64_t>();
+        r.attempt = row[2].as<int32_t>();
+        r.status = StatusFromName(row[3].as<std::string>()).value_or(ExecutionStatus::kRunning);
+        const auto given = std::lower_bound(
+            sorted.begin(), sorted.end(), key(r), [&](const ExecutionReport* x, const auto& k) { return key(*x) < k; });
+        if (given != sorted.end() && key(**given) == key(r)) fresh.push_back(**given);
+      }
     }
-    if (!fresh.empty()) {
+    result.stored = static_cast<int64_t>(fresh.size());
+    std::map<std::string, std::vector<ExecutionReport>> terminal;
+    for (const ExecutionReport& r : fresh) {
+      if (r.status != ExecutionStatus::kRunning) terminal[r.job_id].push_back(r);
+    }
+    std::map<std::string, std::optional<EpochMs>> latest_success;
+    if (!terminal.empty()) {
       std::string ids = "{";
-      for (const auto& [id, unused] : fresh) {
+      for (const auto& [id, unused] : terminal) {
         if (ids.size() > 1) ids.push_back(',');
         AppendJsonString(&ids, id);  // a JSON string is a valid array-literal element
       }
@@ -152,33 +151,117 @@ Status PgExecutionStore::ApplyReports(const std::vector<ExecutionReport>& report
         JobStats s = StatsFromRow(row);
         current.emplace(s.job_id, std::move(s));
       }
-      std::string upserts = "[";
-      for (auto& [id, reports_of_job] : fresh) {
+      JsonArrayChunks upserts;
+      for (auto& [id, reports_of_job] : terminal) {
         auto it = current.find(id);
         const JobStats s =
             FoldJobStats(it == current.end() ? std::nullopt : std::optional<JobStats>(it->second), id,
                          std::move(reports_of_job));
-        if (upserts.size() > 1) upserts.push_back(',');
-        upserts.push_back('{');
-        bool first = true;
-        StringField(&upserts, &first, "job_id", s.job_id);
-        StringField(&upserts, &first, "last_status",
-                    s.last_status ? ExecutionStatusName(*s.last_status) : "");
-        IntField(&upserts, &first, "last_scheduled_for_ms", s.last_scheduled_for_ms);
-        IntField(&upserts, &first, "last_attempt", s.last_attempt);
-        StringField(&upserts, &first, "last_error", s.last_error);
-        IntField(&upserts, &first, "last_finished_ms", s.last_finished_at);
-        IntField(&upserts, &first, "consecutive_failures", s.consecutive_failures);
-        IntField(&upserts, &first, "total_succeeded", s.total_succeeded);
-        IntField(&upserts, &first, "total_failed", s.total_failed);
-        upserts.push_back('}');
+        latest_success[id] = s.last_success_scheduled_for_ms;
+        upserts.BeginObject();
+        upserts.String("job_id", s.job_id);
+        upserts.String("last_status", s.last_status ? ExecutionStatusName(*s.last_status) : "");
+        upserts.Int("last_scheduled_for_ms", s.last_scheduled_for_ms);
+        upserts.Int("last_attempt", s.last_attempt);
+        upserts.String("last_error", s.last_error);
+        upserts.OptionalInt("last_finished_ms", s.last_finished_at);
+        upserts.Int("consecutive_failures", s.consecutive_failures);
+        upserts.Int("total_succeeded", s.total_succeeded);
+        upserts.Int("total_failed", s.total_failed);
+        upserts.OptionalInt("last_success_scheduled_for_ms", s.last_success_scheduled_for_ms);
+        upserts.EndObject();
       }
-      upserts.push_back(']');
-      txn.exec_prepared(pg_queries::kUpsertJobStatsName, upserts);
+      for (const std::string& chunk : upserts.Finish()) txn.exec_prepared(pg_queries::kUpsertJobStatsName, chunk);
+      ApplyRetries(txn, fresh, latest_success, &result);
     }
     txn.commit();
     return Status::Ok();
   });
+  if (!st.ok()) return st;
+  return result;
+}
+
+void PgExecutionStore::ApplyRetries(pqxx::work& txn, const std::vector<ExecutionReport>& fresh,
+                                    const std::map<std::string, std::optional<EpochMs>>& latest_success,
+                                    ExecutionApplyResult* result) {
+  // Successes first: they drop the retries they supersede, and PlanRetries below sees them.
+  JsonArrayChunks superseding;
+  std::string failed_ids = "{";
+  std::map<std::string, bool> seen_failed;
+  for (const ExecutionReport& r : fresh) {
+    if (r.status == ExecutionStatus::kFailed && seen_failed.emplace(r.job_id, true).second) {
+      if (failed_ids.size() > 1) failed_ids.push_back(',');
+      AppendJsonString(&failed_ids, r.job_id);
+    }
+  }
+  failed_ids.push_back('}');
+  for (const auto& [id, slot] : latest_success) {
+    if (!slot) continue;
+    superseding.BeginObject();
+    superseding.String("job_id", id);
+    superseding.Int("scheduled_for_ms", *slot);
+    superseding.EndObject();
+  }
+  for (const std::string& chunk : superseding.Finish()) {
+    result->retries_superseded += txn.exec_prepared(pg_queries::kSupersedeRetriesName, chunk).affected_rows();
+  }
+  if (seen_failed.empty()) return;
+
+  std::map<std::string, RetryTarget> targets;
+  for (const pqxx::row& row : txn.exec_prepared(pg_queries::kRetryTargetsName, failed_ids)) {
+    RetryTarget t;
+    t.id = row[0].as<std::string>();
+    t.shard = row[1].as<int32_t>();
+    t.owner = row[2].as<std::string>();
+    t.topic = row[3].as<std::string>();
+    t.key = row[4].as<std::string>();
+    if (t.key.empty()) t.key = t.id;
+    t.details_json = row[5].as<std::string>();
+    t.interval_minutes = row[6].as<int32_t>();
+    t.priority = row[7].as<int32_t>();
+    t.max_retries = row[8].as<int32_t>();
+    t.backoff.initial_ms = row[9].as<int64_t>();
+    t.backoff.multiplier = row[10].as<double>();
+    t.backoff.max_ms = row[11].as<int64_t>();
+    targets.emplace(t.id, std::move(t));
+  }
+  if (targets.empty()) return;
+  const RetryPlanning planning = PlanRetries(fresh, targets, latest_success, retry_rules_, clock_.NowMs());
+  result->retries_too_late += planning.too_late;
+  if (planning.retries.empty()) return;
+
+  std::vector<int32_t> shards;
+  JsonArrayChunks retries;
+  for (const ScheduledRetry& s : planning.retries) {
+    shards.push_back(s.target->shard);
+    retries.BeginObject();
+    retries.String("id", s.row_id);
+    retries.Int("shard", s.target->shard);
+    retries.Int("interval_minutes", s.target->interval_minutes);
+    retries.String("owner", s.target->owner);
+    retries.String("topic", s.target->topic);
+    retries.String("key", s.target->key);
+    retries.String("details", s.target->details_json);
+    retries.Int("priority", s.target->priority);
+    retries.Int("run_at_ms", s.run_at_ms);
+    retries.Int("run_minute", s.run_minute);
+    retries.Int("scheduled_for_ms", s.scheduled_for_ms);
+    retries.Int("attempt", s.attempt);
+    retries.String("retry_of", s.target->id);
+    retries.EndObject();
+  }
+  std::sort(shards.begin(), shards.end());
+  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
+  std::string shard_array = "{";
+  for (int32_t shard : shards) {
+    if (shard_array.size() > 1) shard_array.push_back(',');
+    shard_array += std::to_string(shard);
+  }
+  shard_array.push_back('}');
+  txn.exec_prepared(pg_queries::kLockShardsName, shard_array);
+  for (const std::string& chunk : retries.Finish()) {
+    result->retries_scheduled += txn.exec_prepared(pg_queries::kInsertRetriesName, chunk).affected_rows();
+  }
 }
 
 StatusOr<ExecutionPage> PgExecutionStore::ListExecutions(const std::string& job_id, int32_t limit,

@@ -3,11 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <pqxx/transaction>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "belfry/clock.h"
 #include "belfry/execution.h"
+#include "core/retry_planner.h"
 #include "pg/pg_session.h"
 
 namespace belfry {
@@ -15,15 +19,18 @@ namespace belfry {
 // Thread-compatible: one instance per thread. One libpqxx connection, opened on first use.
 class PgExecutionStore final : public ExecutionStore {
  public:
-  explicit PgExecutionStore(std::string database_url);
+  // `clock` (which must outlive the store) dates the failures of reports without finishedAt and
+  // decides which retries are too late to schedule.
+  PgExecutionStore(std::string database_url, RetryRules retry_rules, Clock& clock);
   PgExecutionStore(const PgExecutionStore&) = delete;
   PgExecutionStore& operator=(const PgExecutionStore&) = delete;
   ~PgExecutionStore() override;
 
-  // One transaction, four set-based statements whatever the batch size: insert the reports
-  // (ON CONFLICT DO NOTHING RETURNING the new ones), lock the touched job_stats rows, fold the new
-  // reports into them (FoldJobStats), upsert the rows.
-  Status ApplyReports(const std::vector<ExecutionReport>& reports) override;
+  // One transaction, a fixed number of set-based statements whatever the batch size: insert the
+  // reports (ON CONFLICT DO NOTHING RETURNING the new ones), lock the touched job_stats rows, fold
+  // the new reports into them (FoldJobStats), upsert the rows; then drop the retries new successes
+  // supersede, and schedule the retries new failures call for (PlanRetries).
+  StatusOr<ExecutionApplyResult> ApplyReports(const std::vector<ExecutionReport>& reports) override;
   StatusOr<ExecutionPage> ListExecutions(const std::string& job_id, int32_t limit,
                                          const std::string& cursor) override;
   StatusOr<std::optional<JobStats>> GetJobStats(const std::string& job_id) override;
@@ -32,7 +39,14 @@ class PgExecutionStore final : public ExecutionStore {
   StatusOr<int64_t> TrimHistory(int32_t keep_per_job);
 
  private:
+  // Inside ApplyReports' transaction: the retry part.
+  void ApplyRetries(pqxx::work& txn, const std::vector<ExecutionReport>& fresh,
+                    const std::map<std::string, std::optional<EpochMs>>& latest_success,
+                    ExecutionApplyResult* result);
+
   PgSession session_;
+  RetryRules retry_rules_;
+  Clock& clock_;
 };
 
 // The history cursor "<scheduledFor ms>.<attempt>.<status>" of a record, and its parse.

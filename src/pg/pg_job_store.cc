@@ -6,16 +6,11 @@
 #include <pqxx/transaction>
 #include <utility>
 
-#include "core/json_writer.h"
+#include "pg/json_array_chunks.h"
 #include "pg/pg_queries.h"
 
 namespace belfry {
 namespace {
-
-// Upper bound on one JSON parameter. A batch of large jobs (details may be 64 KiB each) is split
-// into several executions of the same statements, inside the same transaction, so that no single
-// parameter or parse holds hundreds of megabytes.
-constexpr size_t kMaxJsonChunkBytes = 8 << 20;
 
 std::vector<PreparedStatement> JobStoreStatements() {
   namespace q = pg_queries;
@@ -23,6 +18,7 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kInsertJobsName, q::kInsertJobsSql},
       {q::kUpdateJobsName, q::kUpdateJobsSql},
       {q::kDeleteJobsName, q::kDeleteJobsSql},
+      {q::kDeleteRetriesOfName, q::kDeleteRetriesOfSql},
       {q::kSetPausedName, q::kSetPausedSql},
       {q::kGetJobName, q::kGetJobSql},
       {q::kListJobsName, q::kListJobsSql},
@@ -36,64 +32,6 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kSweepOneShotsName, q::kSweepOneShotsSql},
   };
 }
-
-// Builds the JSON array parameters of one statement, split into chunks of bounded size.
-class JsonArrayChunks final {
- public:
-  // Starts an object; add its fields with String(), Int(), ..., then call EndObject().
-  void BeginObject() {
-    if (current_.size() >= kMaxJsonChunkBytes) Flush();
-    current_.push_back(current_.empty() ? '[' : ',');
-    current_.push_back('{');
-    first_field_ = true;
-  }
-  void EndObject() { current_.push_back('}'); }
-
-  void String(const char* name, std::string_view v) {
-    Name(name);
-    AppendJsonString(&current_, v);
-  }
-  void Int(const char* name, int64_t v) {
-    Name(name);
-    current_ += std::to_string(v);
-  }
-  void OptionalInt(const char* name, const std::optional<int64_t>& v) {
-    Name(name);
-    current_ += v ? std::to_string(*v) : "null";
-  }
-  void Bool(const char* name, bool v) {
-    Name(name);
-    current_ += v ? "true" : "false";
-  }
-  void OptionalBool(const char* name, const std::optional<bool>& v) {
-    Name(name);
-    current_ += v ? (*v ? "true" : "false") : "null";
-  }
-
-  std::vector<std::string> Finish() {
-    Flush();
-    return std::move(chunks_);
-  }
-
- private:
-  void Name(const char* name) {
-    if (!first_field_) current_.push_back(',');
-    first_field_ = false;
-    current_.push_back('"');
-    current_ += name;
-    current_ += "\":";
-  }
-  void Flush() {
-    if (current_.empty()) return;
-    current_.push_back(']');
-    chunks_.push_back(std::move(current_));
-    current_.clear();
-  }
-
-  std::string current_;
-  bool first_field_ = true;
-  std::vector<std::string> chunks_;
-};
 
 struct ActionParams {
   std::vector<std::string> upserts;
@@ -137,6 +75,10 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions) {
         upserts.Int("late_limit", s.late_limit_minute);
         upserts.OptionalInt("scheduled_for_ms",
                             s.one_shot() ? std::optional<int64_t>(s.scheduled_for_ms) : std::nullopt);
+        upserts.Int("max_retries", s.max_retries);
+        upserts.Int("retry_initial_ms", s.retry_backoff.initial_ms);
+        upserts.Double("retry_multiplier", s.retry_backoff.multiplier);
+        upserts.Int("retry_max_ms", s.retry_backoff.max_ms);
         upserts.EndObject();
         break;
       }
@@ -188,6 +130,12 @@ StoredJob StoredJobFromRow(const pqxx::row& row) {
   s.run_at = OptionalInt64(row[16]);
   s.run_minute = OptionalInt64(row[17]).value_or(0);
   s.scheduled_for_ms = OptionalInt64(row[18]).value_or(0);
+  s.max_retries = row[19].as<int32_t>();
+  s.retry_backoff.initial_ms = row[20].as<int64_t>();
+  s.retry_backoff.multiplier = row[21].as<double>();
+  s.retry_backoff.max_ms = row[22].as<int64_t>();
+  s.attempt = row[23].as<int32_t>();
+  s.retry_of = row[24].as<std::string>();
   return job;
 }
 
@@ -212,7 +160,10 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
       txn.exec_prepared(pg_queries::kInsertJobsName, chunk);
       txn.exec_prepared(pg_queries::kUpdateJobsName, chunk);
     }
-    for (const std::string& chunk : params.deletes) txn.exec_prepared(pg_queries::kDeleteJobsName, chunk);
+    for (const std::string& chunk : params.deletes) {
+      txn.exec_prepared(pg_queries::kDeleteJobsName, chunk);
+      txn.exec_prepared(pg_queries::kDeleteRetriesOfName, chunk);
+    }
     for (const std::string& chunk : params.set_paused) txn.exec_prepared(pg_queries::kSetPausedName, chunk);
     txn.commit();
     return Status::Ok();

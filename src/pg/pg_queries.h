@@ -98,7 +98,8 @@ inline constexpr const char kDueJobsRangeSql[] =
   "json_to_recordset($1::json) AS a(id text, shard smallint, interval_minutes int, offset_minutes int,"   \
   " keep_offset boolean, owner text, topic text, key text, details text, start_ms bigint, end_ms bigint," \
   " priority int, paused boolean, replace_fresh boolean, src_partition int, src_offset bigint,"           \
-  " run_at_ms bigint, run_minute bigint, late_limit bigint, scheduled_for_ms bigint)"
+  " run_at_ms bigint, run_minute bigint, late_limit bigint, scheduled_for_ms bigint, max_retries int,"    \
+  " retry_initial_ms bigint, retry_multiplier double precision, retry_max_ms bigint)"
 
 // A one-shot's run_minute: the action's, unless its shard already fired that minute by the time
 // the command is applied (the consumer lagged) and the next minute is within the action's
@@ -113,11 +114,13 @@ inline constexpr const char kDueJobsRangeSql[] =
 inline constexpr const char kInsertJobsName[] = "belfry_insert_jobs";
 inline constexpr const char kInsertJobsSql[] =
     "INSERT INTO jobs (id, shard, interval_minutes, offset_minutes, owner, topic, key, details,"
-    " start_at, end_at, priority, paused, src_partition, src_offset, run_at, run_minute, scheduled_for_ms) "
+    " start_at, end_at, priority, paused, src_partition, src_offset, run_at, run_minute, scheduled_for_ms,"
+    " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms) "
     "SELECT a.id, a.shard, a.interval_minutes, a.offset_minutes, a.owner, a.topic, a.key, a.details,"
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.start_ms") ", " BELFRY_MS_TO_TIMESTAMPTZ("a.end_ms") ","
     " a.priority, COALESCE(a.paused, false), a.src_partition, a.src_offset,"
-    " " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ", " BELFRY_RUN_MINUTE ", a.scheduled_for_ms "
+    " " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ", " BELFRY_RUN_MINUTE ", a.scheduled_for_ms,"
+    " a.max_retries, a.retry_initial_ms, a.retry_multiplier, a.retry_max_ms "
     "FROM " BELFRY_UPSERT_RECORDSET
     " LEFT JOIN shard_state AS ss ON ss.shard = a.shard "
     "ON CONFLICT (id) DO NOTHING";
@@ -144,6 +147,8 @@ inline constexpr const char kUpdateJobsSql[] =
     " run_at = " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ","
     " run_minute = " BELFRY_RUN_MINUTE ","
     " scheduled_for_ms = a.scheduled_for_ms,"
+    " max_retries = a.max_retries, retry_initial_ms = a.retry_initial_ms,"
+    " retry_multiplier = a.retry_multiplier, retry_max_ms = a.retry_max_ms,"
     " created_at = CASE WHEN a.replace_fresh THEN now() ELSE j.created_at END,"
     " updated_at = now() "
     "FROM " BELFRY_UPSERT_RECORDSET
@@ -158,6 +163,14 @@ inline constexpr const char kDeleteJobsSql[] =
     "DELETE FROM jobs AS j "
     "USING json_to_recordset($1::json) AS a(id text, src_partition int, src_offset bigint) "
     "WHERE j.id = a.id AND NOT (j.src_partition = a.src_partition AND j.src_offset > a.src_offset)";
+
+// Deleting a job cancels its scheduled retries (rows of migration 0004). Same parameter as
+// kDeleteJobsSql; a replay finds nothing left to delete.
+inline constexpr const char kDeleteRetriesOfName[] = "belfry_delete_retries_of";
+inline constexpr const char kDeleteRetriesOfSql[] =
+    "DELETE FROM jobs AS j "
+    "USING json_to_recordset($1::json) AS a(id text, src_partition int, src_offset bigint) "
+    "WHERE j.retry_of = a.id";
 
 inline constexpr const char kSetPausedName[] = "belfry_set_paused";
 inline constexpr const char kSetPausedSql[] =
@@ -174,7 +187,8 @@ inline constexpr const char kSetPausedSql[] =
   " floor(extract(epoch FROM start_at) * 1000)::bigint, floor(extract(epoch FROM end_at) * 1000)::bigint," \
   " priority, paused, floor(extract(epoch FROM created_at) * 1000)::bigint,"                               \
   " floor(extract(epoch FROM updated_at) * 1000)::bigint, src_partition, src_offset,"                      \
-  " floor(extract(epoch FROM run_at) * 1000)::bigint, run_minute, scheduled_for_ms"
+  " floor(extract(epoch FROM run_at) * 1000)::bigint, run_minute, scheduled_for_ms,"                      \
+  " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms, attempt, COALESCE(retry_of, '')"
 
 inline constexpr const char kGetJobName[] = "belfry_get_job";
 inline constexpr const char kGetJobSql[] = "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE id = $1";
@@ -214,7 +228,7 @@ inline constexpr const char kClaimShardName[] = "belfry_claim_shard";
 inline constexpr const char kClaimShardSql[] =
     "WITH claimed AS ("
     "  UPDATE shard_state SET claim_node = $2, claim_until = now() + $4::bigint * interval '1 millisecond',"
-    "    updated_at = now()"
+    "    claim_through = $3::bigint, updated_at = now()"
     "  WHERE shard = $1::smallint AND (fired_through IS NULL OR fired_through < $3::bigint)"
     "    AND (claim_until IS NULL OR claim_until <= now() OR claim_node = $2)"
     "  RETURNING fired_through"

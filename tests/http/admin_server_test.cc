@@ -86,7 +86,9 @@ class ScriptedJobStore final : public JobStore {
 // An ExecutionStore with a fixed history of `n` reports for job "h" and fixed stats.
 class ScriptedExecutionStore final : public ExecutionStore {
  public:
-  Status ApplyReports(const std::vector<ExecutionReport>&) override { return Status::Ok(); }
+  StatusOr<ExecutionApplyResult> ApplyReports(const std::vector<ExecutionReport>&) override {
+    return ExecutionApplyResult{};
+  }
   StatusOr<ExecutionPage> ListExecutions(const std::string& job_id, int32_t limit,
                                          const std::string& cursor) override {
     ExecutionPage page;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "fakes/fake_clock.h"
 #include "pg/pg_execution_store.h"
 #include "pg_test_database.h"
 
@@ -36,10 +37,11 @@ class PgExecutionStoreTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_NE(db_, nullptr) << error_;
     db_->Exec("TRUNCATE executions, job_stats");
-    store_ = std::make_unique<PgExecutionStore>(db_->url());
+    store_ = std::make_unique<PgExecutionStore>(db_->url(), RetryRules{}, clock_);
   }
   static PgTestDatabase* db_;
   static std::string error_;
+  FakeClock clock_{1'700'000'000'000};
   std::unique_ptr<PgExecutionStore> store_;
 };
 

@@ -1,0 +1,270 @@
+// Retries in the PostgreSQL stores: a failed report schedules the next attempt as a one-shot row
+// the tick query finds; repeats, the attempt limit, supersession by a success, lateness, pause,
+// delete and placement behind a shard's watermark or live claim.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/retry_policy.h"
+#include "core/slot_math.h"
+#include "fakes/fake_clock.h"
+#include "pg/pg_execution_store.h"
+#include "pg/pg_job_store.h"
+#include "pg_test_database.h"
+
+namespace belfry {
+namespace {
+
+constexpr int64_t kTickMs = 500;
+constexpr int32_t kShard = 7;
+constexpr int64_t kMinute = 29'000'260;  // 2025-02-20
+const EpochMs kNow = kMinute * 60'000 + 20'000;
+const EpochMs kSlot = SlotMs(kMinute, kShard, kTickMs);  // the failed run's scheduledFor
+
+JobAction Job(const std::string& id, int32_t max_retries, int64_t src_offset) {
+  JobAction a;
+  a.id = id;
+  a.spec.id = id;
+  a.spec.interval_minutes = 15;
+  a.spec.offset_minutes = 14;  // due at kMinute + 4: not in the minutes the retries fire
+  a.spec.offset_explicit = true;
+  a.spec.shard = kShard;
+  a.spec.topic = "orders.poll";
+  a.spec.details_json = R"({"n":1})";
+  a.spec.max_retries = max_retries;
+  a.spec.retry_backoff = RetryBackoff{60'000, 2.0, 600'000};
+  a.source = SourcePosition{0, src_offset, 0};
+  return a;
+}
+
+ExecutionReport Failed(const std::string& job, EpochMs slot, int32_t attempt, EpochMs finished, int64_t offset) {
+  ExecutionReport r;
+  r.job_id = job;
+  r.scheduled_for_ms = slot;
+  r.attempt = attempt;
+  r.status = ExecutionStatus::kFailed;
+  r.error.append("HTTP 503");
+  r.finished_at = finished;
+  r.source = SourcePosition{0, offset, finished};
+  return r;
+}
+
+ExecutionReport Succeeded(const std::string& job, EpochMs slot, int32_t attempt, int64_t offset) {
+  ExecutionReport r = Failed(job, slot, attempt, slot + 1000, offset);
+  r.status = ExecutionStatus::kSucceeded;
+  r.error.clear();
+  return r;
+}
+
+struct RetryRow {
+  std::string id;
+  int64_t run_minute;
+  EpochMs scheduled_for_ms;
+  int32_t attempt;
+  std::string retry_of;
+  std::string key;
+  int32_t interval;
+};
+
+class PgRetryTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { db_ = PgTestDatabase::CreateMigrated(120, &error_).release(); }
+  static void TearDownTestSuite() {
+    delete db_;
+    db_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(db_, nullptr) << error_;
+    db_->Exec("TRUNCATE jobs, executions, job_stats");
+    db_->Exec("UPDATE shard_state SET fired_through = NULL, claim_node = NULL, claim_until = NULL");
+    jobs_ = std::make_unique<PgJobStore>(db_->url());
+    RetryRules rules;
+    rules.tick_ms = kTickMs;
+    executions_ = std::make_unique<PgExecutionStore>(db_->url(), rules, clock_);
+  }
+
+  void Apply(const std::vector<JobAction>& actions) { ASSERT_TRUE(jobs_->ApplyActions(actions).ok()); }
+
+  ExecutionApplyResult Report(const std::vector<ExecutionReport>& reports) {
+    StatusOr<ExecutionApplyResult> r = executions_->ApplyReports(reports);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? r.value() : ExecutionApplyResult{};
+  }
+
+  std::vector<RetryRow> Retries() {
+    std::vector<RetryRow> out;
+    for (const auto& row : db_->Exec("SELECT id, run_minute, scheduled_for_ms, attempt, retry_of, key, "
+                                     "interval_minutes FROM jobs WHERE retry_of IS NOT NULL ORDER BY id")) {
+      out.push_back(RetryRow{row[0].as<std::string>(), row[1].as<int64_t>(), row[2].as<int64_t>(),
+                             row[3].as<int32_t>(), row[4].as<std::string>(), row[5].as<std::string>(),
+                             row[6].as<int32_t>()});
+    }
+    return out;
+  }
+
+  // The ids the tick query returns for (kShard, minute).
+  std::vector<std::string> Due(int64_t minute) {
+    DueQuery q{kShard, minute, minute, kTickMs, TermsForMinute({1, 5, 15}, minute)};
+    std::vector<std::string> ids;
+    const Status st = jobs_->ForEachDueJob(q, [&](const DueJob& j) {
+      ids.push_back(std::string(j.id));
+      EXPECT_EQ(j.scheduled_for_ms, kSlot);
+      EXPECT_EQ(j.interval_minutes, 15);
+    });
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return ids;
+  }
+
+  static PgTestDatabase* db_;
+  static std::string error_;
+  FakeClock clock_{kNow};
+  std::unique_ptr<PgJobStore> jobs_;
+  std::unique_ptr<PgExecutionStore> executions_;
+};
+
+PgTestDatabase* PgRetryTest::db_ = nullptr;
+std::string PgRetryTest::error_;
+
+TEST_F(PgRetryTest, FailureSchedulesTheNextAttemptWhereTheTickQueryFindsIt) {
+  Apply({Job("j", 3, 1)});
+  const EpochMs failed_at = kSlot + 4'000;
+  const ExecutionApplyResult r = Report({Failed("j", kSlot, 0, failed_at, 10)});
+  EXPECT_EQ(r.stored, 1);
+  EXPECT_EQ(r.retries_scheduled, 1);
+  const std::vector<RetryRow> rows = Retries();
+  ASSERT_EQ(rows.size(), 1u);
+  const int64_t minute = FirstMinuteAtOrAfter(failed_at + 60'000, kShard, kTickMs);
+  ASSERT_EQ(minute, kMinute + 2);
+  EXPECT_EQ(rows[0].id, RetryRowId("j", kSlot, 1));
+  EXPECT_EQ(rows[0].run_minute, minute);
+  EXPECT_GE(SlotMs(minute, kShard, kTickMs), failed_at + 60'000);
+  EXPECT_EQ(rows[0].scheduled_for_ms, kSlot);
+  EXPECT_EQ(rows[0].attempt, 1);
+  EXPECT_EQ(rows[0].retry_of, "j");
+  EXPECT_EQ(rows[0].key, "j");  // the job's trigger key (its id: it has no key)
+  EXPECT_EQ(rows[0].interval, 15);
+  EXPECT_EQ(Due(minute), std::vector<std::string>{RetryRowId("j", kSlot, 1)});
+  EXPECT_TRUE(Due(minute + 1).empty());
+
+  // The retry fails too: attempt 2, after 2 minutes of backoff.
+  const EpochMs second_failure = SlotMs(minute, kShard, kTickMs) + 3'000;
+  EXPECT_EQ(Report({Failed("j", kSlot, 1, second_failure, 11)}).retries_scheduled, 1);
+  const int64_t minute2 = FirstMinuteAtOrAfter(second_failure + 120'000, kShard, kTickMs);
+  ASSERT_EQ(minute2, kMinute + 5);
+  EXPECT_EQ(Due(minute2), std::vector<std::string>{RetryRowId("j", kSlot, 2)});
+}
+
+TEST_F(PgRetryTest, DuplicateReportsScheduleOneRetry) {
+  Apply({Job("j", 3, 1)});
+  const ExecutionReport f = Failed("j", kSlot, 0, kSlot + 4'000, 10);
+  ExecutionReport again = f;
+  again.source.offset = 11;
+  again.worker = "another-worker";
+  EXPECT_EQ(Report({f, again}).retries_scheduled, 1);
+  EXPECT_EQ(Report({again}).retries_scheduled, 0);  // redelivered later
+  // Even once the history no longer has it (trimmed), the retry row's id keeps it single.
+  db_->Exec("TRUNCATE executions");
+  EXPECT_EQ(Report({f}).retries_scheduled, 0);
+  EXPECT_EQ(Retries().size(), 1u);
+}
+
+TEST_F(PgRetryTest, NoRetryBeyondMaxRetriesOrWithoutRetries) {
+  Apply({Job("j", 2, 1), Job("none", 0, 2)});
+  EXPECT_EQ(Report({Failed("j", kSlot, 2, kSlot + 4'000, 10)}).retries_scheduled, 0);
+  EXPECT_EQ(Report({Failed("none", kSlot, 0, kSlot + 4'000, 11)}).retries_scheduled, 0);
+  EXPECT_EQ(Report({Failed("missing", kSlot, 0, kSlot + 4'000, 12)}).retries_scheduled, 0);
+  EXPECT_EQ(Report({Failed("j", kSlot, 1, kSlot + 4'000, 13)}).retries_scheduled, 1);
+  ASSERT_EQ(Retries().size(), 1u);
+  EXPECT_EQ(Retries()[0].attempt, 2);
+}
+
+TEST_F(PgRetryTest, ALaterSuccessSupersedesPendingAndFutureRetries) {
+  Apply({Job("j", 5, 1)});
+  ASSERT_EQ(Report({Failed("j", kSlot, 0, kSlot + 4'000, 10)}).retries_scheduled, 1);
+  const EpochMs next_slot = kSlot + 5 * 60'000;
+  const ExecutionApplyResult r = Report({Succeeded("j", next_slot, 0, 11)});
+  EXPECT_EQ(r.retries_superseded, 1);
+  EXPECT_TRUE(Retries().empty());
+  // A failure of the old slot reported after the newer success schedules nothing.
+  EXPECT_EQ(Report({Failed("j", kSlot, 1, kSlot + 70'000, 12)}).retries_scheduled, 0);
+  // A failure of a newer slot still does.
+  EXPECT_EQ(Report({Failed("j", next_slot + 5 * 60'000, 0, kNow, 13)}).retries_scheduled, 1);
+}
+
+TEST_F(PgRetryTest, SuccessAndFailureInOneBatch) {
+  Apply({Job("j", 5, 1)});
+  // The same slot's attempt 1 succeeded while attempt 0's failure arrives in the same batch.
+  const ExecutionApplyResult r =
+      Report({Failed("j", kSlot, 0, kSlot + 4'000, 10), Succeeded("j", kSlot, 1, 11)});
+  EXPECT_EQ(r.retries_scheduled, 0);
+  EXPECT_TRUE(Retries().empty());
+}
+
+TEST_F(PgRetryTest, ARetryDueLongAgoIsNotScheduled) {
+  Apply({Job("j", 3, 1)});
+  const EpochMs failed_at = kNow - 2 * 3600 * 1000;  // a replay of an old report
+  const ExecutionApplyResult r = Report({Failed("j", failed_at - 4000, 0, failed_at, 10)});
+  EXPECT_EQ(r.retries_scheduled, 0);
+  EXPECT_EQ(r.retries_too_late, 1);
+}
+
+TEST_F(PgRetryTest, PausedJobsAreNotRetriedAndDeletingAJobCancelsItsRetries) {
+  Apply({Job("j", 3, 1), Job("k", 3, 2)});
+  JobAction pause;
+  pause.kind = JobAction::Kind::kSetPaused;
+  pause.id = "k";
+  pause.paused = true;
+  pause.source = SourcePosition{0, 3, 0};
+  Apply({pause});
+  EXPECT_EQ(Report({Failed("j", kSlot, 0, kSlot + 4'000, 10), Failed("k", kSlot, 0, kSlot + 4'000, 11)})
+                .retries_scheduled,
+            1);
+  JobAction del;
+  del.kind = JobAction::Kind::kDelete;
+  del.id = "j";
+  del.source = SourcePosition{0, 4, 0};
+  Apply({del});
+  EXPECT_TRUE(Retries().empty());
+}
+
+TEST_F(PgRetryTest, ARetryIsNeverPlacedInAMinuteTheShardFiredOrIsFiring) {
+  Apply({Job("j", 3, 1), Job("k", 3, 2)});
+  const int64_t planned = FirstMinuteAtOrAfter(kSlot + 4'000 + 60'000, kShard, kTickMs);
+  // The shard already fired two minutes past the planned one (the consumer lagged).
+  db_->Exec("UPDATE shard_state SET fired_through = " + std::to_string(planned + 2) +
+            " WHERE shard = " + std::to_string(kShard));
+  ASSERT_EQ(Report({Failed("j", kSlot, 0, kSlot + 4'000, 10)}).retries_scheduled, 1);
+  EXPECT_EQ(Retries()[0].run_minute, planned + 3);
+  // A live claim through planned + 5: a firing may already have queried those minutes.
+  db_->Exec("UPDATE shard_state SET claim_node = 'n', claim_until = now() + interval '1 hour', claim_through = " +
+            std::to_string(planned + 5) + " WHERE shard = " + std::to_string(kShard));
+  ASSERT_EQ(Report({Failed("k", kSlot, 0, kSlot + 4'000, 11)}).retries_scheduled, 1);
+  EXPECT_EQ(Retries()[1].run_minute, planned + 6);
+  // An expired claim no longer counts.
+  db_->Exec("UPDATE shard_state SET claim_until = now() - interval '1 second' WHERE shard = " +
+            std::to_string(kShard));
+  ASSERT_EQ(Report({Failed("k", kSlot, 1, kSlot + 4'000, 12)}).retries_scheduled, 1);
+  const int64_t planned2 = FirstMinuteAtOrAfter(kSlot + 4'000 + 120'000, kShard, kTickMs);
+  EXPECT_EQ(Retries()[2].run_minute, std::max(planned2, planned + 3));
+}
+
+TEST_F(PgRetryTest, JobReadBackCarriesItsRetrySettings) {
+  Apply({Job("j", 3, 1)});
+  auto job = jobs_->GetJob("j");
+  ASSERT_TRUE(job.ok());
+  ASSERT_TRUE(job.value().has_value());
+  EXPECT_EQ(job.value()->spec.max_retries, 3);
+  EXPECT_EQ(job.value()->spec.retry_backoff, (RetryBackoff{60'000, 2.0, 600'000}));
+  ASSERT_EQ(Report({Failed("j", kSlot, 0, kSlot + 4'000, 10)}).retries_scheduled, 1);
+  auto retry = jobs_->GetJob(RetryRowId("j", kSlot, 1));
+  ASSERT_TRUE(retry.ok());
+  ASSERT_TRUE(retry.value().has_value());
+  EXPECT_EQ(retry.value()->spec.attempt, 1);
+  EXPECT_EQ(retry.value()->spec.retry_of, "j");
+  EXPECT_TRUE(retry.value()->spec.one_shot());
+}
+
+}  // namespace
+}  // namespace belfry
