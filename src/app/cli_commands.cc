@@ -106,6 +106,16 @@ int RunJobsPut(const Config& cfg, const PutJobArgs& a, const WaitArgs& wait) {
   if (a.interval_minutes) cmd["intervalMinutes"] = *a.interval_minutes;
   if (a.offset_minutes) cmd["offsetMinutes"] = *a.offset_minutes;
   if (a.priority) cmd["priority"] = *a.priority;
+  if (a.max_retries) cmd["maxRetries"] = *a.max_retries;
+  if (a.retry_initial_seconds || a.retry_multiplier || a.retry_max_seconds) {
+    nlohmann::ordered_json backoff = cmd.contains("retryBackoff") && cmd["retryBackoff"].is_object()
+                                         ? cmd["retryBackoff"]
+                                         : nlohmann::ordered_json::object();
+    if (a.retry_initial_seconds) backoff["initialSeconds"] = *a.retry_initial_seconds;
+    if (a.retry_multiplier) backoff["multiplier"] = *a.retry_multiplier;
+    if (a.retry_max_seconds) backoff["maxSeconds"] = *a.retry_max_seconds;
+    cmd["retryBackoff"] = backoff;
+  }
   if (!a.start.empty()) cmd["startDateTime"] = a.start;
   if (!a.end.empty()) cmd["endDateTime"] = a.end;
   if (!a.run_at.empty()) cmd["runAt"] = a.run_at;
@@ -174,6 +184,14 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
                 j.spec.shard);
   }
   std::printf("priority:  %d\n", j.spec.priority);
+  if (j.spec.max_retries > 0) {
+    std::printf("retries:   up to %d, after %llds x%g, at most %llds\n", j.spec.max_retries,
+                static_cast<long long>(j.spec.retry_backoff.initial_ms / 1000), j.spec.retry_backoff.multiplier,
+                static_cast<long long>(j.spec.retry_backoff.max_ms / 1000));
+  }
+  if (j.spec.attempt > 0) {
+    std::printf("retry:     attempt %d of job %s\n", j.spec.attempt, j.spec.retry_of.c_str());
+  }
   std::printf("window:    %s .. %s\nstatus:    %s\nnext:      %s\ndetails:   %s\n",
               FormatOptionalTime(j.spec.start_at).c_str(), FormatOptionalTime(j.spec.end_at).c_str(),
               j.paused ? "paused" : "active",

@@ -63,6 +63,10 @@ int main(int argc, char** argv) {
   put->add_option("--end", put_args.end, "endDateTime (ISO-8601)");
   put->add_option("--details", put_args.details, "jobDetails as a JSON object");
   put->add_option("--priority", put_args.priority, "Priority within a shard-minute");
+  put->add_option("--max-retries", put_args.max_retries, "Retries of a failed execution (maxRetries, 0..100)");
+  put->add_option("--retry-initial-seconds", put_args.retry_initial_seconds, "Delay before the first retry");
+  put->add_option("--retry-multiplier", put_args.retry_multiplier, "Delay factor per further retry");
+  put->add_option("--retry-max-seconds", put_args.retry_max_seconds, "Longest delay between retries");
   add_wait(put);
   std::string op_id;
   bool tombstone = false;
