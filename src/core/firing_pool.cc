@@ -135,6 +135,7 @@ void FiringPool::WorkerLoop(size_t index) {
 }
 
 void FiringPool::StartFire(size_t index, const FireRequest& req, InFlightList* flights) {
+  for (const std::unique_ptr<InFlight>& f : *flights) workers_[index].firer->RenewIfDue(f->pending);
   auto flight = std::make_unique<InFlight>();
   flight->request = req;
   Status error;
@@ -164,6 +165,7 @@ void FiringPool::CompleteDone(size_t index, bool wait_all, InFlightList* flights
   for (auto it = flights->begin(); it != flights->end();) {
     InFlight& f = **it;
     if (!wait_all && !f.pending.Done()) {
+      workers_[index].firer->RenewIfDue(f.pending);  // its acks are still arriving
       ++it;
       continue;
     }

@@ -111,6 +111,8 @@ ShardFirer::Outcome ShardFirer::Begin(int32_t shard, int64_t target_minute, Pend
   }
   *pending = Pending();
   pending->shard_ = shard;
+  pending->hold_minute_ = hold_minute;
+  pending->renewed_at_ = clock_.NowMs();
   pending->advance_to_ = plan.advance_to;
   pending->caught_up_ = MissedMinutesFired(plan);
   pending->skipped_ = plan.policy == MisfirePolicy::kSkip ? plan.missed.size() : 0;
@@ -128,6 +130,7 @@ ShardFirer::Outcome ShardFirer::Begin(int32_t shard, int64_t target_minute, Pend
       pending->release_on_error_ = false;  // the claim is lost: nothing to release
       return false;
     }
+    pending->renewed_at_ = clock_.NowMs();
     return true;
   };
   // Current slots first, so a catch-up never makes the present late; then the missed ones.
@@ -147,6 +150,19 @@ ShardFirer::Outcome ShardFirer::Begin(int32_t shard, int64_t target_minute, Pend
     }
   }
   return Outcome::kFired;
+}
+
+void ShardFirer::RenewIfDue(Pending& pending) {
+  if (!pending.error_.ok()) return;
+  const EpochMs now = clock_.NowMs();
+  if (now - pending.renewed_at_ < cfg_.claim_lease_ms / 3) return;
+  Status st = ledger_.MarkFired(pending.shard_, pending.hold_minute_, node_id_, cfg_.claim_lease_ms, false);
+  if (!st.ok()) {
+    pending.error_ = std::move(st);
+    pending.release_on_error_ = false;
+    return;
+  }
+  pending.renewed_at_ = now;
 }
 
 ShardFirer::Outcome ShardFirer::Complete(Pending& pending, Status* error) {

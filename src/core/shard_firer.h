@@ -59,6 +59,8 @@ class ShardFirer final {
       bool query_ok = false;
     };
     int32_t shard_ = 0;
+    int64_t hold_minute_ = 0;   // the watermark the claim is renewed at while acks arrive
+    EpochMs renewed_at_ = 0;    // when the lease was last renewed
     int64_t advance_to_ = 0;
     int64_t caught_up_ = 0;
     int64_t skipped_ = 0;
@@ -90,6 +92,12 @@ class ShardFirer final {
   // watermark and releases the claim. If anything failed, records nothing and releases the
   // claim (when it still holds it). Returns kFired or kFailed.
   Outcome Complete(Pending& pending, Status* error = nullptr);
+
+  // Renews the claim of a pending firing whose acks are still arriving, once a third of the
+  // lease has passed since the last renewal, so that a slow broker does not let the claim lapse
+  // (another node would then fire the same shard-minutes again). Never moves the watermark.
+  // If the claim turns out to be lost, Complete() will report the failure.
+  void RenewIfDue(Pending& pending);
 
   // Records `minute` as the watermark of a shard that never fired, without firing anything, so
   // that its schedule starts now (see WatermarkStarts). Returns kFired if it did; kNothingToDo

@@ -170,5 +170,42 @@ TEST_F(ShardFirerTest, QueryFailureMidPlanWaitsForWhatWasQueuedAndRecordsNothing
   EXPECT_TRUE(ledger_.Claim(s.shard, kM, "node-b", 3000)->claimed);
 }
 
+
+TEST_F(ShardFirerTest, RenewIfDueKeepsTheClaimOfAFiringWhoseAcksAreSlow) {
+  JobSpec s = MakeJob("j", 1, 0);
+  store_.Put(s);
+  ledger_.SetFiredThrough(s.shard, kM - 1);
+  clock_.Set(SlotMs(kM, s.shard, 500));
+  sink_.HoldAcks();
+  ShardFirer::Pending pending;
+  ASSERT_EQ(firer_.Begin(s.shard, kM, &pending), ShardFirer::Outcome::kFired);
+  firer_.RenewIfDue(pending);  // too early: nothing to do
+  clock_.Advance(999);
+  firer_.RenewIfDue(pending);  // still under a third of the lease
+  clock_.Advance(1);
+  firer_.RenewIfDue(pending);  // renewed until begin + 1000 + 3000
+  clock_.Advance(2500);        // past the lease Begin took, inside the renewed one
+  EXPECT_FALSE(ledger_.Claim(s.shard, kM, "node-b", 3000)->claimed);
+  sink_.ReleaseAcks();
+  EXPECT_EQ(firer_.Complete(pending), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(ledger_.FiredThrough(s.shard), kM);
+}
+
+TEST_F(ShardFirerTest, AFiringWhoseClaimLapsedAndWasTakenRecordsNothing) {
+  JobSpec s = MakeJob("j", 1, 0);
+  store_.Put(s);
+  ledger_.SetFiredThrough(s.shard, kM - 1);
+  clock_.Set(SlotMs(kM, s.shard, 500));
+  sink_.HoldAcks();
+  ShardFirer::Pending pending;
+  ASSERT_EQ(firer_.Begin(s.shard, kM, &pending), ShardFirer::Outcome::kFired);
+  clock_.Advance(3001);  // no renewal: the lease lapses and node-b takes the shard
+  ASSERT_TRUE(ledger_.Claim(s.shard, kM, "node-b", 3000)->claimed);
+  firer_.RenewIfDue(pending);
+  sink_.ReleaseAcks();
+  EXPECT_EQ(firer_.Complete(pending), ShardFirer::Outcome::kFailed);
+  EXPECT_EQ(ledger_.FiredThrough(s.shard), kM - 1);  // node-b owns it now
+}
+
 }  // namespace
 }  // namespace belfry
