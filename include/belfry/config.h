@@ -36,7 +36,12 @@ struct SchedulerConfig {
   // A slot fired later than this after its time counts as missed and follows the misfire policy.
   int64_t misfire_threshold_ms = 30 * 1000;
   int64_t claim_lease_ms = 3000;
-  int32_t workers = 2;  // concurrent shard firings, each with its own database connection
+  // Concurrent shard queries, each worker with its own database connections. All but one may
+  // run catch-up at once, so 4 lets PostgreSQL run three catch-up queries in parallel.
+  int32_t workers = 4;
+  // Firings a worker keeps open while their acks arrive: it queues the next shard's triggers
+  // instead of waiting. A shard's watermark still moves only after all of its acks.
+  int32_t firings_in_flight = 2;
   // A one-shot job is deleted by the background sweep this long after its run minute.
   int64_t one_shot_retention_ms = 24 * 60 * 60 * 1000LL;
 };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 
@@ -33,6 +34,15 @@ class TriggerBatch {
   // Waits until every added trigger has been acknowledged by the broker. Returns Ok iff all were;
   // otherwise the first error (Retryable for broker faults). Call once.
   virtual Status Finish() = 0;
+  // Non-blocking: true once every added trigger has been acknowledged or has failed, so that
+  // Finish() returns without waiting. Thread-compatible, like Add.
+  virtual bool Done() = 0;
+  // Calls `fn` once, when Done() becomes true: at once on the calling thread if it already is,
+  // otherwise on the sink's delivery thread. `fn` runs under the batch's lock, so Finish() and
+  // the destructor never return while it runs: it must be quick and must not call the batch.
+  // Destroying the batch cancels a call that has not happened yet.
+  // REQUIRES: called after the last Add, at most once.
+  virtual void NotifyWhenDone(std::function<void()> fn) = 0;
 };
 
 class TriggerSink {

@@ -43,6 +43,7 @@ constexpr Key kKeys[] = {
     {"scheduler.misfire_threshold", Kind::kDuration},
     {"scheduler.claim_lease", Kind::kDuration},
     {"scheduler.workers", Kind::kInt},
+    {"scheduler.firings_in_flight", Kind::kInt},
     {"scheduler.one_shot_retention", Kind::kDuration},
     {"commands.max_details_bytes", Kind::kInt},
     {"commands.allowed_topics", Kind::kStringList},
@@ -172,6 +173,7 @@ Status Apply(const Key& key, const YAML::Node& n, Config* c) {
   else if (path == "scheduler.one_shot_retention") c->scheduler.one_shot_retention_ms = i;
   else if (path == "scheduler.claim_lease") c->scheduler.claim_lease_ms = i;
   else if (path == "scheduler.workers") c->scheduler.workers = static_cast<int32_t>(i);
+  else if (path == "scheduler.firings_in_flight") c->scheduler.firings_in_flight = static_cast<int32_t>(i);
   else if (path == "commands.max_details_bytes") c->commands.max_details_bytes = i;
   else if (path == "commands.allowed_topics") {
     c->commands.allowed_topics.clear();
@@ -284,6 +286,9 @@ Status ValidateConfig(const Config& c) {
     return Bad("scheduler.one_shot_retention", "must be at least scheduler.max_catchup plus one minute");
   }
   if (s.workers < 1 || s.workers > 64) return Bad("scheduler.workers", "must be in 1..64");
+  if (s.firings_in_flight < 1 || s.firings_in_flight > 64) {
+    return Bad("scheduler.firings_in_flight", "must be in 1..64");
+  }
   if (c.kafka.command_batch_max < 1) return Bad("kafka.command_batch_max", "must be positive");
   if (c.commands.max_details_bytes < 2 || c.commands.max_details_bytes > 900 * 1024) {
     return Bad("commands.max_details_bytes", "must be in 2..921600");

@@ -1,6 +1,7 @@
 #include "core/firing_pool.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace belfry {
 namespace {
@@ -16,10 +17,13 @@ FiringPool::FiringPool(const SchedulerConfig& cfg, std::vector<Worker> workers, 
     : cfg_(cfg),
       clock_(clock),
       workers_(std::move(workers)),
+      max_in_flight_(static_cast<size_t>(std::max<int32_t>(1, cfg.firings_in_flight))),
       busy_(cfg.shard_count, false),
       pending_(cfg.shard_count, -1),
       retry_after_(cfg.shard_count, 0),
-      failures_(cfg.shard_count, 0) {
+      failures_(cfg.shard_count, 0),
+      acked_(workers_.size(), false),
+      in_flight_(workers_.size(), 0) {
   for (size_t i = 0; i < workers_.size(); ++i) threads_.emplace_back([this, i] { WorkerLoop(i); });
 }
 
@@ -42,7 +46,7 @@ void FiringPool::DispatchOnTime(int32_t shard, int64_t minute) {
     if (stopping_) return;
     on_time_.push_back(Request{Request::Kind::kFire, FireRequest{shard, minute, true}});
   }
-  cv_.notify_one();
+  cv_.notify_all();
 }
 
 void FiringPool::DispatchCatchUpScan() {
@@ -52,12 +56,16 @@ void FiringPool::DispatchCatchUpScan() {
     scan_queued_ = true;
     catch_up_.push_back(Request{Request::Kind::kScan, {}});
   }
-  cv_.notify_one();
+  cv_.notify_all();
+}
+
+bool FiringPool::IdleLocked() const {
+  return on_time_.empty() && catch_up_.empty() && running_ == 0 && in_flight_total_ == 0;
 }
 
 void FiringPool::Drain() {
   std::unique_lock<std::mutex> lock(mu_);
-  idle_cv_.wait(lock, [this] { return on_time_.empty() && catch_up_.empty() && running_ == 0; });
+  idle_cv_.wait(lock, [this] { return IdleLocked(); });
 }
 
 bool FiringPool::PopLocked(bool allow_catch_up, Request* out) {
@@ -76,14 +84,27 @@ bool FiringPool::PopLocked(bool allow_catch_up, Request* out) {
 
 void FiringPool::WorkerLoop(size_t index) {
   const Worker& w = workers_[index];
+  InFlightList flights;  // only this thread touches it
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    Request req;
     const int32_t catch_up_limit = std::max<int32_t>(1, static_cast<int32_t>(workers_.size()) - 1);
+    const bool room = flights.size() < max_in_flight_;
     cv_.wait(lock, [&] {
-      return stopping_ || !on_time_.empty() || (!catch_up_.empty() && catch_up_running_ < catch_up_limit);
+      return stopping_ || acked_[index] ||
+             (room && (!on_time_.empty() || (!catch_up_.empty() && catch_up_running_ < catch_up_limit)));
     });
+    if (acked_[index] || (stopping_ && !flights.empty())) {
+      acked_[index] = false;
+      const bool wait_all = stopping_;
+      lock.unlock();
+      CompleteDone(index, wait_all, &flights);
+      lock.lock();
+      cv_.notify_all();
+      if (IdleLocked()) idle_cv_.notify_all();
+      continue;
+    }
     if (stopping_) return;
+    Request req;
     if (!PopLocked(catch_up_running_ < catch_up_limit, &req)) continue;
     const bool is_catch_up = req.kind == Request::Kind::kScan || !req.fire.on_time;
     ++running_;
@@ -101,38 +122,81 @@ void FiringPool::WorkerLoop(size_t index) {
         pending_[s] = std::max(pending_[s], req.fire.minute);
       } else {
         busy_[s] = true;
-        FireRequest next = req.fire;
-        while (true) {
-          lock.unlock();
-          HandleFire(w, next);
-          lock.lock();
-          if (pending_[s] <= next.minute || stopping_) break;
-          next.minute = pending_[s];
-          pending_[s] = -1;
-        }
-        pending_[s] = -1;
-        busy_[s] = false;
+        lock.unlock();
+        StartFire(index, req.fire, &flights);
+        lock.lock();
       }
     }
     --running_;
     if (is_catch_up) --catch_up_running_;
     cv_.notify_all();
-    if (on_time_.empty() && catch_up_.empty() && running_ == 0) idle_cv_.notify_all();
+    if (IdleLocked()) idle_cv_.notify_all();
   }
 }
 
-void FiringPool::HandleFire(const Worker& w, FireRequest req) {
+void FiringPool::StartFire(size_t index, const FireRequest& req, InFlightList* flights) {
+  for (const std::unique_ptr<InFlight>& f : *flights) workers_[index].firer->RenewIfDue(f->pending);
+  auto flight = std::make_unique<InFlight>();
+  flight->request = req;
   Status error;
-  const ShardFirer::Outcome outcome = w.firer->FireUpTo(req.shard, req.minute, &error);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (outcome == ShardFirer::Outcome::kFailed) {
-    const int64_t n = ++failures_[req.shard];
-    const int64_t backoff = std::min<int64_t>(kMaxBackoffMs, 250LL << std::min<int64_t>(n - 1, 5));
-    retry_after_[req.shard] = clock_.NowMs() + backoff;
-  } else {
-    failures_[req.shard] = 0;
-    retry_after_[req.shard] = 0;
+  const ShardFirer::Outcome outcome = workers_[index].firer->Begin(req.shard, req.minute, &flight->pending, &error);
+  if (outcome != ShardFirer::Outcome::kFired) {
+    std::lock_guard<std::mutex> lock(mu_);
+    EndFireLocked(req, outcome);
+    return;
   }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++in_flight_[index];
+    ++in_flight_total_;
+  }
+  // Runs on the sink's delivery thread (or here, if the acks are already in).
+  flight->pending.NotifyWhenDone([this, index] {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      acked_[index] = true;
+    }
+    cv_.notify_all();
+  });
+  flights->push_back(std::move(flight));
+}
+
+void FiringPool::CompleteDone(size_t index, bool wait_all, InFlightList* flights) {
+  for (auto it = flights->begin(); it != flights->end();) {
+    InFlight& f = **it;
+    if (!wait_all && !f.pending.Done()) {
+      workers_[index].firer->RenewIfDue(f.pending);  // its acks are still arriving
+      ++it;
+      continue;
+    }
+    const ShardFirer::Outcome outcome = workers_[index].firer->Complete(f.pending);
+    const FireRequest req = f.request;
+    it = flights->erase(it);  // drops the batches: no callback can reach us after this
+    std::lock_guard<std::mutex> lock(mu_);
+    --in_flight_[index];
+    --in_flight_total_;
+    EndFireLocked(req, outcome);
+  }
+}
+
+void FiringPool::EndFireLocked(const FireRequest& req, ShardFirer::Outcome outcome) {
+  const int32_t s = req.shard;
+  if (outcome == ShardFirer::Outcome::kFailed) {
+    const int64_t n = ++failures_[s];
+    const int64_t backoff = std::min<int64_t>(kMaxBackoffMs, 250LL << std::min<int64_t>(n - 1, 5));
+    retry_after_[s] = clock_.NowMs() + backoff;
+  } else {
+    failures_[s] = 0;
+    retry_after_[s] = 0;
+  }
+  busy_[s] = false;
+  if (pending_[s] > req.minute && !stopping_) {
+    // Asked for again while it fired: fire the newer minute next, ahead of its queue.
+    FireRequest next = req;
+    next.minute = pending_[s];
+    (req.on_time ? on_time_ : catch_up_).push_front(Request{Request::Kind::kFire, next});
+  }
+  pending_[s] = -1;
 }
 
 void FiringPool::HandleScan(const Worker& w) {
@@ -160,7 +224,7 @@ void FiringPool::HandleScan(const Worker& w) {
         pending_[r.shard] = -1;
       }
     }
-    cv_.notify_one();
+    cv_.notify_all();
   }
   std::vector<FireRequest> requests = CatchUpRequests(*states, now, kScanGraceMs, cfg_);
   {

@@ -1,11 +1,17 @@
 // FiringPool: the worker threads that fire shards. On-time slots go before catch-up work, at
 // most one firing per shard runs at a time (a request for a busy shard is folded into it), and
 // at least one worker is always kept free of catch-up work so the present stays on time.
+//
+// A worker does not wait for a firing's acks before it takes the next request: it queues the
+// firing's triggers (ShardFirer::Begin), keeps up to `firings_in_flight` such firings open,
+// and records each one's watermark (ShardFirer::Complete) as soon as the sink reports all of its
+// triggers acknowledged. A shard stays busy until its firing is recorded.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -28,15 +34,16 @@ class FiringPool final : public TickDispatcher {
 
   // Starts one thread per worker. REQUIRES: !workers.empty(); everything outlives the pool.
   FiringPool(const SchedulerConfig& cfg, std::vector<Worker> workers, Clock& clock);
-  // Finishes the firings in progress, drops queued requests (the ledger still shows them as
-  // not fired, so any node fires them later) and joins the threads.
+  // Finishes the firings in progress (waiting for their acks and recording them), drops queued
+  // requests (the ledger still shows them as not fired, so any node fires them later) and joins
+  // the threads.
   ~FiringPool() override;
   FiringPool(const FiringPool&) = delete;
   FiringPool& operator=(const FiringPool&) = delete;
 
   void DispatchOnTime(int32_t shard, int64_t minute) override;
   void DispatchCatchUpScan() override;
-  // Blocks until every queued request has been handled and no firing is running.
+  // Blocks until every queued request has been handled and no firing is running or in flight.
   void Drain();
   void Stop();
 
@@ -46,15 +53,30 @@ class FiringPool final : public TickDispatcher {
     Kind kind = Kind::kFire;
     FireRequest fire;
   };
+  // A firing whose triggers are queued; owned by the worker thread that began it.
+  struct InFlight {
+    FireRequest request;
+    ShardFirer::Pending pending;
+  };
+  using InFlightList = std::deque<std::unique_ptr<InFlight>>;
 
   void WorkerLoop(size_t index);
   bool PopLocked(bool allow_catch_up, Request* out);
-  void HandleFire(const Worker& w, FireRequest req);
+  // Called without mu_. Begins `req` on worker `index`; an open firing goes to `flights`.
+  void StartFire(size_t index, const FireRequest& req, InFlightList* flights);
+  // Called without mu_. Records the firings whose acks are all in (all of them, waiting, if
+  // `wait_all`).
+  void CompleteDone(size_t index, bool wait_all, InFlightList* flights);
+  // Under mu_: a firing of `req.shard` ended with `outcome`; frees the shard and requeues what
+  // was folded into it.
+  void EndFireLocked(const FireRequest& req, ShardFirer::Outcome outcome);
   void HandleScan(const Worker& w);
+  bool IdleLocked() const;
 
   const SchedulerConfig& cfg_;
   Clock& clock_;
   std::vector<Worker> workers_;
+  const size_t max_in_flight_;
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -65,6 +87,9 @@ class FiringPool final : public TickDispatcher {
   std::vector<int64_t> pending_;        // per shard: highest minute asked for while busy (-1)
   std::vector<EpochMs> retry_after_;    // per shard: backoff after a failed firing
   std::vector<int64_t> failures_;       // per shard: consecutive failures
+  std::vector<bool> acked_;             // per worker: one of its open firings may be done
+  std::vector<size_t> in_flight_;       // per worker: open firings
+  size_t in_flight_total_ = 0;
   bool scan_queued_ = false;
   int32_t catch_up_running_ = 0;
   int32_t running_ = 0;

@@ -1,12 +1,28 @@
 #include "core/shard_firer.h"
 
-#include <memory>
 #include <utility>
 
 #include "core/retry_policy.h"
 #include "core/slot_math.h"
 
 namespace belfry {
+
+int64_t ShardFirer::Pending::triggers() const {
+  int64_t n = 0;
+  for (const Query& q : queries_) n += q.report.triggers;
+  return n;
+}
+
+bool ShardFirer::Pending::Done() const {
+  for (const Query& q : queries_) {
+    if (!q.batch->Done()) return false;
+  }
+  return true;
+}
+
+void ShardFirer::Pending::NotifyWhenDone(const std::function<void()>& fn) {
+  for (Query& q : queries_) q.batch->NotifyWhenDone(fn);
+}
 
 ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
                        TriggerSink& sink, const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer)
@@ -20,7 +36,7 @@ ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore
       observer_(observer) {}
 
 bool ShardFirer::TopicAllowed(std::string_view topic) {
-  auto it = topic_allowed_.find(std::string(topic));
+  auto it = topic_allowed_.find(topic);
   if (it != topic_allowed_.end()) return it->second;
   if (topic_allowed_.size() > 10000) topic_allowed_.clear();  // bound the cache
   const bool allowed = policy_.Check(topic).ok();
@@ -28,15 +44,17 @@ bool ShardFirer::TopicAllowed(std::string_view topic) {
   return allowed;
 }
 
-Status ShardFirer::FireQuery(const DueQuery& q, bool on_time) {
-  const EpochMs started = clock_.NowMs();
-  ShardMinuteReport report;
+Status ShardFirer::QueueQuery(const DueQuery& q, bool on_time, Pending* pending) {
+  Pending::Query& out = pending->queries_.emplace_back();
+  out.started = clock_.NowMs();
+  ShardMinuteReport& report = out.report;
   report.shard = q.shard;
   report.first_minute = q.first_minute;
   report.last_minute = q.last_minute;
   report.coalesced = q.first_minute != q.last_minute;
   report.on_time = on_time;
-  std::unique_ptr<TriggerBatch> batch = sink_.NewBatch();
+  out.batch = sink_.NewBatch();
+  TriggerBatch& batch = *out.batch;
   const Status query_status = store_.ForEachDueJob(q, [&](const DueJob& job) {
     if (!TopicAllowed(job.topic)) {
       ++report.refused;
@@ -57,23 +75,22 @@ Status ShardFirer::FireQuery(const DueQuery& q, bool on_time) {
     t.interval_minutes = job.interval_minutes;
     t.scheduled_for_ms =
         job.scheduled_for_ms != 0 ? job.scheduled_for_ms : SlotMs(job.due_minute, q.shard, q.tick_ms);
-    batch->Add(t);
+    batch.Add(t);
     ++report.triggers;
   });
-  const EpochMs queried = clock_.NowMs();
-  // Always wait for what was queued, even after a query failure: the acks must not outlive us.
-  const Status send_status = batch->Finish();
-  if (!query_status.ok()) return query_status;
-  if (!send_status.ok()) return send_status;
-  const EpochMs acked = clock_.NowMs();
-  report.query_ms = queried - started;
-  report.total_ms = acked - started;
-  report.lateness_ms = acked - SlotMs(q.last_minute, q.shard, q.tick_ms);
-  observer_.OnFired(report);
-  return Status::Ok();
+  report.query_ms = clock_.NowMs() - out.started;
+  out.query_ok = query_status.ok();
+  return query_status;
 }
 
 ShardFirer::Outcome ShardFirer::FireUpTo(int32_t shard, int64_t target_minute, Status* error) {
+  Pending pending;
+  const Outcome begun = Begin(shard, target_minute, &pending, error);
+  if (begun != Outcome::kFired) return begun;
+  return Complete(pending, error);
+}
+
+ShardFirer::Outcome ShardFirer::Begin(int32_t shard, int64_t target_minute, Pending* pending, Status* error) {
   auto fail = [&](Status st, bool release) {
     if (release) ledger_.Release(shard, node_id_);
     observer_.OnFiringFailed(shard, st);
@@ -99,33 +116,90 @@ ShardFirer::Outcome ShardFirer::FireUpTo(int32_t shard, int64_t target_minute, S
       return fail(st, true);
     }
   }
-  auto renew = [&]() { return ledger_.MarkFired(shard, hold_minute, node_id_, cfg_.claim_lease_ms, false); };
+  *pending = Pending();
+  pending->shard_ = shard;
+  pending->hold_minute_ = hold_minute;
+  pending->renewed_at_ = clock_.NowMs();
+  pending->advance_to_ = plan.advance_to;
+  pending->caught_up_ = MissedMinutesFired(plan);
+  pending->skipped_ = plan.policy == MisfirePolicy::kSkip ? plan.missed.size() : 0;
+  pending->too_old_ = plan.too_old;
 
+  // Stops queuing at the first failure; Complete() still waits for what was queued.
+  auto queue = [&](const DueQuery& q, bool on_time, bool renew) {
+    if (Status st = QueueQuery(q, on_time, pending); !st.ok()) {
+      pending->error_ = std::move(st);
+      return false;
+    }
+    if (!renew) return true;
+    if (Status st = ledger_.MarkFired(shard, hold_minute, node_id_, cfg_.claim_lease_ms, false); !st.ok()) {
+      pending->error_ = std::move(st);
+      pending->release_on_error_ = false;  // the claim is lost: nothing to release
+      return false;
+    }
+    pending->renewed_at_ = clock_.NowMs();
+    return true;
+  };
   // Current slots first, so a catch-up never makes the present late; then the missed ones.
-  for (int64_t m = plan.on_time.first; m <= plan.on_time.last; ++m) {
-    DueQuery q{shard, m, m, cfg_.tick_ms, TermsForMinute(cfg_.intervals, m)};
-    if (Status st = FireQuery(q, true); !st.ok()) return fail(st, true);
-    if (Status st = renew(); !st.ok()) return fail(st, false);
+  bool ok = true;
+  for (int64_t m = plan.on_time.first; ok && m <= plan.on_time.last; ++m) {
+    ok = queue(DueQuery{shard, m, m, cfg_.tick_ms, TermsForMinute(cfg_.intervals, m)}, true, true);
   }
-  const int64_t caught_up = MissedMinutesFired(plan);
-  if (!plan.missed.empty()) {
+  if (ok && !plan.missed.empty()) {
     if (plan.policy == MisfirePolicy::kFireAll) {
-      for (int64_t m = plan.missed.first; m <= plan.missed.last; ++m) {
-        DueQuery q{shard, m, m, cfg_.tick_ms, TermsForMinute(cfg_.intervals, m)};
-        if (Status st = FireQuery(q, false); !st.ok()) return fail(st, true);
-        if (Status st = renew(); !st.ok()) return fail(st, false);
+      for (int64_t m = plan.missed.first; ok && m <= plan.missed.last; ++m) {
+        ok = queue(DueQuery{shard, m, m, cfg_.tick_ms, TermsForMinute(cfg_.intervals, m)}, false, true);
       }
     } else if (plan.policy == MisfirePolicy::kCoalesce) {
-      DueQuery q{shard, plan.missed.first, plan.missed.last, cfg_.tick_ms,
-                 TermsForRange(cfg_.intervals, plan.missed.first, plan.missed.last)};
-      if (Status st = FireQuery(q, false); !st.ok()) return fail(st, true);
+      queue(DueQuery{shard, plan.missed.first, plan.missed.last, cfg_.tick_ms,
+                     TermsForRange(cfg_.intervals, plan.missed.first, plan.missed.last)},
+            false, false);
     }
   }
-  if (Status st = ledger_.MarkFired(shard, plan.advance_to, node_id_, cfg_.claim_lease_ms, true); !st.ok()) {
-    return fail(st, false);
+  return Outcome::kFired;
+}
+
+void ShardFirer::RenewIfDue(Pending& pending) {
+  if (!pending.error_.ok()) return;
+  const EpochMs now = clock_.NowMs();
+  if (now - pending.renewed_at_ < cfg_.claim_lease_ms / 3) return;
+  Status st = ledger_.MarkFired(pending.shard_, pending.hold_minute_, node_id_, cfg_.claim_lease_ms, false);
+  if (!st.ok()) {
+    pending.error_ = std::move(st);
+    pending.release_on_error_ = false;
+    return;
   }
-  const int64_t skipped = plan.policy == MisfirePolicy::kSkip ? plan.missed.size() : 0;
-  if (caught_up > 0 || skipped > 0 || plan.too_old > 0) observer_.OnMissed(caught_up, skipped, plan.too_old);
+  pending.renewed_at_ = now;
+}
+
+ShardFirer::Outcome ShardFirer::Complete(Pending& pending, Status* error) {
+  const int32_t shard = pending.shard_;
+  // Always wait for everything queued, even after a failure: the acks must not outlive us.
+  Status first_error = pending.error_;
+  for (Pending::Query& q : pending.queries_) {
+    const Status sent = q.batch->Finish();
+    if (!sent.ok() && first_error.ok()) first_error = sent;
+    if (!sent.ok() || !q.query_ok) continue;
+    const EpochMs acked = clock_.NowMs();
+    q.report.total_ms = acked - q.started;
+    q.report.lateness_ms = acked - SlotMs(q.report.last_minute, shard, cfg_.tick_ms);
+    observer_.OnFired(q.report);
+  }
+  pending.queries_.clear();  // the batches are finished; drop their buffers now
+  if (!first_error.ok()) {
+    if (pending.release_on_error_) ledger_.Release(shard, node_id_);
+    observer_.OnFiringFailed(shard, first_error);
+    if (error) *error = std::move(first_error);
+    return Outcome::kFailed;
+  }
+  if (Status st = ledger_.MarkFired(shard, pending.advance_to_, node_id_, cfg_.claim_lease_ms, true); !st.ok()) {
+    observer_.OnFiringFailed(shard, st);
+    if (error) *error = std::move(st);
+    return Outcome::kFailed;
+  }
+  if (pending.caught_up_ > 0 || pending.skipped_ > 0 || pending.too_old_ > 0) {
+    observer_.OnMissed(pending.caught_up_, pending.skipped_, pending.too_old_);
+  }
   return Outcome::kFired;
 }
 

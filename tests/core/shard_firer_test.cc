@@ -102,5 +102,110 @@ TEST_F(ShardFirerTest, StartWatermarkRecordsWithoutFiringOnlyForNeverFiredShards
   EXPECT_FALSE(ledger_.FiredThrough(9).has_value());
 }
 
+
+TEST_F(ShardFirerTest, BeginQueuesButRecordsOnlyWhenCompleteSawEveryAck) {
+  JobSpec s = MakeJob("j", 1, 0);
+  store_.Put(s);
+  ledger_.SetFiredThrough(s.shard, kM - 3);
+  clock_.Set(SlotMs(kM, s.shard, 500));
+  sink_.HoldAcks();
+  ShardFirer::Pending pending;
+  ASSERT_EQ(firer_.Begin(s.shard, kM, &pending), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(pending.shard(), s.shard);
+  EXPECT_EQ(pending.triggers(), 3);  // kM on time, then kM-2 and kM-1
+  EXPECT_EQ(sink_.batches_created(), 3);
+  EXPECT_FALSE(pending.Done());
+  // Queued but not acked: nothing is recorded and the claim is still held.
+  EXPECT_EQ(ledger_.FiredThrough(s.shard), kM - 3);
+  EXPECT_FALSE(ledger_.Claim(s.shard, kM, "node-b", 3000)->claimed);
+  int wakeups = 0;
+  pending.NotifyWhenDone([&wakeups] { ++wakeups; });
+  EXPECT_EQ(wakeups, 0);
+  sink_.ReleaseAcks();
+  EXPECT_EQ(wakeups, 3);  // once per query
+  EXPECT_TRUE(pending.Done());
+  EXPECT_EQ(firer_.Complete(pending), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(ledger_.FiredThrough(s.shard), kM);
+  EXPECT_EQ(sink_.sent().size(), 3u);
+  EXPECT_EQ(observer_.fired.size(), 3u);
+  EXPECT_EQ(observer_.caught_up, 2);
+  // Released: the next minute is anyone's.
+  EXPECT_TRUE(ledger_.Claim(s.shard, kM + 1, "node-b", 3000)->claimed);
+}
+
+TEST_F(ShardFirerTest, FailedAckInAnyQueryOfAPendingFiringRecordsNothing) {
+  JobSpec s = MakeJob("j", 1, 0);
+  store_.Put(s);
+  ledger_.SetFiredThrough(s.shard, kM - 2);
+  clock_.Set(SlotMs(kM, s.shard, 500));
+  sink_.FailNextBatches(1);  // the first query's batch: minute kM
+  ShardFirer::Pending pending;
+  ASSERT_EQ(firer_.Begin(s.shard, kM, &pending), ShardFirer::Outcome::kFired);
+  Status err;
+  EXPECT_EQ(firer_.Complete(pending, &err), ShardFirer::Outcome::kFailed);
+  EXPECT_TRUE(err.retryable());
+  EXPECT_EQ(ledger_.FiredThrough(s.shard), kM - 2);
+  EXPECT_EQ(observer_.failures, 1);
+  EXPECT_TRUE(ledger_.Claim(s.shard, kM, "node-b", 3000)->claimed);  // claim released
+}
+
+TEST_F(ShardFirerTest, QueryFailureMidPlanWaitsForWhatWasQueuedAndRecordsNothing) {
+  JobSpec s = MakeJob("j", 1, 0);
+  store_.Put(s);
+  ledger_.SetFiredThrough(s.shard, kM - 3);
+  clock_.Set(SlotMs(kM, s.shard, 500));
+  sink_.HoldAcks();
+  store_.FailQueriesAfter(1, 1);  // kM is queued, kM-2 fails: kM-1 is never queried
+  ShardFirer::Pending pending;
+  ASSERT_EQ(firer_.Begin(s.shard, kM, &pending), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(sink_.batches_created(), 2);
+  EXPECT_EQ(store_.queries(), 2);
+  EXPECT_FALSE(pending.Done());
+  sink_.ReleaseAcks();
+  Status err;
+  EXPECT_EQ(firer_.Complete(pending, &err), ShardFirer::Outcome::kFailed);
+  EXPECT_TRUE(err.retryable());
+  EXPECT_EQ(sink_.sent().size(), 1u);  // kM went out (and will again: at-least-once)
+  EXPECT_EQ(ledger_.FiredThrough(s.shard), kM - 3);
+  EXPECT_TRUE(ledger_.Claim(s.shard, kM, "node-b", 3000)->claimed);
+}
+
+
+TEST_F(ShardFirerTest, RenewIfDueKeepsTheClaimOfAFiringWhoseAcksAreSlow) {
+  JobSpec s = MakeJob("j", 1, 0);
+  store_.Put(s);
+  ledger_.SetFiredThrough(s.shard, kM - 1);
+  clock_.Set(SlotMs(kM, s.shard, 500));
+  sink_.HoldAcks();
+  ShardFirer::Pending pending;
+  ASSERT_EQ(firer_.Begin(s.shard, kM, &pending), ShardFirer::Outcome::kFired);
+  firer_.RenewIfDue(pending);  // too early: nothing to do
+  clock_.Advance(999);
+  firer_.RenewIfDue(pending);  // still under a third of the lease
+  clock_.Advance(1);
+  firer_.RenewIfDue(pending);  // renewed until begin + 1000 + 3000
+  clock_.Advance(2500);        // past the lease Begin took, inside the renewed one
+  EXPECT_FALSE(ledger_.Claim(s.shard, kM, "node-b", 3000)->claimed);
+  sink_.ReleaseAcks();
+  EXPECT_EQ(firer_.Complete(pending), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(ledger_.FiredThrough(s.shard), kM);
+}
+
+TEST_F(ShardFirerTest, AFiringWhoseClaimLapsedAndWasTakenRecordsNothing) {
+  JobSpec s = MakeJob("j", 1, 0);
+  store_.Put(s);
+  ledger_.SetFiredThrough(s.shard, kM - 1);
+  clock_.Set(SlotMs(kM, s.shard, 500));
+  sink_.HoldAcks();
+  ShardFirer::Pending pending;
+  ASSERT_EQ(firer_.Begin(s.shard, kM, &pending), ShardFirer::Outcome::kFired);
+  clock_.Advance(3001);  // no renewal: the lease lapses and node-b takes the shard
+  ASSERT_TRUE(ledger_.Claim(s.shard, kM, "node-b", 3000)->claimed);
+  firer_.RenewIfDue(pending);
+  sink_.ReleaseAcks();
+  EXPECT_EQ(firer_.Complete(pending), ShardFirer::Outcome::kFailed);
+  EXPECT_EQ(ledger_.FiredThrough(s.shard), kM - 1);  // node-b owns it now
+}
+
 }  // namespace
 }  // namespace belfry

@@ -22,10 +22,11 @@ Status FakeJobStore::ForEachDueJob(const DueQuery& q, const std::function<void(c
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++queries_;
-    if (fail_queries_ > 0) {
+    if (fail_queries_ > 0 && pass_queries_ == 0) {
       --fail_queries_;
       return Status::Retryable("injected query failure");
     }
+    if (pass_queries_ > 0) --pass_queries_;
     for (const auto& [id, row] : rows_) {
       const JobSpec& s = row.spec;
       if (s.shard != q.shard || row.paused) continue;

@@ -25,6 +25,11 @@ class FakeJobStore final : public JobStore {
   // Test controls.
   void Put(const JobSpec& spec, bool paused = false);
   void FailNextQueries(int n) { fail_queries_ = n; }
+  // The next `pass` queries succeed, then the next `n` fail.
+  void FailQueriesAfter(int pass, int n) {
+    pass_queries_ = pass;
+    fail_queries_ = n;
+  }
   std::map<std::string, Row> rows() const;
   int queries() const { return queries_; }
 
@@ -32,6 +37,7 @@ class FakeJobStore final : public JobStore {
   mutable std::mutex mu_;
   std::map<std::string, Row> rows_;
   int fail_queries_ = 0;
+  int pass_queries_ = 0;
   int queries_ = 0;
 };
 

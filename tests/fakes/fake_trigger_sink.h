@@ -1,6 +1,11 @@
-// FakeTriggerSink: records every trigger it is given; can be told to fail batches.
+// FakeTriggerSink: records every trigger it is given; can be told to fail batches, and to hold
+// back acknowledgements so that a test sees firings whose triggers are queued but not acked.
 #pragma once
 
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -22,16 +27,27 @@ class FakeTriggerSink final : public TriggerSink {
  public:
   std::unique_ptr<TriggerBatch> NewBatch() override;
 
+  // Triggers whose batch has finished (been acknowledged), in order.
   std::vector<SentTrigger> sent() const;
   void Clear();
   // The next n batches fail in Finish() (their triggers are still recorded as "attempted").
   void FailNextBatches(int n);
+  // While held, no batch is Done() and Finish() blocks; ReleaseAcks() acknowledges them all
+  // and runs the NotifyWhenDone callbacks.
+  void HoldAcks();
+  void ReleaseAcks();
+  // Batches created so far.
+  int64_t batches_created() const;
 
  private:
   friend class FakeTriggerBatch;
   mutable std::mutex mu_;
+  std::condition_variable acks_cv_;
   std::vector<SentTrigger> sent_;
   int fail_batches_ = 0;
+  bool hold_ = false;
+  int64_t next_batch_ = 0;
+  std::map<int64_t, std::function<void()>> waiting_;  // batch number -> NotifyWhenDone callback
 };
 
 }  // namespace belfry

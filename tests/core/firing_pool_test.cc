@@ -1,0 +1,137 @@
+#include "core/firing_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "scheduler_sim.h"
+
+namespace belfry {
+namespace {
+
+constexpr int64_t kM = 29922577;
+
+// The pool runs real threads: wait (in real time, bounded) for what they do.
+bool Eventually(const std::function<bool()>& condition) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return condition();
+}
+
+// Two jobs on two different shards, one worker.
+class FiringPoolTest : public ::testing::Test {
+ protected:
+  FiringPoolTest()
+      : clock_(SlotMs(kM, 0, 500)),
+        ledger_(120, clock_),
+        policy_({"*"}, {}),
+        firer_(cfg_, "node-a", store_, ledger_, sink_, policy_, clock_, observer_) {
+    a_ = MakeJob("a", 1, 0);
+    b_ = MakeJob("b", 1, 0);
+    store_.Put(a_);
+    store_.Put(b_);
+    ledger_.SetFiredThrough(a_.shard, kM - 1);
+    ledger_.SetFiredThrough(b_.shard, kM - 1);
+    clock_.Set(SlotMs(kM, 119, 500));  // every slot of kM has come
+  }
+
+  std::unique_ptr<FiringPool> StartPool(int32_t in_flight) {
+    cfg_.firings_in_flight = in_flight;
+    return std::make_unique<FiringPool>(cfg_, std::vector<FiringPool::Worker>{{&firer_, &ledger_}}, clock_);
+  }
+
+  SchedulerConfig cfg_;
+  FakeClock clock_;
+  FakeJobStore store_;
+  FakeShardLedger ledger_;
+  FakeTriggerSink sink_;
+  TopicPolicy policy_;
+  RecordingObserver observer_;
+  ShardFirer firer_;
+  JobSpec a_, b_;
+};
+
+TEST_F(FiringPoolTest, QueriesTheNextShardWhileTheFirstAwaitsItsAcks) {
+  ASSERT_NE(a_.shard, b_.shard);
+  sink_.HoldAcks();
+  auto pool = StartPool(4);
+  pool->DispatchOnTime(a_.shard, kM);
+  pool->DispatchOnTime(b_.shard, kM);
+  // One worker, and the acks of the first firing are held: the second is queued anyway.
+  ASSERT_TRUE(Eventually([&] { return sink_.batches_created() == 2; }));
+  EXPECT_EQ(ledger_.FiredThrough(a_.shard), kM - 1);  // nothing recorded before the acks
+  EXPECT_EQ(ledger_.FiredThrough(b_.shard), kM - 1);
+  sink_.ReleaseAcks();
+  ASSERT_TRUE(Eventually([&] { return ledger_.FiredThrough(a_.shard) == kM && ledger_.FiredThrough(b_.shard) == kM; }));
+  pool->Drain();
+  EXPECT_EQ(sink_.sent().size(), 2u);
+}
+
+TEST_F(FiringPoolTest, KeepsAtMostFiringsInFlightOpenPerWorker) {
+  sink_.HoldAcks();
+  auto pool = StartPool(1);
+  pool->DispatchOnTime(a_.shard, kM);
+  pool->DispatchOnTime(b_.shard, kM);
+  ASSERT_TRUE(Eventually([&] { return sink_.batches_created() == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(sink_.batches_created(), 1);  // the window is full until the first is acked
+  sink_.ReleaseAcks();
+  ASSERT_TRUE(Eventually([&] { return ledger_.FiredThrough(b_.shard) == kM; }));
+  EXPECT_EQ(ledger_.FiredThrough(a_.shard), kM);
+  pool->Drain();
+}
+
+TEST_F(FiringPoolTest, ARequestForAShardInFlightIsFiredAfterItIsRecorded) {
+  sink_.HoldAcks();
+  auto pool = StartPool(4);
+  pool->DispatchOnTime(a_.shard, kM);
+  ASSERT_TRUE(Eventually([&] { return sink_.batches_created() == 1; }));
+  clock_.Set(SlotMs(kM + 1, 119, 500));
+  pool->DispatchOnTime(a_.shard, kM + 1);  // folded: the shard is busy until kM is recorded
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(sink_.batches_created(), 1);
+  sink_.ReleaseAcks();
+  ASSERT_TRUE(Eventually([&] { return ledger_.FiredThrough(a_.shard) == kM + 1; }));
+  pool->Drain();
+  size_t dups = 0;
+  const auto keys = SentKeys(sink_, &dups);
+  EXPECT_EQ(dups, 0u);
+  EXPECT_EQ(keys.count({"a", SlotMs(kM, a_.shard, 500)}), 1u);
+  EXPECT_EQ(keys.count({"a", SlotMs(kM + 1, a_.shard, 500)}), 1u);
+}
+
+TEST_F(FiringPoolTest, StopWaitsForTheAcksOfOpenFiringsAndRecordsThem) {
+  sink_.HoldAcks();
+  auto pool = StartPool(4);
+  pool->DispatchOnTime(a_.shard, kM);
+  ASSERT_TRUE(Eventually([&] { return sink_.batches_created() == 1; }));
+  std::thread stopper([&] { pool->Stop(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(ledger_.FiredThrough(a_.shard), kM - 1);
+  sink_.ReleaseAcks();
+  stopper.join();
+  EXPECT_EQ(ledger_.FiredThrough(a_.shard), kM);
+  EXPECT_EQ(sink_.sent().size(), 1u);
+}
+
+TEST_F(FiringPoolTest, AFailedAckLeavesTheWatermarkForARetry) {
+  sink_.HoldAcks();
+  sink_.FailNextBatches(1);
+  auto pool = StartPool(4);
+  pool->DispatchOnTime(a_.shard, kM);
+  pool->DispatchOnTime(b_.shard, kM);
+  ASSERT_TRUE(Eventually([&] { return sink_.batches_created() == 2; }));
+  sink_.ReleaseAcks();
+  pool->Drain();
+  EXPECT_EQ(ledger_.FiredThrough(a_.shard), kM - 1);  // its batch failed
+  EXPECT_EQ(ledger_.FiredThrough(b_.shard), kM);
+  EXPECT_EQ(observer_.failures, 1);
+}
+
+}  // namespace
+}  // namespace belfry
