@@ -505,11 +505,13 @@ class QueryLayoutBench final {
     }
     for (const auto& [table, name] :
          {std::pair<const char*, const char*>{"p44_jobs", "p44"}, {"jobs", "belfry"}}) {
-      const auto rows =
-          conn.Exec(fmt::format("SELECT pg_relation_size('{0}'), pg_indexes_size('{0}'), "
-                                "(SELECT n_live_tup FROM pg_stat_user_tables WHERE relname = '{0}'), "
-                                "(SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = '{0}')",
-                                table));
+      // Summed over the table's partitions, if it has any (pg_partition_tree lists a plain table
+      // alone; a partitioned parent has no storage of its own).
+      const auto rows = conn.Exec(
+          fmt::format("SELECT sum(pg_relation_size(t.relid)), sum(pg_indexes_size(t.relid)), "
+                      "coalesce(sum(s.n_live_tup), 0), coalesce(sum(s.n_dead_tup), 0) "
+                      "FROM pg_partition_tree('{}') AS t LEFT JOIN pg_stat_user_tables AS s ON s.relid = t.relid",
+                      table));
       j["tables"][name] = {{"table", table},
                            {"heap_mb", std::stod(rows[0][0]) / 1048576.0},
                            {"indexes_mb", std::stod(rows[0][1]) / 1048576.0},
