@@ -505,11 +505,13 @@ class QueryLayoutBench final {
     }
     for (const auto& [table, name] :
          {std::pair<const char*, const char*>{"p44_jobs", "p44"}, {"jobs", "belfry"}}) {
-      const auto rows =
-          conn.Exec(fmt::format("SELECT pg_relation_size('{0}'), pg_indexes_size('{0}'), "
-                                "(SELECT n_live_tup FROM pg_stat_user_tables WHERE relname = '{0}'), "
-                                "(SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = '{0}')",
-                                table));
+      // Summed over the table's partitions, if it has any (pg_partition_tree lists a plain table
+      // alone; a partitioned parent has no storage of its own).
+      const auto rows = conn.Exec(
+          fmt::format("SELECT sum(pg_relation_size(t.relid)), sum(pg_indexes_size(t.relid)), "
+                      "coalesce(sum(s.n_live_tup), 0), coalesce(sum(s.n_dead_tup), 0) "
+                      "FROM pg_partition_tree('{}') AS t LEFT JOIN pg_stat_user_tables AS s ON s.relid = t.relid",
+                      table));
       j["tables"][name] = {{"table", table},
                            {"heap_mb", std::stod(rows[0][0]) / 1048576.0},
                            {"indexes_mb", std::stod(rows[0][1]) / 1048576.0},
@@ -564,7 +566,10 @@ class QueryLayoutBench final {
     auto last_log = t0;
     for (int64_t done = 0; done < total;) {
       const int64_t batch = std::min<int64_t>(1000, total - done);
-      std::vector<std::string> detail_ids, details, sched_ids, intervals, offsets, delete_ids;
+      // Every statement names the job's shard as well as its id, as belfry's own writes do (its
+      // jobs table is partitioned by shard); project44's table gets the same statements.
+      std::vector<std::string> detail_ids, detail_shards, details, sched_ids, sched_shards, intervals, offsets,
+          delete_ids, delete_shards;
       std::string inserts;
       for (int64_t k = 0; k < batch; ++k) {
         const uint64_t r = rng() % 100;
@@ -573,17 +578,20 @@ class QueryLayoutBench final {
           const SyntheticJob job = factory_.Make(live_[idx]);
           if (r < 20) {
             detail_ids.push_back(job.id);
+            detail_shards.push_back(std::to_string(job.shard));
             details.push_back(loadtest::MakeJobDetails(rng(), options_.details_bytes));
             ++counts[0];
           } else if (r < 40) {
             std::mt19937_64 local(rng());
             const int32_t interval = factory_.mix().Pick(local);
             sched_ids.push_back(job.id);
+            sched_shards.push_back(std::to_string(job.shard));
             intervals.push_back(std::to_string(interval));
             offsets.push_back(std::to_string(local() % static_cast<uint64_t>(interval)));
             ++counts[1];
           } else {
             delete_ids.push_back(job.id);
+            delete_shards.push_back(std::to_string(job.shard));
             live_[idx] = live_.back();
             live_.pop_back();
             ++counts[2];
@@ -601,19 +609,24 @@ class QueryLayoutBench final {
         if (!detail_ids.empty()) {
           conn.Exec(
               fmt::format("UPDATE {} AS t SET details = u.d, updated_at = now() "
-                          "FROM unnest({}::text[], {}::text[]) AS u(id, d) WHERE t.id = u.id",
-                          table, ArrayLiteral(detail_ids), ArrayLiteral(details)));
+                          "FROM unnest({}::text[], {}::smallint[], {}::text[]) AS u(id, s, d) "
+                          "WHERE t.shard = u.s AND t.id = u.id",
+                          table, ArrayLiteral(detail_ids), ArrayLiteral(detail_shards), ArrayLiteral(details)));
         }
         if (!sched_ids.empty()) {
           conn.Exec(
               fmt::format("UPDATE {} AS t SET interval_minutes = u.i, offset_minutes = u.o, "
-                          "updated_at = now() FROM unnest({}::text[], {}::int[], {}::int[]) AS u(id, i, o) "
-                          "WHERE t.id = u.id",
-                          table, ArrayLiteral(sched_ids), ArrayLiteral(intervals), ArrayLiteral(offsets)));
+                          "updated_at = now() "
+                          "FROM unnest({}::text[], {}::smallint[], {}::int[], {}::int[]) AS u(id, s, i, o) "
+                          "WHERE t.shard = u.s AND t.id = u.id",
+                          table, ArrayLiteral(sched_ids), ArrayLiteral(sched_shards), ArrayLiteral(intervals),
+                          ArrayLiteral(offsets)));
         }
         if (!delete_ids.empty()) {
-          conn.Exec(
-              fmt::format("DELETE FROM {} WHERE id = ANY({}::text[])", table, ArrayLiteral(delete_ids)));
+          conn.Exec(fmt::format(
+              "DELETE FROM {} AS t USING unnest({}::text[], {}::smallint[]) AS u(id, s) "
+              "WHERE t.shard = u.s AND t.id = u.id",
+              table, ArrayLiteral(delete_ids), ArrayLiteral(delete_shards)));
         }
         if (!inserts.empty()) {
           conn.BeginCopyIn(fmt::format("COPY {} {} FROM STDIN", table, kCopyColumns));

@@ -1,11 +1,13 @@
 #include "pg/pg_job_store.h"
 
 #include <algorithm>
+#include <charconv>
 #include <pqxx/nontransaction>
 #include <pqxx/result>
 #include <pqxx/transaction>
 #include <utility>
 
+#include "core/shard_hash.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_queries.h"
 
@@ -30,6 +32,7 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kExplainDueJobsHighName, q::kExplainDueJobsHighSql},
       {q::kExplainDueJobsLowName, q::kExplainDueJobsLowSql},
       {q::kSweepOneShotsName, q::kSweepOneShotsSql},
+      {q::kGetShardCountName, q::kGetShardCountSql},
   };
 }
 
@@ -39,7 +42,8 @@ struct ActionParams {
   std::vector<std::string> set_paused;
 };
 
-ActionParams BuildActionParams(const std::vector<JobAction>& actions) {
+// Upserts carry their spec's shard; deletes and pause/resume carry ShardForId(id, shard_count).
+ActionParams BuildActionParams(const std::vector<JobAction>& actions, int32_t shard_count) {
   // Rows are written in id order, so two transactions that touch the same jobs lock them in the
   // same order (fewer deadlocks when a consumer-group rebalance briefly overlaps two consumers).
   std::vector<const JobAction*> sorted;
@@ -85,6 +89,7 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions) {
       case JobAction::Kind::kDelete:
         deletes.BeginObject();
         deletes.String("id", a->id);
+        deletes.Int("shard", ShardForId(a->id, shard_count));
         deletes.Int("src_partition", a->source.partition);
         deletes.Int("src_offset", a->source.offset);
         deletes.EndObject();
@@ -92,6 +97,7 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions) {
       case JobAction::Kind::kSetPaused:
         set_paused.BeginObject();
         set_paused.String("id", a->id);
+        set_paused.Int("shard", ShardForId(a->id, shard_count));
         set_paused.Bool("paused", a->paused.value_or(false));
         set_paused.Int("src_partition", a->source.partition);
         set_paused.Int("src_offset", a->source.offset);
@@ -153,9 +159,10 @@ Status PgJobStore::ForEachDueJob(const DueQuery& q, const std::function<void(con
 
 Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
   if (actions.empty()) return Status::Ok();
-  const ActionParams params = BuildActionParams(actions);
   return session_.Run("apply actions", [&](pqxx::connection& conn) {
     pqxx::work txn(conn, "apply_actions");
+    if (Status st = LoadShardCount(txn); !st.ok()) return st;
+    const ActionParams params = BuildActionParams(actions, shard_count_);
     for (const std::string& chunk : params.upserts) {
       txn.exec_prepared(pg_queries::kInsertJobsName, chunk);
       txn.exec_prepared(pg_queries::kUpdateJobsName, chunk);
@@ -180,6 +187,21 @@ StatusOr<std::optional<StoredJob>> PgJobStore::GetJob(const std::string& id) {
   });
   if (!st.ok()) return st;
   return job;
+}
+
+Status PgJobStore::LoadShardCount(pqxx::transaction_base& txn) {
+  if (shard_count_ > 0) return Status::Ok();
+  const pqxx::result r = txn.exec_prepared(pg_queries::kGetShardCountName);
+  int32_t n = 0;
+  if (!r.empty() && !r[0][0].is_null()) {
+    const char* text = r[0][0].c_str();
+    const char* text_end = text + r[0][0].size();
+    const auto [end, ec] = std::from_chars(text, text_end, n);
+    if (ec != std::errc() || end != text_end) n = 0;
+  }
+  if (n <= 0) return Status::FailedPrecondition("the database records no shard_count: run `belfry migrate`");
+  shard_count_ = n;
+  return Status::Ok();
 }
 
 StatusOr<std::vector<StoredJob>> PgJobStore::ListJobs(const JobListFilter& filter) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <pqxx/transaction_base>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,9 @@ class PgJobStore final : public JobStore {
 
   // One transaction; one set-based statement per action kind (two for upserts: insert the new
   // ids, then update the existing rows), whatever the number of actions.
-  // REQUIRES: at most one action per id (the batch reducer guarantees it).
+  // REQUIRES: at most one action per id (the batch reducer guarantees it), and an upsert's
+  // spec.shard is ShardForId(id, shard_count) (the command parser sets it so): deletes and
+  // pause/resume look the job up in that shard's partition only.
   Status ApplyActions(const std::vector<JobAction>& actions) override;
 
   // StoredJob.spec.offset_explicit is always false and source.timestamp_ms 0: neither is stored.
@@ -52,8 +55,14 @@ class PgJobStore final : public JobStore {
   StatusOr<int64_t> SweepOneShots(int64_t before_minute, int32_t max_rows);
 
  private:
+  // The database's shard_count (belfry_meta), read once: jobs is partitioned by shard, and a
+  // delete or pause/resume names its shard, ShardForId(id, shard_count), so that it reads one
+  // partition. FailedPrecondition when the database was never migrated.
+  Status LoadShardCount(pqxx::transaction_base& txn);
+
   PgSession session_;
   PgDueQueryStream due_stream_;
+  int32_t shard_count_ = 0;  // 0 until LoadShardCount succeeds
 };
 
 }  // namespace belfry

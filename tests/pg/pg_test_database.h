@@ -16,7 +16,8 @@ class PgTestDatabase final {
   // Creates an empty database named belfry_t_<pid>_<random>. Returns nullptr and sets *error
   // when BELFRY_DATABASE_URL is unset or the server refuses.
   static std::unique_ptr<PgTestDatabase> Create(std::string* error);
-  // Create(), then Migrate() with the repository's migrations/ and `shard_count`.
+  // A database as Create() then Migrate() with the repository's migrations/ and `shard_count`
+  // would leave it: a copy of a template migrated that way once per process and shard_count.
   static std::unique_ptr<PgTestDatabase> CreateMigrated(int32_t shard_count, std::string* error);
 
   PgTestDatabase(const PgTestDatabase&) = delete;
