@@ -73,6 +73,10 @@ std::vector<Header> CopyHeaders(const RdKafka::Message& m) {
 
 using OrderedBatch = OrderedMessages<MessagePtr>;
 
+int64_t MicrosSince(SteadyClock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - start).count();
+}
+
 std::string PartitionsToString(const std::vector<RdKafka::TopicPartition*>& parts) {
   std::string out;
   for (const RdKafka::TopicPartition* tp : parts) {
@@ -175,7 +179,9 @@ class CommandConsumer::Impl {
     spdlog::info("kafka[{}]: consuming '{}' as group '{}'", options_.client_id, config_.commands_topic,
                  config_.group_id);
     while (!stop.requested()) {
+      const auto gather_start = SteadyClock::now();
       std::vector<MessagePtr> batch = Gather(stop);
+      AddStageTime(&CommandStageTimes::gather_us, MicrosSince(gather_start));
       MaybeRefreshLag();
       if (batch.empty() || stop.requested()) continue;
       ProcessBatch(batch, stop);
@@ -301,10 +307,12 @@ class CommandConsumer::Impl {
   }
 
   void ProcessBatch(const std::vector<MessagePtr>& batch, StopSignal& stop) {
+    const auto prepare_start = SteadyClock::now();
     std::vector<RawCommand> raws;
     raws.reserve(batch.size());
     for (const MessagePtr& m : batch) raws.push_back(ToRawCommand(*m));
     const PreparedCommandBatch prepared = PrepareCommandBatch(raws, rules_);
+    AddStageTime(&CommandStageTimes::prepare_us, MicrosSince(prepare_start));
 
     const auto apply_start = SteadyClock::now();
     int32_t attempts = 0;
@@ -316,9 +324,13 @@ class CommandConsumer::Impl {
     }
     const int64_t apply_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - apply_start).count();
+    AddStageTime(&CommandStageTimes::apply_us, MicrosSince(apply_start));
 
+    const auto publish_start = SteadyClock::now();
     std::vector<OutgoingRecord> records = BuildRecords(batch, prepared);
-    if (!PublishWithRetry(records, stop)) {
+    const bool published = PublishWithRetry(records, stop);
+    AddStageTime(&CommandStageTimes::publish_us, MicrosSince(publish_start));
+    if (!published) {
       spdlog::info(
           "kafka[{}]: stopping before the batch's DLQ/results records were acknowledged; it stays "
           "uncommitted",
@@ -327,7 +339,9 @@ class CommandConsumer::Impl {
       return;
     }
     ResumeIfPaused();
+    const auto commit_start = SteadyClock::now();
     Commit(batch);
+    AddStageTime(&CommandStageTimes::commit_us, MicrosSince(commit_start));
 
     CommandBatchReport report;
     report.size = batch.size();
@@ -340,6 +354,7 @@ class CommandConsumer::Impl {
     {
       std::lock_guard<std::mutex> lock(stats_mu_);
       ++stats_.batches_total;
+      stats_.messages_total += report.size;
       stats_.last_batch_size = report.size;
       stats_.last_apply_latency_ms = apply_ms;
       for (const auto& [op, n] : report.applied_by_op) {
@@ -352,6 +367,33 @@ class CommandConsumer::Impl {
       }
     }
     if (options_.on_batch) options_.on_batch(report);
+  }
+
+  void AddStageTime(int64_t CommandStageTimes::*field, int64_t us) {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.stage_times.*field += us;
+  }
+
+  // Logs where the Run thread's time went since the previous call (debug level).
+  void LogStageTimes() {
+    if (!spdlog::should_log(spdlog::level::debug)) return;
+    CommandConsumerStats now;
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      now = stats_;
+    }
+    const CommandStageTimes& a = now.stage_times;
+    const CommandStageTimes& b = logged_stats_.stage_times;
+    const uint64_t batches = now.batches_total - logged_stats_.batches_total;
+    const uint64_t messages = now.messages_total - logged_stats_.messages_total;
+    spdlog::debug(
+        "kafka[{}]: {} batches, {} messages (mean {:.0f}); ms in gather {} prepare {} apply {} publish {} "
+        "commit {}",
+        options_.client_id, batches, messages, batches == 0 ? 0.0 : double(messages) / double(batches),
+        (a.gather_us - b.gather_us) / 1000, (a.prepare_us - b.prepare_us) / 1000,
+        (a.apply_us - b.apply_us) / 1000, (a.publish_us - b.publish_us) / 1000,
+        (a.commit_us - b.commit_us) / 1000);
+    logged_stats_ = std::move(now);
   }
 
   // Returns false iff stop was requested before the store accepted the actions.
@@ -574,6 +616,7 @@ class CommandConsumer::Impl {
     const auto now = SteadyClock::now();
     if (now - last_lag_refresh_ < std::chrono::milliseconds(options_.lag_refresh_ms)) return;
     last_lag_refresh_ = now;
+    LogStageTimes();
     TopicPartitionList parts;
     if (consumer_->assignment(parts.get()) != RdKafka::ERR_NO_ERROR) return;
     int64_t lag = 0;
@@ -618,6 +661,8 @@ class CommandConsumer::Impl {
   RdKafka::ErrorCode last_consume_error_ = RdKafka::ERR_NO_ERROR;
   SteadyClock::time_point last_consume_error_log_{};
   SteadyClock::time_point last_lag_refresh_{};
+
+  CommandConsumerStats logged_stats_;  // Run thread only: the snapshot LogStageTimes last logged
 
   mutable std::mutex stats_mu_;
   CommandConsumerStats stats_;  // guarded by stats_mu_

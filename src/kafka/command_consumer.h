@@ -26,6 +26,17 @@ struct CommandBatchReport {
   int32_t apply_attempts = 0;                          // 0 when the batch had no valid command
 };
 
+// Wall time the Run thread spent in each stage of the consumer loop, in microseconds, summed
+// since construction. Gather includes waiting for input; publish is the wait for the outcome and
+// DLQ acknowledgements; commit is the offset commit.
+struct CommandStageTimes {
+  int64_t gather_us = 0;
+  int64_t prepare_us = 0;
+  int64_t apply_us = 0;
+  int64_t publish_us = 0;
+  int64_t commit_us = 0;
+};
+
 // Totals since construction.
 struct CommandConsumerStats {
   uint64_t batches_total = 0;
@@ -40,6 +51,8 @@ struct CommandConsumerStats {
   int64_t consumer_lag = -1;
   std::map<std::string, uint64_t> applied_by_op;
   std::map<std::string, uint64_t> rejected_by_reason;
+  uint64_t messages_total = 0;  // messages in committed batches
+  CommandStageTimes stage_times;
 };
 
 struct CommandConsumerOptions {
