@@ -1,6 +1,8 @@
 // CommandConsumer: reads the commands topic in batches, applies each batch to the JobStore in
 // one transaction, publishes rejections to the DLQ and outcomes to the results topic, and only
-// then commits the batch's offsets (at-least-once; the store makes replays idempotent).
+// once those are acknowledged commits the batch's offsets (at-least-once; the store makes
+// replays idempotent). Batches are pipelined: the next one is applied while the previous ones'
+// records are in flight, and offsets are committed in apply order (core/commit_queue.h).
 #pragma once
 
 #include <cstdint>
@@ -63,6 +65,9 @@ struct CommandConsumerOptions {
   // message.timeout.ms of the DLQ/results producer.
   int64_t publish_timeout_ms = 30000;
   int64_t lag_refresh_ms = 5000;
+  // Pipelining: how many applied batches may still await their DLQ/results acknowledgements
+  // while the next batch is gathered and applied. Their offsets are committed in apply order.
+  int32_t max_unsettled_batches = 4;
   // Called on the Run thread after each committed batch (e.g. to feed Prometheus counters).
   std::function<void(const CommandBatchReport&)> on_batch;
 };
