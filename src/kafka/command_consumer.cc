@@ -127,9 +127,15 @@ class CommandConsumer::Impl {
 
   Status Init() {
     const KafkaSettings consumer_settings = {
-        {"group.id", config_.group_id},        {"enable.auto.commit", "false"},
-        {"enable.auto.offset.store", "false"}, {"auto.offset.reset", "earliest"},
-        {"enable.partition.eof", "false"},     {"isolation.level", "read_committed"},
+        {"group.id", config_.group_id},
+        {"enable.auto.commit", "false"},
+        {"enable.auto.offset.store", "false"},
+        {"auto.offset.reset", "earliest"},
+        {"enable.partition.eof", "false"},
+        {"isolation.level", "read_committed"},
+        // librdkafka prefetches up to 64 MiB per consumer by default; 16 MiB still holds
+        // several full batches of typical commands and keeps a backlog out of the RSS.
+        {"queued.max.messages.kbytes", "16384"},
     };
     StatusOr<std::unique_ptr<RdKafka::Conf>> cconf =
         BuildKafkaConf(config_, options_.client_id, consumer_settings, &event_logger_);

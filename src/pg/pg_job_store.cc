@@ -212,6 +212,7 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
         for (const StageRow& row : params.upserts) stage << row.Fields();
         stage.complete();
       }
+      txn.exec(q::kStagedJoinSettingsSql);
       txn.exec_prepared(q::kInsertStagedJobsName);
       txn.exec_prepared(q::kUpdateStagedJobsName);
     }
