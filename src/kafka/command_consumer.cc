@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "core/command_batch.h"
+#include "core/commit_queue.h"
 #include "kafka/delivery_error.h"
 #include "kafka/kafka_client_config.h"
 #include "kafka/ordered_messages.h"
@@ -27,7 +29,7 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 using MessagePtr = std::unique_ptr<RdKafka::Message>;
 
-// Delivery reports are matched to records by a (round, index) tag packed into the opaque.
+// Delivery reports are matched to records by a (ticket, index) tag packed into the opaque.
 static_assert(sizeof(void*) >= sizeof(uint64_t), "requires 64-bit pointers");
 
 constexpr char kErrorHeader[] = "belfry-error";
@@ -71,7 +73,23 @@ std::vector<Header> CopyHeaders(const RdKafka::Message& m) {
   return out;
 }
 
+// One applied batch's DLQ/results records, kept until the broker has acknowledged every one.
+struct Publication {
+  uint64_t ticket = 0;  // the batch's CommitQueue ticket
+  std::vector<OutgoingRecord> records;
+  std::vector<RdKafka::ErrorCode> results;  // per record; ERR__IN_PROGRESS until reported
+  size_t outstanding = 0;                   // records without a report yet
+  int attempt = 1;
+  int64_t backoff_ms = 0;
+};
+
+uint32_t TicketTag(uint64_t ticket) { return static_cast<uint32_t>(ticket & 0xffffffffu); }
+
 using OrderedBatch = OrderedMessages<MessagePtr>;
+
+int64_t MicrosSince(SteadyClock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - start).count();
+}
 
 std::string PartitionsToString(const std::vector<RdKafka::TopicPartition*>& parts) {
   std::string out;
@@ -109,9 +127,15 @@ class CommandConsumer::Impl {
 
   Status Init() {
     const KafkaSettings consumer_settings = {
-        {"group.id", config_.group_id},        {"enable.auto.commit", "false"},
-        {"enable.auto.offset.store", "false"}, {"auto.offset.reset", "earliest"},
-        {"enable.partition.eof", "false"},     {"isolation.level", "read_committed"},
+        {"group.id", config_.group_id},
+        {"enable.auto.commit", "false"},
+        {"enable.auto.offset.store", "false"},
+        {"auto.offset.reset", "earliest"},
+        {"enable.partition.eof", "false"},
+        {"isolation.level", "read_committed"},
+        // librdkafka prefetches up to 64 MiB per consumer by default; 16 MiB still holds
+        // several full batches of typical commands and keeps a backlog out of the RSS.
+        {"queued.max.messages.kbytes", "16384"},
     };
     StatusOr<std::unique_ptr<RdKafka::Conf>> cconf =
         BuildKafkaConf(config_, options_.client_id, consumer_settings, &event_logger_);
@@ -167,19 +191,26 @@ class CommandConsumer::Impl {
       return;
     }
     producer_->purge(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-    producer_->flush(1000);  // stale reports: their round tag no longer matches
+    producer_->flush(1000);  // reports of purged records mark them failed; Republish retries them
     producer_ = std::move(fresh.value());
   }
 
   void Run(StopSignal& stop) {
     spdlog::info("kafka[{}]: consuming '{}' as group '{}'", options_.client_id, config_.commands_topic,
                  config_.group_id);
+    // Pipelined: batch N+1 is gathered and applied while batch N's DLQ/results records are still
+    // being acknowledged. Offsets are committed in apply order, each batch's only after its
+    // transaction committed and all of its records were acknowledged (CommitQueue).
     while (!stop.requested()) {
+      const auto gather_start = SteadyClock::now();
       std::vector<MessagePtr> batch = Gather(stop);
+      AddStageTime(&CommandStageTimes::gather_us, MicrosSince(gather_start));
       MaybeRefreshLag();
-      if (batch.empty() || stop.requested()) continue;
-      ProcessBatch(batch, stop);
+      if (stop.requested()) break;
+      if (!batch.empty() && !ProcessBatch(batch, stop)) break;
+      if (!SettleAndCommit(stop, MaxUnsettled())) break;
     }
+    AbandonUnsettled();
     ResumeIfPaused();
     Close();
   }
@@ -267,67 +298,76 @@ class CommandConsumer::Impl {
 
   void OnDelivered(RdKafka::Message& m) {
     const auto tag = reinterpret_cast<uintptr_t>(m.msg_opaque());
-    const auto round = static_cast<uint32_t>(static_cast<uint64_t>(tag) >> 32);
+    const auto ticket_tag = static_cast<uint32_t>(static_cast<uint64_t>(tag) >> 32);
     const size_t index = tag & 0xffffffffu;
-    if (round == publish_round_ && index < publish_results_.size()) publish_results_[index] = m.err();
+    for (Publication& p : publications_) {
+      if (TicketTag(p.ticket) != ticket_tag) continue;
+      if (index < p.results.size() && p.results[index] == RdKafka::ERR__IN_PROGRESS) {
+        p.results[index] = m.err() == RdKafka::ERR__IN_PROGRESS ? RdKafka::ERR__FAIL : m.err();
+        --p.outstanding;
+      }
+      return;
+    }
   }
 
-  // Consumes up to command_batch_max messages: waits (in 100 ms slices, for stop) for the
-  // first, then collects for at most command_batch_wait_ms more.
+  // Consumes up to command_batch_max messages: waits (in 100 ms slices, for stop) for the first,
+  // then takes what is already buffered, for at most command_batch_wait_ms (BatchIsReady).
+  // While earlier batches await acknowledgements it waits in short slices and settles them.
   std::vector<MessagePtr> Gather(StopSignal& stop) {
     OrderedBatch batch = std::move(carryover_);
     carryover_ = OrderedBatch();
     const size_t max = static_cast<size_t>(std::max<int32_t>(1, config_.command_batch_max));
-    const auto wait = std::chrono::milliseconds(std::max<int64_t>(0, config_.command_batch_wait_ms));
-    SteadyClock::time_point deadline = SteadyClock::now() + wait;
-    while (batch.size() < max && !stop.requested()) {
-      int timeout_ms = 100;
-      if (!batch.empty()) {
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
-        if (left.count() <= 0) break;
-        timeout_ms = static_cast<int>(std::min<int64_t>(left.count(), 100));
+    const int64_t wait_ms = std::max<int64_t>(0, config_.command_batch_wait_ms);
+    SteadyClock::time_point first_at = SteadyClock::now();
+    bool drained = false;
+    while (!stop.requested()) {
+      const int64_t waited_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - first_at).count();
+      if (BatchIsReady(batch.size(), max, waited_ms, wait_ms, drained)) break;
+      int timeout_ms = 0;
+      if (batch.empty()) {
+        if (!commit_queue_.empty()) {
+          if (!SettleAndCommit(stop, SIZE_MAX)) break;
+        }
+        timeout_ms = commit_queue_.empty() ? 100 : 2;
       }
       MessagePtr m(consumer_->consume(timeout_ms));
-      if (m->err() == RdKafka::ERR__TIMED_OUT) continue;
+      if (m->err() == RdKafka::ERR__TIMED_OUT) {
+        drained = true;
+        continue;
+      }
       if (m->err() != RdKafka::ERR_NO_ERROR) {
         LogConsumeError(*m);
         continue;
       }
-      if (batch.empty()) deadline = SteadyClock::now() + wait;
+      drained = false;
+      if (batch.empty()) first_at = SteadyClock::now();
       batch.Append(std::move(m));
     }
     return batch.Take();
   }
 
-  void ProcessBatch(const std::vector<MessagePtr>& batch, StopSignal& stop) {
+  // Applies the batch and starts publishing its records. Returns false iff stop was requested
+  // before the store accepted it (then nothing of it is published or committed).
+  bool ProcessBatch(const std::vector<MessagePtr>& batch, StopSignal& stop) {
+    const auto prepare_start = SteadyClock::now();
     std::vector<RawCommand> raws;
     raws.reserve(batch.size());
     for (const MessagePtr& m : batch) raws.push_back(ToRawCommand(*m));
     const PreparedCommandBatch prepared = PrepareCommandBatch(raws, rules_);
+    AddStageTime(&CommandStageTimes::prepare_us, MicrosSince(prepare_start));
 
     const auto apply_start = SteadyClock::now();
     int32_t attempts = 0;
     if (!prepared.actions.empty() && !ApplyWithRetry(prepared.actions, stop, &attempts)) {
       spdlog::info("kafka[{}]: stopping with an unapplied batch of {}; it stays uncommitted",
                    options_.client_id, batch.size());
-      ResumeIfPaused();
-      return;
+      return false;
     }
     const int64_t apply_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - apply_start).count();
-
-    std::vector<OutgoingRecord> records = BuildRecords(batch, prepared);
-    if (!PublishWithRetry(records, stop)) {
-      spdlog::info(
-          "kafka[{}]: stopping before the batch's DLQ/results records were acknowledged; it stays "
-          "uncommitted",
-          options_.client_id);
-      ResumeIfPaused();
-      return;
-    }
+    AddStageTime(&CommandStageTimes::apply_us, MicrosSince(apply_start));
     ResumeIfPaused();
-    Commit(batch);
 
     CommandBatchReport report;
     report.size = batch.size();
@@ -337,21 +377,148 @@ class CommandConsumer::Impl {
       if (o.applied) ++report.applied_by_op[o.op];
     }
     for (const CommandRejection& r : prepared.rejections) ++report.rejected_by_reason[r.status.reason()];
+
+    const uint64_t ticket = commit_queue_.Push(NextOffsets(batch));
+    pending_reports_.emplace(ticket, std::move(report));
+    Publication& p = publications_.emplace_back();
+    p.ticket = ticket;
+    p.records = BuildRecords(batch, prepared);
+    p.results.assign(p.records.size(), RdKafka::ERR__IN_PROGRESS);
+    p.outstanding = p.records.size();
+    p.backoff_ms = options_.retry_initial_ms;
+    for (size_t i = 0; i < p.records.size(); ++i) Produce(p, i);
+    producer_->poll(0);
+    return true;
+  }
+
+  size_t MaxUnsettled() const {
+    return static_cast<size_t>(std::max<int32_t>(1, options_.max_unsettled_batches));
+  }
+
+  // Serves delivery reports, retries failed records, and commits the offsets of the settled
+  // prefix of batches. Waits until at most `max_unsettled` batches are unsettled. Returns false
+  // iff stop was requested first.
+  bool SettleAndCommit(StopSignal& stop, size_t max_unsettled) {
+    const auto start = SteadyClock::now();
+    producer_->poll(0);
+    bool ok = true;
+    for (;;) {
+      for (auto it = publications_.begin(); it != publications_.end();) {
+        if (it->outstanding > 0) {
+          ++it;
+          continue;
+        }
+        const bool failed = std::any_of(it->results.begin(), it->results.end(),
+                                        [](RdKafka::ErrorCode e) { return e != RdKafka::ERR_NO_ERROR; });
+        if (failed) {
+          if (!Republish(*it, stop)) {
+            ok = false;
+            break;
+          }
+          ++it;
+          continue;
+        }
+        commit_queue_.MarkSettled(it->ticket);
+        it = publications_.erase(it);
+      }
+      if (!ok) break;
+      CommitSettled();
+      if (commit_queue_.size() <= max_unsettled) break;
+      if (stop.requested()) {
+        ok = false;
+        break;
+      }
+      producer_->poll(100);
+    }
+    AddStageTime(&CommandStageTimes::publish_us, MicrosSince(start));
+    return ok;
+  }
+
+  void CommitSettled() {
+    CommitQueue::Committable c = commit_queue_.PopCommittable();
+    if (c.tickets.empty()) return;
+    const auto commit_start = SteadyClock::now();
+    Commit(c.offsets);
+    AddStageTime(&CommandStageTimes::commit_us, MicrosSince(commit_start));
+    for (uint64_t ticket : c.tickets) {
+      auto node = pending_reports_.extract(ticket);
+      if (node.empty()) continue;
+      const CommandBatchReport& report = node.mapped();
+      {
+        std::lock_guard<std::mutex> lock(stats_mu_);
+        ++stats_.batches_total;
+        stats_.messages_total += report.size;
+        stats_.last_batch_size = report.size;
+        stats_.last_apply_latency_ms = report.apply_latency_ms;
+        for (const auto& [op, n] : report.applied_by_op) {
+          stats_.applied_by_op[op] += n;
+          stats_.commands_applied_total += n;
+        }
+        for (const auto& [reason, n] : report.rejected_by_reason) {
+          stats_.rejected_by_reason[reason] += n;
+          stats_.commands_rejected_total += n;
+        }
+      }
+      if (options_.on_batch) options_.on_batch(report);
+    }
+  }
+
+  // Stop: batches not yet settled stay uncommitted; whoever owns their partitions next
+  // re-applies them (idempotently) and republishes their records.
+  void AbandonUnsettled() {
+    if (commit_queue_.empty() && publications_.empty()) return;
+    if (!publications_.empty()) {
+      spdlog::info(
+          "kafka[{}]: stopping with {} batch(es) whose DLQ/results records are not all acknowledged; "
+          "they stay uncommitted",
+          options_.client_id, commit_queue_.size());
+    }
+    // Whatever is already settled can still be committed.
+    producer_->poll(0);
+    for (auto it = publications_.begin(); it != publications_.end();) {
+      const bool done = it->outstanding == 0 &&
+                        std::all_of(it->results.begin(), it->results.end(),
+                                    [](RdKafka::ErrorCode e) { return e == RdKafka::ERR_NO_ERROR; });
+      if (!done) {
+        ++it;
+        continue;
+      }
+      commit_queue_.MarkSettled(it->ticket);
+      it = publications_.erase(it);
+    }
+    CommitSettled();
+    producer_->purge(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    producer_->flush(1000);
+    publications_.clear();
+    commit_queue_.Clear();
+    pending_reports_.clear();
+  }
+
+  void AddStageTime(int64_t CommandStageTimes::*field, int64_t us) {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.stage_times.*field += us;
+  }
+
+  // Logs where the Run thread's time went since the previous call (debug level).
+  void LogStageTimes() {
+    if (!spdlog::should_log(spdlog::level::debug)) return;
+    CommandConsumerStats now;
     {
       std::lock_guard<std::mutex> lock(stats_mu_);
-      ++stats_.batches_total;
-      stats_.last_batch_size = report.size;
-      stats_.last_apply_latency_ms = apply_ms;
-      for (const auto& [op, n] : report.applied_by_op) {
-        stats_.applied_by_op[op] += n;
-        stats_.commands_applied_total += n;
-      }
-      for (const auto& [reason, n] : report.rejected_by_reason) {
-        stats_.rejected_by_reason[reason] += n;
-        stats_.commands_rejected_total += n;
-      }
+      now = stats_;
     }
-    if (options_.on_batch) options_.on_batch(report);
+    const CommandStageTimes& a = now.stage_times;
+    const CommandStageTimes& b = logged_stats_.stage_times;
+    const uint64_t batches = now.batches_total - logged_stats_.batches_total;
+    const uint64_t messages = now.messages_total - logged_stats_.messages_total;
+    spdlog::debug(
+        "kafka[{}]: {} batches, {} messages (mean {:.0f}); ms in gather {} prepare {} apply {} publish {} "
+        "commit {}",
+        options_.client_id, batches, messages, batches == 0 ? 0.0 : double(messages) / double(batches),
+        (a.gather_us - b.gather_us) / 1000, (a.prepare_us - b.prepare_us) / 1000,
+        (a.apply_us - b.apply_us) / 1000, (a.publish_us - b.publish_us) / 1000,
+        (a.commit_us - b.commit_us) / 1000);
+    logged_stats_ = std::move(now);
   }
 
   // Returns false iff stop was requested before the store accepted the actions.
@@ -418,63 +585,54 @@ class CommandConsumer::Impl {
     return records;
   }
 
-  // Produces every record and waits for its delivery report; records that failed are produced
-  // again after a backoff. Returns false iff stop was requested first.
-  bool PublishWithRetry(std::vector<OutgoingRecord>& records, StopSignal& stop) {
-    std::vector<size_t> pending(records.size());
-    for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
-    int64_t backoff_ms = options_.retry_initial_ms;
-    for (int attempt = 1; !pending.empty(); ++attempt) {
-      ++publish_round_;
-      publish_results_.assign(pending.size(), RdKafka::ERR__IN_PROGRESS);
-      for (size_t j = 0; j < pending.size(); ++j) Produce(records[pending[j]], j);
-      while (producer_->outq_len() > 0) {
-        if (stop.requested()) {
-          producer_->purge(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-          producer_->flush(1000);
-          return false;
-        }
-        producer_->flush(200);
+  // Called once every record of `p` has a report and some failed: waits a backoff (keeping the
+  // group membership), then produces the failed records again. Returns false iff stop was
+  // requested first.
+  bool Republish(Publication& p, StopSignal& stop) {
+    std::vector<size_t> failed;
+    RdKafka::ErrorCode first_err = RdKafka::ERR_NO_ERROR;
+    for (size_t i = 0; i < p.records.size(); ++i) {
+      const RdKafka::ErrorCode err = p.results[i];
+      if (err == RdKafka::ERR_NO_ERROR) continue;
+      OutgoingRecord& rec = p.records[i];
+      if (first_err == RdKafka::ERR_NO_ERROR) first_err = err;
+      if (rec.is_dlq && rec.value.has_value() && !rec.value->empty() &&
+          (err == RdKafka::ERR_MSG_SIZE_TOO_LARGE || err == RdKafka::ERR_RECORD_LIST_TOO_LARGE)) {
+        // The original value plus belfry's headers no longer fits: keep the record, drop the value.
+        rec.headers.push_back({kValueDroppedHeader, std::to_string(rec.value->size()) + " bytes"});
+        rec.value = std::string();
       }
-      std::vector<size_t> failed;
-      RdKafka::ErrorCode first_err = RdKafka::ERR_NO_ERROR;
-      for (size_t j = 0; j < pending.size(); ++j) {
-        const RdKafka::ErrorCode err = publish_results_[j];
-        if (err == RdKafka::ERR_NO_ERROR) continue;
-        OutgoingRecord& rec = records[pending[j]];
-        if (first_err == RdKafka::ERR_NO_ERROR) first_err = err;
-        if (rec.is_dlq && rec.value.has_value() &&
-            (err == RdKafka::ERR_MSG_SIZE_TOO_LARGE || err == RdKafka::ERR_RECORD_LIST_TOO_LARGE)) {
-          // The original value plus belfry's headers no longer fits: keep the record, drop the value.
-          rec.headers.push_back({kValueDroppedHeader, std::to_string(rec.value->size()) + " bytes"});
-          rec.value = std::string();
-        }
-        failed.push_back(pending[j]);
-      }
-      if (failed.empty()) return true;
-      ReplaceProducerIfFatal();
-      const auto level = ClassifyDeliveryError(first_err) == SendStatus::kErrorNonRetryable
-                             ? spdlog::level::err
-                             : spdlog::level::warn;
-      spdlog::log(level,
-                  "kafka[{}]: {} of {} DLQ/results records not delivered (attempt {}, first error: {}); "
-                  "retrying in {} ms",
-                  options_.client_id, failed.size(), pending.size(), attempt, RdKafka::err2str(first_err),
-                  backoff_ms);
-      {
-        std::lock_guard<std::mutex> lock(stats_mu_);
-        ++stats_.publish_retries_total;
-      }
-      if (WaitKeepingMembership(stop, backoff_ms) == WaitResult::kStopped) return false;
-      backoff_ms = std::min(backoff_ms * 2, options_.retry_max_ms);
-      pending = std::move(failed);
+      failed.push_back(i);
     }
+    ReplaceProducerIfFatal();
+    const auto level = ClassifyDeliveryError(first_err) == SendStatus::kErrorNonRetryable
+                           ? spdlog::level::err
+                           : spdlog::level::warn;
+    spdlog::log(level,
+                "kafka[{}]: {} of {} DLQ/results records not delivered (attempt {}, first error: {}); "
+                "retrying in {} ms",
+                options_.client_id, failed.size(), p.records.size(), p.attempt, RdKafka::err2str(first_err),
+                p.backoff_ms);
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      ++stats_.publish_retries_total;
+    }
+    if (WaitKeepingMembership(stop, p.backoff_ms) == WaitResult::kStopped) return false;
+    ResumeIfPaused();
+    p.backoff_ms = std::min(p.backoff_ms * 2, options_.retry_max_ms);
+    ++p.attempt;
+    for (size_t i : failed) p.results[i] = RdKafka::ERR__IN_PROGRESS;
+    p.outstanding = failed.size();
+    for (size_t i : failed) Produce(p, i);
+    producer_->poll(0);
     return true;
   }
 
-  void Produce(const OutgoingRecord& rec, size_t index) {
+  // Produces record `index` of `p`. A record the producer refuses outright counts as reported.
+  void Produce(Publication& p, size_t index) {
+    const OutgoingRecord& rec = p.records[index];
     void* const tag =
-        reinterpret_cast<void*>(static_cast<uintptr_t>((uint64_t{publish_round_} << 32) | index));
+        reinterpret_cast<void*>(static_cast<uintptr_t>((uint64_t{TicketTag(p.ticket)} << 32) | index));
     for (;;) {
       std::unique_ptr<RdKafka::Headers> headers;
       if (!rec.headers.empty()) {
@@ -496,17 +654,24 @@ class CommandConsumer::Impl {
         producer_->poll(50);
         continue;
       }
-      publish_results_[index] = err;
+      if (p.results[index] == RdKafka::ERR__IN_PROGRESS) {
+        p.results[index] = err;
+        --p.outstanding;
+      }
       return;
     }
   }
 
-  void Commit(const std::vector<MessagePtr>& batch) {
-    std::map<std::pair<std::string, int32_t>, int64_t> next;
+  static CommitQueue::Offsets NextOffsets(const std::vector<MessagePtr>& batch) {
+    CommitQueue::Offsets next;
     for (const MessagePtr& m : batch) {
       int64_t& n = next[{m->topic_name(), m->partition()}];
       n = std::max(n, m->offset() + 1);
     }
+    return next;
+  }
+
+  void Commit(const CommitQueue::Offsets& next) {
     TopicPartitionList offsets;
     for (const auto& [tp, offset] : next) {
       // A revoked partition's position is its new owner's business; the batch was applied, so
@@ -574,6 +739,7 @@ class CommandConsumer::Impl {
     const auto now = SteadyClock::now();
     if (now - last_lag_refresh_ < std::chrono::milliseconds(options_.lag_refresh_ms)) return;
     last_lag_refresh_ = now;
+    LogStageTimes();
     TopicPartitionList parts;
     if (consumer_->assignment(parts.get()) != RdKafka::ERR_NO_ERROR) return;
     int64_t lag = 0;
@@ -613,11 +779,14 @@ class CommandConsumer::Impl {
   OrderedBatch carryover_;  // consumed during a retry wait; starts the next batch
   bool paused_ = false;
   bool closed_ = false;
-  uint32_t publish_round_ = 0;  // tags delivery reports: (round << 32) | index
-  std::vector<RdKafka::ErrorCode> publish_results_;
+  CommitQueue commit_queue_;              // applied batches, in apply order, until committed
+  std::deque<Publication> publications_;  // records of unsettled batches, in apply order
+  std::map<uint64_t, CommandBatchReport> pending_reports_;  // by ticket, reported once committed
   RdKafka::ErrorCode last_consume_error_ = RdKafka::ERR_NO_ERROR;
   SteadyClock::time_point last_consume_error_log_{};
   SteadyClock::time_point last_lag_refresh_{};
+
+  CommandConsumerStats logged_stats_;  // Run thread only: the snapshot LogStageTimes last logged
 
   mutable std::mutex stats_mu_;
   CommandConsumerStats stats_;  // guarded by stats_mu_

@@ -1,6 +1,8 @@
 // CommandConsumer: reads the commands topic in batches, applies each batch to the JobStore in
 // one transaction, publishes rejections to the DLQ and outcomes to the results topic, and only
-// then commits the batch's offsets (at-least-once; the store makes replays idempotent).
+// once those are acknowledged commits the batch's offsets (at-least-once; the store makes
+// replays idempotent). Batches are pipelined: the next one is applied while the previous ones'
+// records are in flight, and offsets are committed in apply order (core/commit_queue.h).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +28,17 @@ struct CommandBatchReport {
   int32_t apply_attempts = 0;                          // 0 when the batch had no valid command
 };
 
+// Wall time the Run thread spent in each stage of the consumer loop, in microseconds, summed
+// since construction. Gather includes waiting for input; publish is the wait for the outcome and
+// DLQ acknowledgements; commit is the offset commit.
+struct CommandStageTimes {
+  int64_t gather_us = 0;
+  int64_t prepare_us = 0;
+  int64_t apply_us = 0;
+  int64_t publish_us = 0;
+  int64_t commit_us = 0;
+};
+
 // Totals since construction.
 struct CommandConsumerStats {
   uint64_t batches_total = 0;
@@ -40,6 +53,8 @@ struct CommandConsumerStats {
   int64_t consumer_lag = -1;
   std::map<std::string, uint64_t> applied_by_op;
   std::map<std::string, uint64_t> rejected_by_reason;
+  uint64_t messages_total = 0;  // messages in committed batches
+  CommandStageTimes stage_times;
 };
 
 struct CommandConsumerOptions {
@@ -50,6 +65,9 @@ struct CommandConsumerOptions {
   // message.timeout.ms of the DLQ/results producer.
   int64_t publish_timeout_ms = 30000;
   int64_t lag_refresh_ms = 5000;
+  // Pipelining: how many applied batches may still await their DLQ/results acknowledgements
+  // while the next batch is gathered and applied. Their offsets are committed in apply order.
+  int32_t max_unsettled_batches = 4;
   // Called on the Run thread after each committed batch (e.g. to feed Prometheus counters).
   std::function<void(const CommandBatchReport&)> on_batch;
 };

@@ -1,9 +1,12 @@
 #include "pg/pg_job_store.h"
 
 #include <algorithm>
+#include <array>
+#include <bitset>
 #include <charconv>
 #include <pqxx/nontransaction>
 #include <pqxx/result>
+#include <pqxx/stream_to>
 #include <pqxx/transaction>
 #include <utility>
 
@@ -17,8 +20,7 @@ namespace {
 std::vector<PreparedStatement> JobStoreStatements() {
   namespace q = pg_queries;
   return {
-      {q::kInsertJobsName, q::kInsertJobsSql},
-      {q::kUpdateJobsName, q::kUpdateJobsSql},
+      {q::kUpsertStageExistsName, q::kUpsertStageExistsSql},
       {q::kDeleteJobsName, q::kDeleteJobsSql},
       {q::kDeleteRetriesOfName, q::kDeleteRetriesOfSql},
       {q::kSetPausedName, q::kSetPausedSql},
@@ -36,8 +38,73 @@ std::vector<PreparedStatement> JobStoreStatements() {
   };
 }
 
+// One row of the upsert staging table, as COPY text fields in kUpsertStageColumns order.
+class StageRow final {
+ public:
+  static constexpr size_t kColumns = std::size(pg_queries::kUpsertStageColumns);
+
+  void Set(size_t column, std::string value) { values_[column] = std::move(value); }
+  void SetInt(size_t column, int64_t v) { values_[column] = std::to_string(v); }
+  void SetOptionalInt(size_t column, std::optional<int64_t> v) {
+    if (v) {
+      SetInt(column, *v);
+    } else {
+      null_.set(column);
+    }
+  }
+  void SetBool(size_t column, bool v) { values_[column] = v ? "t" : "f"; }
+  void SetOptionalBool(size_t column, std::optional<bool> v) {
+    if (v) {
+      SetBool(column, *v);
+    } else {
+      null_.set(column);
+    }
+  }
+  // Pointers into this row (nullptr for NULL), valid while it lives unchanged.
+  std::array<const char*, kColumns> Fields() const {
+    std::array<const char*, kColumns> out{};
+    for (size_t i = 0; i < kColumns; ++i) out[i] = null_.test(i) ? nullptr : values_[i].c_str();
+    return out;
+  }
+
+ private:
+  std::array<std::string, kColumns> values_;
+  std::bitset<kColumns> null_;
+};
+
+StageRow UpsertStageRow(const JobAction& a) {
+  const JobSpec& s = a.spec;
+  StageRow row;
+  size_t c = 0;  // kUpsertStageColumns order
+  row.Set(c++, a.id);
+  row.SetInt(c++, s.shard);
+  row.SetInt(c++, s.interval_minutes);
+  row.SetInt(c++, s.offset_minutes);
+  row.SetBool(c++, !a.replace_fresh && !s.offset_explicit);
+  row.Set(c++, s.owner);
+  row.Set(c++, s.topic);
+  row.Set(c++, s.key);
+  row.Set(c++, s.details_json.empty() ? std::string("{}") : s.details_json);
+  row.SetOptionalInt(c++, s.start_at);
+  row.SetOptionalInt(c++, s.end_at);
+  row.SetInt(c++, s.priority);
+  row.SetOptionalBool(c++, a.paused);
+  row.SetBool(c++, a.replace_fresh);
+  row.SetInt(c++, a.source.partition);
+  row.SetInt(c++, a.source.offset);
+  row.SetOptionalInt(c++, s.run_at);
+  row.SetOptionalInt(c++, s.one_shot() ? std::optional<int64_t>(s.run_minute) : std::nullopt);
+  row.SetInt(c++, s.late_limit_minute);
+  row.SetOptionalInt(c++, s.one_shot() ? std::optional<int64_t>(s.scheduled_for_ms) : std::nullopt);
+  row.SetInt(c++, s.max_retries);
+  row.SetInt(c++, s.retry_backoff.initial_ms);
+  row.Set(c++, fmt::format("{}", s.retry_backoff.multiplier));  // shortest exact round-trip form
+  row.SetInt(c++, s.retry_backoff.max_ms);
+  return row;
+}
+
 struct ActionParams {
-  std::vector<std::string> upserts;
+  std::vector<StageRow> upserts;  // in id order
   std::vector<std::string> deletes;
   std::vector<std::string> set_paused;
 };
@@ -52,40 +119,13 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, int32_t sh
   std::sort(sorted.begin(), sorted.end(),
             [](const JobAction* x, const JobAction* y) { return x->id < y->id; });
 
-  JsonArrayChunks upserts, deletes, set_paused;
+  ActionParams params;
+  JsonArrayChunks deletes, set_paused;
   for (const JobAction* a : sorted) {
     switch (a->kind) {
-      case JobAction::Kind::kUpsert: {
-        const JobSpec& s = a->spec;
-        upserts.BeginObject();
-        upserts.String("id", a->id);
-        upserts.Int("shard", s.shard);
-        upserts.Int("interval_minutes", s.interval_minutes);
-        upserts.Int("offset_minutes", s.offset_minutes);
-        upserts.Bool("keep_offset", !a->replace_fresh && !s.offset_explicit);
-        upserts.String("owner", s.owner);
-        upserts.String("topic", s.topic);
-        upserts.String("key", s.key);
-        upserts.String("details", s.details_json.empty() ? std::string_view("{}") : s.details_json);
-        upserts.OptionalInt("start_ms", s.start_at);
-        upserts.OptionalInt("end_ms", s.end_at);
-        upserts.Int("priority", s.priority);
-        upserts.OptionalBool("paused", a->paused);
-        upserts.Bool("replace_fresh", a->replace_fresh);
-        upserts.Int("src_partition", a->source.partition);
-        upserts.Int("src_offset", a->source.offset);
-        upserts.OptionalInt("run_at_ms", s.run_at);
-        upserts.OptionalInt("run_minute", s.one_shot() ? std::optional<int64_t>(s.run_minute) : std::nullopt);
-        upserts.Int("late_limit", s.late_limit_minute);
-        upserts.OptionalInt("scheduled_for_ms",
-                            s.one_shot() ? std::optional<int64_t>(s.scheduled_for_ms) : std::nullopt);
-        upserts.Int("max_retries", s.max_retries);
-        upserts.Int("retry_initial_ms", s.retry_backoff.initial_ms);
-        upserts.Double("retry_multiplier", s.retry_backoff.multiplier);
-        upserts.Int("retry_max_ms", s.retry_backoff.max_ms);
-        upserts.EndObject();
+      case JobAction::Kind::kUpsert:
+        params.upserts.push_back(UpsertStageRow(*a));
         break;
-      }
       case JobAction::Kind::kDelete:
         deletes.BeginObject();
         deletes.String("id", a->id);
@@ -105,7 +145,9 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, int32_t sh
         break;
     }
   }
-  return ActionParams{upserts.Finish(), deletes.Finish(), set_paused.Finish()};
+  params.deletes = deletes.Finish();
+  params.set_paused = set_paused.Finish();
+  return params;
 }
 
 std::optional<int64_t> OptionalInt64(const pqxx::field& f) {
@@ -160,12 +202,26 @@ Status PgJobStore::ForEachDueJob(const DueQuery& q, const std::function<void(con
 Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
   if (actions.empty()) return Status::Ok();
   return session_.Run("apply actions", [&](pqxx::connection& conn) {
+    namespace q = pg_queries;
+    // Registering is idempotent in libpqxx; each new connection prepares them on first use,
+    // by which time this transaction has created the staging table.
+    conn.prepare(q::kInsertStagedJobsName, q::kInsertStagedJobsSql);
+    conn.prepare(q::kUpdateStagedJobsName, q::kUpdateStagedJobsSql);
     pqxx::work txn(conn, "apply_actions");
     if (Status st = LoadShardCount(txn); !st.ok()) return st;
     const ActionParams params = BuildActionParams(actions, shard_count_);
-    for (const std::string& chunk : params.upserts) {
-      txn.exec_prepared(pg_queries::kInsertJobsName, chunk);
-      txn.exec_prepared(pg_queries::kUpdateJobsName, chunk);
+    if (!params.upserts.empty()) {
+      if (!txn.exec_prepared(q::kUpsertStageExistsName)[0][0].as<bool>()) txn.exec(q::kCreateUpsertStageSql);
+      {
+        pqxx::stream_to stage(
+            txn, q::kUpsertStageTable,
+            std::vector<std::string>(std::begin(q::kUpsertStageColumns), std::end(q::kUpsertStageColumns)));
+        for (const StageRow& row : params.upserts) stage << row.Fields();
+        stage.complete();
+      }
+      txn.exec(q::kStagedJoinSettingsSql);
+      txn.exec_prepared(q::kInsertStagedJobsName);
+      txn.exec_prepared(q::kUpdateStagedJobsName);
     }
     for (const std::string& chunk : params.deletes) {
       txn.exec_prepared(pg_queries::kDeleteJobsName, chunk);

@@ -87,21 +87,51 @@ inline constexpr const char kDueJobsRangeSql[] =
     "WHERE due_minute >= $3::bigint AND (start_minute IS NULL OR due_minute >= start_minute) "
     "ORDER BY priority DESC";
 
-// ---- Command application (src/pg/pg_job_store.cc): one statement per action kind. -----------
-// Each takes $1 = a JSON array of objects, one per action, read with json_to_recordset. json, not
-// jsonb: json input only validates the text, where jsonb input builds a tree first; for a
-// 5000-action batch that halves the parsing cost. Every write is guarded by the replay
-// rule: nothing happens when the stored row came from the same partition at the same or a later
-// offset (deletes: a strictly later offset). Every object carries the job's shard: jobs is
-// partitioned by shard (migration 0005), and `j.shard = a.shard` lets each row be looked up in
-// its own partition only (run-time pruning) instead of in all of them.
+// ---- Command application (src/pg/pg_job_store.cc). -------------------------------------------
+// Upserts are streamed with COPY into a per-session temporary staging table, then applied with
+// two set-based statements that read it. Deletes and pause/resume take $1 = a JSON array of
+// objects, one per action, read with json_to_recordset (json, not jsonb: json input only
+// validates the text). Every write is guarded by the replay rule: nothing happens when the
+// stored row came from the same partition at the same or a later offset (deletes: a strictly
+// later offset). Every row carries the job's shard: jobs is partitioned by shard (migration
+// 0005), and `j.shard = a.shard` lets each row be looked up in its own partition only (run-time
+// pruning) instead of in all of them.
+//
+// Why staging rather than a JSON parameter for upserts: json_to_recordset decoded every upsert
+// twice (once per statement), and each execution planned around a multi-megabyte constant; at
+// 4000 upserts that was about half of the transaction's time (BENCHMARKS.md, "Commands").
 
-#define BELFRY_UPSERT_RECORDSET                                                                           \
-  "json_to_recordset($1::json) AS a(id text, shard smallint, interval_minutes int, offset_minutes int,"   \
-  " keep_offset boolean, owner text, topic text, key text, details text, start_ms bigint, end_ms bigint," \
-  " priority int, paused boolean, replace_fresh boolean, src_partition int, src_offset bigint,"           \
-  " run_at_ms bigint, run_minute bigint, late_limit bigint, scheduled_for_ms bigint, max_retries int,"    \
-  " retry_initial_ms bigint, retry_multiplier double precision, retry_max_ms bigint)"
+// The staging table: session-local, not logged, emptied at every commit. Its rows exist only
+// inside the transaction that applies one batch. Created on first use in each session (a
+// temporary table cannot live in migrations/); belfry_upsert_stage_exists checks for it.
+inline constexpr const char kUpsertStageTable[] = "belfry_upsert_stage";
+// The COPY column order; PgJobStore writes each row's fields in this order.
+// clang-format off
+inline constexpr const char* kUpsertStageColumns[] = {
+    "id", "shard", "interval_minutes", "offset_minutes", "keep_offset", "owner", "topic", "key",
+    "details", "start_ms", "end_ms", "priority", "paused", "replace_fresh", "src_partition",
+    "src_offset", "run_at_ms", "run_minute", "late_limit", "scheduled_for_ms", "max_retries",
+    "retry_initial_ms", "retry_multiplier", "retry_max_ms"};
+// clang-format on
+inline constexpr const char kCreateUpsertStageSql[] =
+    "CREATE TEMPORARY TABLE belfry_upsert_stage (id text, shard smallint, interval_minutes int,"
+    " offset_minutes int, keep_offset boolean, owner text, topic text, key text, details text,"
+    " start_ms bigint, end_ms bigint, priority int, paused boolean, replace_fresh boolean,"
+    " src_partition int, src_offset bigint, run_at_ms bigint, run_minute bigint, late_limit bigint,"
+    " scheduled_for_ms bigint, max_retries int, retry_initial_ms bigint,"
+    " retry_multiplier double precision, retry_max_ms bigint) ON COMMIT DELETE ROWS";
+
+// Run (SET LOCAL: this transaction only) before the staged statements. The staging table's row
+// count is known to the planner (json_to_recordset's was a fixed guess of 100), and for a batch
+// of thousands it prefers a hash join over a sequential scan of jobs: work proportional to the
+// whole table on every batch (measured: half of the consumer's database time with ~100k jobs,
+// and it grows with the table). Index probes on jobs_pkey cost in proportion to the batch.
+inline constexpr const char kStagedJoinSettingsSql[] =
+    "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off";
+
+inline constexpr const char kUpsertStageExistsName[] = "belfry_upsert_stage_exists";
+inline constexpr const char kUpsertStageExistsSql[] =
+    "SELECT to_regclass('pg_temp.belfry_upsert_stage') IS NOT NULL";
 
 // A one-shot's run_minute: the action's, unless its shard already fired that minute by the time
 // the command is applied (the consumer lagged) and the next minute is within the action's
@@ -113,8 +143,9 @@ inline constexpr const char kDueJobsRangeSql[] =
   " ELSE a.run_minute END"
 
 // Step 1 of an upsert: insert the jobs that do not exist yet. Existing ids are left to step 2.
-inline constexpr const char kInsertJobsName[] = "belfry_insert_jobs";
-inline constexpr const char kInsertJobsSql[] =
+// Prepared per session, after the staging table exists (PgJobStore::ApplyActions).
+inline constexpr const char kInsertStagedJobsName[] = "belfry_insert_staged_jobs";
+inline constexpr const char kInsertStagedJobsSql[] =
     "INSERT INTO jobs (id, shard, interval_minutes, offset_minutes, owner, topic, key, details,"
     " start_at, end_at, priority, paused, src_partition, src_offset, run_at, run_minute, scheduled_for_ms,"
     " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms) "
@@ -123,8 +154,9 @@ inline constexpr const char kInsertJobsSql[] =
     " a.priority, COALESCE(a.paused, false), a.src_partition, a.src_offset,"
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ", " BELFRY_RUN_MINUTE ", a.scheduled_for_ms,"
     " a.max_retries, a.retry_initial_ms, a.retry_multiplier, a.retry_max_ms "
-    "FROM " BELFRY_UPSERT_RECORDSET
+    "FROM belfry_upsert_stage AS a"
     " LEFT JOIN shard_state AS ss ON ss.shard = a.shard "
+    "ORDER BY a.id "
     "ON CONFLICT (id, shard) DO NOTHING";
 
 // Step 2 of an upsert: replace existing rows. Runs after step 1 in the same transaction, so it
@@ -132,8 +164,8 @@ inline constexpr const char kInsertJobsSql[] =
 // keep_offset = !replace_fresh && !offset_explicit; the stored offset survives only when the
 // interval is unchanged. paused: the action's flag if given, else false for a fresh replacement,
 // else the stored flag. SET expressions read the row's values from before this update.
-inline constexpr const char kUpdateJobsName[] = "belfry_update_jobs";
-inline constexpr const char kUpdateJobsSql[] =
+inline constexpr const char kUpdateStagedJobsName[] = "belfry_update_staged_jobs";
+inline constexpr const char kUpdateStagedJobsSql[] =
     "UPDATE jobs AS j SET"
     " shard = a.shard,"
     " interval_minutes = a.interval_minutes,"
@@ -153,12 +185,11 @@ inline constexpr const char kUpdateJobsSql[] =
     " retry_multiplier = a.retry_multiplier, retry_max_ms = a.retry_max_ms,"
     " created_at = CASE WHEN a.replace_fresh THEN now() ELSE j.created_at END,"
     " updated_at = now() "
-    "FROM " BELFRY_UPSERT_RECORDSET
+    "FROM belfry_upsert_stage AS a"
     " LEFT JOIN shard_state AS ss ON ss.shard = a.shard "
     "WHERE j.shard = a.shard AND j.id = a.id"
     " AND NOT (j.src_partition = a.src_partition AND j.src_offset >= a.src_offset)";
 
-#undef BELFRY_UPSERT_RECORDSET
 #undef BELFRY_RUN_MINUTE
 
 inline constexpr const char kDeleteJobsName[] = "belfry_delete_jobs";

@@ -290,6 +290,43 @@ TEST_F(CommandConsumerTest, StopDuringRetryLeavesTheBatchForTheNextOwner) {
   EXPECT_TRUE(WaitUntil([&] { return CommittedTotal() == 2; }, milliseconds(10000)));
 }
 
+TEST_F(CommandConsumerTest, KeepsApplyingWhileAnEarlierBatchIsUnacknowledgedButCommitsInOrder) {
+  SetUpTopics(1);
+  std::unique_ptr<CommandPublisher> publisher = NewPublisher();
+  ASSERT_NE(publisher, nullptr);
+  // One batch whose DLQ record can never be acknowledged (the DLQ topic name is invalid)...
+  ASSERT_TRUE(publisher->Publish("job-p1", Upsert("job-p1", 1)).ok());
+  ASSERT_TRUE(publisher->Publish("bad-json", std::string("{not json")).ok());
+  ASSERT_TRUE(publisher->Publish("job-p2", Upsert("job-p2", 2)).ok());
+
+  KafkaConfig broken_dlq = config_;
+  broken_dlq.dlq_topic = "no such topic!";
+  {
+    RecordingJobStore store;
+    Running running(broken_dlq, store, Rules());
+    ASSERT_TRUE(WaitUntil([&] { return store.rows().size() == 2; }, milliseconds(30000)));
+    // ...does not stop later batches from being applied (pipelining)...
+    ASSERT_TRUE(publisher->Publish("job-p3", Upsert("job-p3", 3)).ok());
+    ASSERT_TRUE(WaitUntil([&] { return store.rows().contains("job-p3"); }, milliseconds(30000)));
+    // ...but no offset is committed past the unacknowledged batch, not even the later batch's.
+    std::this_thread::sleep_for(milliseconds(500));
+    EXPECT_EQ(CommittedTotal(), 0);
+    EXPECT_EQ(running.consumer().Stats().batches_total, 0u);
+    const auto start = std::chrono::steady_clock::now();
+    running.Stop();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(10)) << "stop must be prompt";
+  }
+  EXPECT_EQ(CommittedTotal(), 0);
+
+  // The next owner re-applies everything, publishes every record, and commits past all four.
+  RecordingJobStore store;
+  Running running(config_, store, Rules());
+  EXPECT_EQ(WaitOutcome(*publisher, "job-p3")["status"], "applied");
+  EXPECT_TRUE(WaitUntil([&] { return CommittedTotal() == 4; }, milliseconds(10000)));
+  EXPECT_EQ(store.rows().size(), 3u);
+  EXPECT_EQ(ReadTopic(config_.dlq_topic, 1).size(), 1u);
+}
+
 TEST_F(CommandConsumerTest, OutcomeWaitTimesOutAsRetryable) {
   SetUpTopics(1);
   std::unique_ptr<CommandPublisher> publisher = NewPublisher();

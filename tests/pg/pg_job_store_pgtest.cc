@@ -293,10 +293,10 @@ TEST_F(PgJobStoreTest, ABatchIsAllOrNothing) {
   EXPECT_TRUE(Exists("good"));
 }
 
-TEST_F(PgJobStoreTest, LargeBatchesAreSplitIntoSeveralStatements) {
+TEST_F(PgJobStoreTest, LargeBatchesAreApplied) {
   std::vector<JobAction> actions;
   const std::string details = "{\"blob\":\"" + std::string(60 * 1024, 'x') + "\"}";
-  for (int i = 0; i < 300; ++i) {  // ~18 MiB of JSON: three chunks
+  for (int i = 0; i < 300; ++i) {  // ~18 MiB of upserts, streamed through the staging table
     JobAction a = Upsert("big-" + std::to_string(i), 5, i % 5, i);
     a.spec.details_json = details;
     actions.push_back(std::move(a));
@@ -304,6 +304,47 @@ TEST_F(PgJobStoreTest, LargeBatchesAreSplitIntoSeveralStatements) {
   Apply(actions);
   EXPECT_EQ(*store_->CountJobs(), 300);
   EXPECT_EQ(Get("big-299").spec.details_json, details);
+}
+
+TEST_F(PgJobStoreTest, UpsertTextSurvivesTheCopyStagingVerbatim) {
+  // Upserts are streamed with COPY (text format): every character COPY treats specially must
+  // come back unchanged, and "\N" must stay a two-character string, not NULL.
+  JobAction a = Upsert("copy-special", 5, 1, 1);
+  a.spec.owner = "tab\there";
+  a.spec.key = "\\N";
+  a.spec.details_json = "{\"s\":\"back\\\\slash \\\\N \\n \\t \\r\",\"raw\":\"\x01\x7f é\"}";
+  JobAction b = Upsert("copy\\id\r\n2", 5, 2, 2);
+  b.spec.key = "line1\nline2\r\\.";
+  b.spec.retry_backoff.multiplier = 1.1;
+  b.spec.max_retries = 3;
+  Apply({a, b});
+  const StoredJob ja = Get("copy-special");
+  EXPECT_EQ(ja.spec.owner, "tab\there");
+  EXPECT_EQ(ja.spec.key, "\\N");
+  EXPECT_EQ(ja.spec.details_json, a.spec.details_json);
+  EXPECT_FALSE(ja.spec.start_at.has_value());
+  const StoredJob jb = Get("copy\\id\r\n2");
+  EXPECT_EQ(jb.spec.key, "line1\nline2\r\\.");
+  EXPECT_EQ(jb.spec.retry_backoff.multiplier, 1.1);
+  EXPECT_EQ(jb.spec.max_retries, 3);
+}
+
+TEST_F(PgJobStoreTest, UpsertsWorkAgainAfterTheConnectionIsDropped) {
+  // The staging table and its statements belong to one session; a new session makes its own.
+  Apply({Upsert("s1", 5, 1, 1)});
+  db_->Exec(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+      "WHERE datname = current_database() AND pid <> pg_backend_pid()");
+  EXPECT_EQ(store_->ApplyActions({Upsert("s2", 5, 1, 2)}).code(), Status::Code::kRetryable);
+  Apply({Upsert("s2", 5, 1, 2), Upsert("s1", 10, 3, 3)});  // an insert and an update
+  EXPECT_TRUE(Exists("s2"));
+  EXPECT_EQ(Get("s1").spec.interval_minutes, 10);
+  EXPECT_EQ(Get("s1").spec.offset_minutes, 3);
+  // Staged rows never outlive their transaction: the next batch does not re-apply them.
+  Apply({Delete("s1", 4)});
+  Apply({Upsert("s3", 5, 1, 5)});
+  EXPECT_FALSE(Exists("s1"));
+  EXPECT_EQ(*store_->CountJobs(), 2);
 }
 
 TEST_F(PgJobStoreTest, ListJobsPagesByIdWithFilters) {
