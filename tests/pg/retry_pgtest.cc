@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/retry_policy.h"
+#include "core/shard_hash.h"
 #include "core/slot_math.h"
 #include "fakes/fake_clock.h"
 #include "pg/pg_execution_store.h"
@@ -18,10 +19,20 @@ namespace belfry {
 namespace {
 
 constexpr int64_t kTickMs = 500;
-constexpr int32_t kShard = 7;
+// Jobs live in the shard of their id (the command parser sets it so, and the store relies on it).
+const int32_t kShard = ShardForId("j", 120);
 constexpr int64_t kMinute = 29'000'260;  // 2025-02-20
 const EpochMs kNow = kMinute * 60'000 + 20'000;
 const EpochMs kSlot = SlotMs(kMinute, kShard, kTickMs);  // the failed run's scheduledFor
+
+// An id other than "j" in j's shard.
+std::string SiblingOfJ() {
+  for (int i = 0;; ++i) {
+    std::string id = "k" + std::to_string(i);
+    if (ShardForId(id, 120) == kShard) return id;
+  }
+}
+const std::string kK = SiblingOfJ();
 
 JobAction Job(const std::string& id, int32_t max_retries, int64_t src_offset) {
   JobAction a;
@@ -30,7 +41,7 @@ JobAction Job(const std::string& id, int32_t max_retries, int64_t src_offset) {
   a.spec.interval_minutes = 15;
   a.spec.offset_minutes = 14;  // due at kMinute + 4: not in the minutes the retries fire
   a.spec.offset_explicit = true;
-  a.spec.shard = kShard;
+  a.spec.shard = ShardForId(id, 120);
   a.spec.topic = "orders.poll";
   a.spec.details_json = R"({"n":1})";
   a.spec.max_retries = max_retries;
@@ -211,14 +222,14 @@ TEST_F(PgRetryTest, ARetryDueLongAgoIsNotScheduled) {
 }
 
 TEST_F(PgRetryTest, PausedJobsAreNotRetriedAndDeletingAJobCancelsItsRetries) {
-  Apply({Job("j", 3, 1), Job("k", 3, 2)});
+  Apply({Job("j", 3, 1), Job(kK, 3, 2)});
   JobAction pause;
   pause.kind = JobAction::Kind::kSetPaused;
-  pause.id = "k";
+  pause.id = kK;
   pause.paused = true;
   pause.source = SourcePosition{0, 3, 0};
   Apply({pause});
-  EXPECT_EQ(Report({Failed("j", kSlot, 0, kSlot + 4'000, 10), Failed("k", kSlot, 0, kSlot + 4'000, 11)})
+  EXPECT_EQ(Report({Failed("j", kSlot, 0, kSlot + 4'000, 10), Failed(kK, kSlot, 0, kSlot + 4'000, 11)})
                 .retries_scheduled,
             1);
   JobAction del;
@@ -230,7 +241,7 @@ TEST_F(PgRetryTest, PausedJobsAreNotRetriedAndDeletingAJobCancelsItsRetries) {
 }
 
 TEST_F(PgRetryTest, ARetryIsNeverPlacedInAMinuteTheShardFiredOrIsFiring) {
-  Apply({Job("j", 3, 1), Job("k", 3, 2)});
+  Apply({Job("j", 3, 1), Job(kK, 3, 2)});
   const int64_t planned = FirstMinuteAtOrAfter(kSlot + 4'000 + 60'000, kShard, kTickMs);
   // The shard already fired two minutes past the planned one (the consumer lagged).
   db_->Exec("UPDATE shard_state SET fired_through = " + std::to_string(planned + 2) +
@@ -240,12 +251,12 @@ TEST_F(PgRetryTest, ARetryIsNeverPlacedInAMinuteTheShardFiredOrIsFiring) {
   // A live claim through planned + 5: a firing may already have queried those minutes.
   db_->Exec("UPDATE shard_state SET claim_node = 'n', claim_until = now() + interval '1 hour', claim_through = " +
             std::to_string(planned + 5) + " WHERE shard = " + std::to_string(kShard));
-  ASSERT_EQ(Report({Failed("k", kSlot, 0, kSlot + 4'000, 11)}).retries_scheduled, 1);
+  ASSERT_EQ(Report({Failed(kK, kSlot, 0, kSlot + 4'000, 11)}).retries_scheduled, 1);
   EXPECT_EQ(Retries()[1].run_minute, planned + 6);
   // An expired claim no longer counts.
   db_->Exec("UPDATE shard_state SET claim_until = now() - interval '1 second' WHERE shard = " +
             std::to_string(kShard));
-  ASSERT_EQ(Report({Failed("k", kSlot, 1, kSlot + 4'000, 12)}).retries_scheduled, 1);
+  ASSERT_EQ(Report({Failed(kK, kSlot, 1, kSlot + 4'000, 12)}).retries_scheduled, 1);
   const int64_t planned2 = FirstMinuteAtOrAfter(kSlot + 4'000 + 120'000, kShard, kTickMs);
   EXPECT_EQ(Retries()[2].run_minute, std::max(planned2, planned + 3));
 }
