@@ -29,8 +29,9 @@ struct CommandBatchReport {
 };
 
 // Wall time the Run thread spent in each stage of the consumer loop, in microseconds, summed
-// since construction. Gather includes waiting for input; publish is the wait for the outcome and
-// DLQ acknowledgements; commit is the offset commit.
+// since construction. Gather includes waiting for input; publish is the time spent settling
+// batches (serving delivery reports, waiting for outcome and DLQ acknowledgements, retries),
+// which includes the offset commits made meanwhile; commit is those offset commits alone.
 struct CommandStageTimes {
   int64_t gather_us = 0;
   int64_t prepare_us = 0;

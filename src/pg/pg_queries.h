@@ -124,8 +124,8 @@ inline constexpr const char kCreateUpsertStageSql[] =
 // Run (SET LOCAL: this transaction only) before the staged statements. The staging table's row
 // count is known to the planner (json_to_recordset's was a fixed guess of 100), and for a batch
 // of thousands it prefers a hash join over a sequential scan of jobs: work proportional to the
-// whole table on every batch (measured: half of the consumer's database time with ~100k jobs,
-// and it grows with the table). Index probes on jobs_pkey cost in proportion to the batch.
+// whole table on every batch (EXPLAIN ANALYZE, 4000 staged upserts against 20k jobs: 510 ms,
+// against 232 ms for the nested loop; the scan grows with the table, the probes do not).
 inline constexpr const char kStagedJoinSettingsSql[] =
     "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off";
 
