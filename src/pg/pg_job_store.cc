@@ -25,6 +25,7 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kDeleteRetriesOfName, q::kDeleteRetriesOfSql},
       {q::kSetPausedName, q::kSetPausedSql},
       {q::kGetJobName, q::kGetJobSql},
+      {q::kGetJobInShardName, q::kGetJobInShardSql},
       {q::kListJobsName, q::kListJobsSql},
       {q::kListJobsByOwnerName, q::kListJobsByOwnerSql},
       {q::kListJobsByTopicName, q::kListJobsByTopicSql},
@@ -237,7 +238,9 @@ StatusOr<std::optional<StoredJob>> PgJobStore::GetJob(const std::string& id) {
   std::optional<StoredJob> job;
   Status st = session_.Run("get job", [&](pqxx::connection& conn) {
     pqxx::nontransaction txn(conn);
-    const pqxx::result r = txn.exec_prepared(pg_queries::kGetJobName, id);
+    if (Status st = LoadShardCount(txn); !st.ok()) return st;
+    pqxx::result r = txn.exec_prepared(pg_queries::kGetJobInShardName, id, ShardForId(id, shard_count_));
+    if (r.empty()) r = txn.exec_prepared(pg_queries::kGetJobName, id);
     if (!r.empty()) job = StoredJobFromRow(r[0]);
     return Status::Ok();
   });

@@ -57,7 +57,8 @@ class PgJobStore final : public JobStore {
  private:
   // The database's shard_count (belfry_meta), read once: jobs is partitioned by shard, and a
   // delete or pause/resume names its shard, ShardForId(id, shard_count), so that it reads one
-  // partition. FailedPrecondition when the database was never migrated.
+  // partition; so does GetJob, before it falls back to all partitions. FailedPrecondition when
+  // the database was never migrated.
   Status LoadShardCount(pqxx::transaction_base& txn);
 
   PgSession session_;

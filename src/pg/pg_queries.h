@@ -228,8 +228,12 @@ inline constexpr const char kSetPausedSql[] =
   " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms, attempt, COALESCE(retry_of, '')"
 
 inline constexpr const char kGetJobName[] = "belfry_get_job";
-// By id alone, so that it finds the row whatever shard it was stored under: one primary-key probe
-// per partition of jobs (about 1 ms for 121 partitions), which is fine for an admin read.
+// $1 id, $2 ShardForId(id): reads one partition of jobs. PgJobStore falls back to kGetJobSql
+// (by id alone: every partition's primary key, tens of ms at 5M jobs) when this finds nothing,
+// so a row stored under another shard is still found.
+inline constexpr const char kGetJobInShardName[] = "belfry_get_job_in_shard";
+inline constexpr const char kGetJobInShardSql[] =
+    "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE shard = $2::smallint AND id = $1";
 inline constexpr const char kGetJobSql[] = "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE id = $1";
 
 // Keyset pagination: $1 = after_id, $2 = limit, then the filters. One statement per filter shape,

@@ -60,9 +60,12 @@ std::map<int32_t, std::unique_ptr<PgTestDatabase>>& MigratedTemplates() {
   return *templates;
 }
 
-struct TemplateReaper {
-  ~TemplateReaper() { MigratedTemplates().clear(); }
-} template_reaper;
+// Drops the templates at exit. Registered after the first connection, so that it runs before
+// the atexit cleanup OpenSSL registered then (libpq cannot connect after that has run).
+void DropTemplatesAtExit() {
+  static const bool registered = [] { return std::atexit([] { MigratedTemplates().clear(); }) == 0; }();
+  (void)registered;
+}
 
 }  // namespace
 
@@ -77,6 +80,7 @@ std::unique_ptr<PgTestDatabase> PgTestDatabase::CreateMigrated(int32_t shard_cou
       return nullptr;
     }
     tmpl = std::move(db);
+    DropTemplatesAtExit();
   }
   std::random_device rd;
   const std::string name = "belfry_t_" + std::to_string(::getpid()) + "_" +
