@@ -102,9 +102,9 @@ class BatchState final {
   std::atomic<int64_t> refs_{1};
   std::mutex mu_;
   std::condition_variable cv_;
-  int64_t outstanding_ = 0;         // guarded by mu_
-  Status first_error_;              // guarded by mu_
-  std::function<void()> on_done_;   // guarded by mu_
+  int64_t outstanding_ = 0;        // guarded by mu_
+  Status first_error_;             // guarded by mu_
+  std::function<void()> on_done_;  // guarded by mu_
 };
 
 }  // namespace
@@ -295,7 +295,8 @@ class KafkaTriggerBatch final : public TriggerBatch {
     // The same decimal text as ScheduledForHeader(), without a string per trigger.
     char scheduled_for[24];
     const size_t scheduled_for_size = static_cast<size_t>(
-        std::to_chars(scheduled_for, scheduled_for + sizeof(scheduled_for), t.scheduled_for_ms).ptr - scheduled_for);
+        std::to_chars(scheduled_for, scheduled_for + sizeof(scheduled_for), t.scheduled_for_ms).ptr -
+        scheduled_for);
     rd_kafka_t* rk = producer_->c_ptr();
     for (;;) {
       state_->BeginMessage();
@@ -303,8 +304,7 @@ class KafkaTriggerBatch final : public TriggerBatch {
       // objects per trigger. RD_KAFKA_MSG_F_COPY copies value and key before it returns.
       const rd_kafka_resp_err_t err = rd_kafka_producev(
           rk, RD_KAFKA_V_TOPIC(topic_.c_str()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-          RD_KAFKA_V_VALUE(value_.data(), value_.size()),
-          RD_KAFKA_V_KEY(t.key.data(), t.key.size()),
+          RD_KAFKA_V_VALUE(value_.data(), value_.size()), RD_KAFKA_V_KEY(t.key.data(), t.key.size()),
           RD_KAFKA_V_HEADER(kJobIdHeader, t.job_id.data(), static_cast<ssize_t>(t.job_id.size())),
           RD_KAFKA_V_HEADER(kScheduledForHeader, scheduled_for, static_cast<ssize_t>(scheduled_for_size)),
           RD_KAFKA_V_OPAQUE(state_), RD_KAFKA_V_END);
