@@ -139,7 +139,8 @@ void FiringPool::StartFire(size_t index, const FireRequest& req, InFlightList* f
   auto flight = std::make_unique<InFlight>();
   flight->request = req;
   Status error;
-  const ShardFirer::Outcome outcome = workers_[index].firer->Begin(req.shard, req.minute, &flight->pending, &error);
+  const ShardFirer::Outcome outcome =
+      workers_[index].firer->Begin(req.shard, req.minute, &flight->pending, &error);
   if (outcome != ShardFirer::Outcome::kFired) {
     std::lock_guard<std::mutex> lock(mu_);
     EndFireLocked(req, outcome);

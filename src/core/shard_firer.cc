@@ -21,6 +21,7 @@ bool ShardFirer::Pending::Done() const {
 }
 
 void ShardFirer::Pending::NotifyWhenDone(const std::function<void()>& fn) {
+  if (queries_.empty()) fn();  // nothing was queued (e.g. a plan that skips): done already
   for (Query& q : queries_) q.batch->NotifyWhenDone(fn);
 }
 

@@ -59,15 +59,15 @@ class ShardFirer final {
       bool query_ok = false;
     };
     int32_t shard_ = 0;
-    int64_t hold_minute_ = 0;   // the watermark the claim is renewed at while acks arrive
-    EpochMs renewed_at_ = 0;    // when the lease was last renewed
+    int64_t hold_minute_ = 0;  // the watermark the claim is renewed at while acks arrive
+    EpochMs renewed_at_ = 0;   // when the lease was last renewed
     int64_t advance_to_ = 0;
     int64_t caught_up_ = 0;
     int64_t skipped_ = 0;
     int64_t too_old_ = 0;
     std::vector<Query> queries_;
-    Status error_;                   // first failure while queuing; Complete() reports it
-    bool release_on_error_ = true;   // false once the claim is known to be lost
+    Status error_;                  // first failure while queuing; Complete() reports it
+    bool release_on_error_ = true;  // false once the claim is known to be lost
   };
 
   // All references must outlive the firer. `policy` is re-checked for every trigger (cached per

@@ -67,7 +67,8 @@ TEST_F(FiringPoolTest, QueriesTheNextShardWhileTheFirstAwaitsItsAcks) {
   EXPECT_EQ(ledger_.FiredThrough(a_.shard), kM - 1);  // nothing recorded before the acks
   EXPECT_EQ(ledger_.FiredThrough(b_.shard), kM - 1);
   sink_.ReleaseAcks();
-  ASSERT_TRUE(Eventually([&] { return ledger_.FiredThrough(a_.shard) == kM && ledger_.FiredThrough(b_.shard) == kM; }));
+  ASSERT_TRUE(Eventually(
+      [&] { return ledger_.FiredThrough(a_.shard) == kM && ledger_.FiredThrough(b_.shard) == kM; }));
   pool->Drain();
   EXPECT_EQ(sink_.sent().size(), 2u);
 }

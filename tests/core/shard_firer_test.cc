@@ -102,7 +102,6 @@ TEST_F(ShardFirerTest, StartWatermarkRecordsWithoutFiringOnlyForNeverFiredShards
   EXPECT_FALSE(ledger_.FiredThrough(9).has_value());
 }
 
-
 TEST_F(ShardFirerTest, BeginQueuesButRecordsOnlyWhenCompleteSawEveryAck) {
   JobSpec s = MakeJob("j", 1, 0);
   store_.Put(s);
@@ -170,7 +169,6 @@ TEST_F(ShardFirerTest, QueryFailureMidPlanWaitsForWhatWasQueuedAndRecordsNothing
   EXPECT_TRUE(ledger_.Claim(s.shard, kM, "node-b", 3000)->claimed);
 }
 
-
 TEST_F(ShardFirerTest, RenewIfDueKeepsTheClaimOfAFiringWhoseAcksAreSlow) {
   JobSpec s = MakeJob("j", 1, 0);
   store_.Put(s);
@@ -205,6 +203,26 @@ TEST_F(ShardFirerTest, AFiringWhoseClaimLapsedAndWasTakenRecordsNothing) {
   sink_.ReleaseAcks();
   EXPECT_EQ(firer_.Complete(pending), ShardFirer::Outcome::kFailed);
   EXPECT_EQ(ledger_.FiredThrough(s.shard), kM - 1);  // node-b owns it now
+}
+
+
+TEST_F(ShardFirerTest, APendingFiringThatQueuedNothingIsDoneAtOnce) {
+  cfg_.misfire_policy = MisfirePolicy::kSkip;
+  JobSpec s = MakeJob("j", 1, 0);
+  store_.Put(s);
+  ledger_.SetFiredThrough(s.shard, kM - 3);
+  clock_.Set(SlotMs(kM, s.shard, 500) + 31'000);  // every minute is missed: skip them all
+  sink_.HoldAcks();
+  ShardFirer::Pending pending;
+  ASSERT_EQ(firer_.Begin(s.shard, kM, &pending), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(sink_.batches_created(), 0);
+  EXPECT_TRUE(pending.Done());
+  int wakeups = 0;
+  pending.NotifyWhenDone([&wakeups] { ++wakeups; });
+  EXPECT_EQ(wakeups, 1);  // a pool waiting for this callback must not wait forever
+  EXPECT_EQ(firer_.Complete(pending), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(ledger_.FiredThrough(s.shard), kM);
+  EXPECT_EQ(observer_.skipped, 3);
 }
 
 }  // namespace

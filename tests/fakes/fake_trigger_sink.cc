@@ -8,14 +8,15 @@ namespace belfry {
 
 class FakeTriggerBatch final : public TriggerBatch {
  public:
-  FakeTriggerBatch(FakeTriggerSink* sink, bool fail, int64_t number) : sink_(sink), fail_(fail), number_(number) {}
+  FakeTriggerBatch(FakeTriggerSink* sink, bool fail, int64_t number)
+      : sink_(sink), fail_(fail), number_(number) {}
   ~FakeTriggerBatch() override {
     std::lock_guard<std::mutex> lock(sink_->mu_);
     sink_->waiting_.erase(number_);
   }
   void Add(const TriggerView& t) override {
-    SentTrigger s{std::string(t.job_id), std::string(t.topic), std::string(t.key), {}, t.interval_minutes,
-                  t.scheduled_for_ms};
+    SentTrigger s{std::string(t.job_id), std::string(t.topic), std::string(t.key), {},
+                  t.interval_minutes,    t.scheduled_for_ms};
     EncodeTriggerValue(t, &s.value);
     pending_.push_back(std::move(s));
   }
