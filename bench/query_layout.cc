@@ -577,8 +577,8 @@ class QueryLayoutBench final {
       const int64_t batch = std::min<int64_t>(1000, total - done);
       // Every statement names the job's shard as well as its id, as belfry's own writes do (its
       // jobs table is partitioned by shard); project44's table gets the same statements.
-      std::vector<std::string> detail_ids, detail_shards, details, sched_ids, sched_shards, intervals, offsets,
-          delete_ids, delete_shards;
+      std::vector<std::string> detail_ids, detail_shards, details, sched_ids, sched_shards, intervals,
+          offsets, delete_ids, delete_shards;
       std::string inserts;
       for (int64_t k = 0; k < batch; ++k) {
         const uint64_t r = rng() % 100;
@@ -616,11 +616,11 @@ class QueryLayoutBench final {
         conn.Exec("BEGIN");
         // A job can be picked twice in one batch (or deleted after an update): fine for both.
         if (!detail_ids.empty()) {
-          conn.Exec(
-              fmt::format("UPDATE {} AS t SET details = u.d, updated_at = now() "
-                          "FROM unnest({}::text[], {}::smallint[], {}::text[]) AS u(id, s, d) "
-                          "WHERE t.shard = u.s AND t.id = u.id",
-                          table, ArrayLiteral(detail_ids), ArrayLiteral(detail_shards), ArrayLiteral(details)));
+          conn.Exec(fmt::format(
+              "UPDATE {} AS t SET details = u.d, updated_at = now() "
+              "FROM unnest({}::text[], {}::smallint[], {}::text[]) AS u(id, s, d) "
+              "WHERE t.shard = u.s AND t.id = u.id",
+              table, ArrayLiteral(detail_ids), ArrayLiteral(detail_shards), ArrayLiteral(details)));
         }
         if (!sched_ids.empty()) {
           conn.Exec(
@@ -632,10 +632,10 @@ class QueryLayoutBench final {
                           ArrayLiteral(offsets)));
         }
         if (!delete_ids.empty()) {
-          conn.Exec(fmt::format(
-              "DELETE FROM {} AS t USING unnest({}::text[], {}::smallint[]) AS u(id, s) "
-              "WHERE t.shard = u.s AND t.id = u.id",
-              table, ArrayLiteral(delete_ids), ArrayLiteral(delete_shards)));
+          conn.Exec(
+              fmt::format("DELETE FROM {} AS t USING unnest({}::text[], {}::smallint[]) AS u(id, s) "
+                          "WHERE t.shard = u.s AND t.id = u.id",
+                          table, ArrayLiteral(delete_ids), ArrayLiteral(delete_shards)));
         }
         if (!inserts.empty()) {
           conn.BeginCopyIn(fmt::format("COPY {} {} FROM STDIN", table, kCopyColumns));

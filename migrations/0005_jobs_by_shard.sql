@@ -13,8 +13,8 @@
 -- shard cannot exist on a partitioned table; it makes this migration fail (and roll back) loudly.
 --
 -- Partitions: one per shard 0..119 (the default shard_count), plus a DEFAULT one for shards from
--- a larger shard_count. Rewrites the table under ACCESS EXCLUSIVE: about 10 s per million rows on
--- the local stack. On a very large table, run it in a quiet window.
+-- a larger shard_count. Rewrites the table under ACCESS EXCLUSIVE (not timed at scale; an empty
+-- table takes seconds, for the catalog work). On a large table, run it in a quiet window.
 
 ALTER TABLE jobs RENAME TO jobs_unpartitioned;
 
