@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <set>
+#include <string_view>
+#include <type_traits>
 #include <pqxx/nontransaction>
 #include <pqxx/result>
 #include <pqxx/transaction>
@@ -44,6 +47,23 @@ std::optional<ExecutionStatus> StatusFromName(std::string_view s) {
 std::optional<int64_t> OptionalInt64(const pqxx::field& f) {
   if (f.is_null()) return std::nullopt;
   return f.as<int64_t>();
+}
+
+// A PostgreSQL array literal of `values`, in iteration order: {"a","b"} for strings (a JSON string
+// is a valid array-literal element), {1,2} for integers.
+template <typename Range>
+std::string ArrayLiteral(const Range& values) {
+  std::string out = "{";
+  for (const auto& v : values) {
+    if (out.size() > 1) out.push_back(',');
+    if constexpr (std::is_integral_v<std::decay_t<decltype(v)>>) {
+      out += std::to_string(v);
+    } else {
+      AppendJsonString(&out, v);
+    }
+  }
+  out.push_back('}');
+  return out;
 }
 
 JobStats StatsFromRow(const pqxx::row& row) {
@@ -140,12 +160,9 @@ StatusOr<ExecutionApplyResult> PgExecutionStore::ApplyReports(const std::vector<
     }
     std::map<std::string, std::optional<EpochMs>> latest_success;
     if (!terminal.empty()) {
-      std::string ids = "{";
-      for (const auto& [id, unused] : terminal) {
-        if (ids.size() > 1) ids.push_back(',');
-        AppendJsonString(&ids, id);  // a JSON string is a valid array-literal element
-      }
-      ids.push_back('}');
+      std::vector<std::string_view> terminal_ids;
+      for (const auto& [id, unused] : terminal) terminal_ids.push_back(id);
+      const std::string ids = ArrayLiteral(terminal_ids);
       std::map<std::string, JobStats> current;
       for (const pqxx::row& row : txn.exec_prepared(pg_queries::kLockJobStatsName, ids)) {
         JobStats s = StatsFromRow(row);
@@ -186,15 +203,10 @@ void PgExecutionStore::ApplyRetries(pqxx::work& txn, const std::vector<Execution
                                     ExecutionApplyResult* result) {
   // Successes first: they drop the retries they supersede, and PlanRetries below sees them.
   JsonArrayChunks superseding;
-  std::string failed_ids = "{";
-  std::map<std::string, bool> seen_failed;
+  std::set<std::string_view> failed;
   for (const ExecutionReport& r : fresh) {
-    if (r.status == ExecutionStatus::kFailed && seen_failed.emplace(r.job_id, true).second) {
-      if (failed_ids.size() > 1) failed_ids.push_back(',');
-      AppendJsonString(&failed_ids, r.job_id);
-    }
+    if (r.status == ExecutionStatus::kFailed) failed.insert(r.job_id);
   }
-  failed_ids.push_back('}');
   for (const auto& [id, slot] : latest_success) {
     if (!slot) continue;
     superseding.BeginObject();
@@ -205,10 +217,10 @@ void PgExecutionStore::ApplyRetries(pqxx::work& txn, const std::vector<Execution
   for (const std::string& chunk : superseding.Finish()) {
     result->retries_superseded += txn.exec_prepared(pg_queries::kSupersedeRetriesName, chunk).affected_rows();
   }
-  if (seen_failed.empty()) return;
+  if (failed.empty()) return;
 
   std::map<std::string, RetryTarget> targets;
-  for (const pqxx::row& row : txn.exec_prepared(pg_queries::kRetryTargetsName, failed_ids)) {
+  for (const pqxx::row& row : txn.exec_prepared(pg_queries::kRetryTargetsName, ArrayLiteral(failed))) {
     RetryTarget t;
     t.id = row[0].as<std::string>();
     t.shard = row[1].as<int32_t>();
@@ -230,10 +242,10 @@ void PgExecutionStore::ApplyRetries(pqxx::work& txn, const std::vector<Execution
   result->retries_too_late += planning.too_late;
   if (planning.retries.empty()) return;
 
-  std::vector<int32_t> shards;
+  std::set<int32_t> shards;
   JsonArrayChunks retries;
   for (const ScheduledRetry& s : planning.retries) {
-    shards.push_back(s.target->shard);
+    shards.insert(s.target->shard);
     retries.BeginObject();
     retries.String("id", s.row_id);
     retries.Int("shard", s.target->shard);
@@ -250,15 +262,7 @@ void PgExecutionStore::ApplyRetries(pqxx::work& txn, const std::vector<Execution
     retries.String("retry_of", s.target->id);
     retries.EndObject();
   }
-  std::sort(shards.begin(), shards.end());
-  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
-  std::string shard_array = "{";
-  for (int32_t shard : shards) {
-    if (shard_array.size() > 1) shard_array.push_back(',');
-    shard_array += std::to_string(shard);
-  }
-  shard_array.push_back('}');
-  txn.exec_prepared(pg_queries::kLockShardsName, shard_array);
+  txn.exec_prepared(pg_queries::kLockShardsName, ArrayLiteral(shards));  // sorted: a fixed lock order
   for (const std::string& chunk : retries.Finish()) {
     result->retries_scheduled += txn.exec_prepared(pg_queries::kInsertRetriesName, chunk).affected_rows();
   }
