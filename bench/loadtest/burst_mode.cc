@@ -5,6 +5,14 @@
 // received is the burst; its rate is compared with `raw` sending the same number of same-size
 // messages to as many topics and partitions, in the same run.
 //
+// Two ways to time it (--timing):
+//   acks (default): like `raw`, from the first trigger produced (its Kafka CreateTime) to the
+//     moment every expected trigger is acknowledged, read from belfry's own watermarks (a shard's
+//     fired_through moves only after every ack of its slots). The triggers are consumed and
+//     checked (missing, duplicates) afterwards, so the checking does not take CPU from the burst.
+//   arrivals: from the first to the last expected trigger received by a consumer running during
+//     the burst (the consumer competes with belfry, PostgreSQL and the broker for the cores).
+//
 // REQUIRES: belfry's misfire policy fire_all (the default) and max_catchup > K minutes.
 #include <fmt/format.h>
 
@@ -39,6 +47,7 @@ struct BurstOptions {
   bool no_raw = false;
   std::string raw_topic = "lt.raw";
   std::string plot_prefix;
+  std::string timing = "acks";
 };
 
 std::vector<std::string> SplitArgs(const std::string& text) {
@@ -46,6 +55,16 @@ std::vector<std::string> SplitArgs(const std::string& text) {
   std::vector<std::string> out;
   for (std::string word; in >> word;) out.push_back(word);
   return out;
+}
+
+// How many shards have acknowledged every slot up to `cut_ms`: shard s's last slot at or before
+// the cut is in minute `cut_minute` if SlotMs(cut_minute, s) <= cut_ms, else in the minute before.
+int64_t ShardsAckedThrough(PgConnection& conn, int64_t cut_minute, int64_t tick_ms, EpochMs cut_ms) {
+  const PgRows rows = conn.ExecParams(
+      "SELECT count(*) FROM shard_state WHERE fired_through >= "
+      "CASE WHEN $1::bigint * 60000 + shard * $2::bigint <= $3::bigint THEN $1::bigint ELSE $1::bigint - 1 END",
+      {std::to_string(cut_minute), std::to_string(tick_ms), std::to_string(cut_ms)});
+  return std::stoll(rows[0][0]);
 }
 
 // Waits until no shard has a live claim (belfry is not running), or throws.
@@ -106,23 +125,58 @@ int RunBurst(const CommonOptions& common, const BurstOptions& options) {
     fmt::print(stderr, "burst: start belfry now (waiting up to {} for the triggers)\n", options.timeout);
   }
 
+  const bool by_acks = options.timing == "acks";
+  const int64_t shard_count = std::stoll(updated[0][0]);
+  const int64_t tick_ms = shard_count > 0 ? kMsPerMinute / shard_count : kMsPerMinute;
   TriggerTally* tally_ptr = nullptr;
   ProgressMeter meter("burst", [&tally_ptr] { return tally_ptr->ProgressText(); });
   ProgressCounter* arrived = meter.AddCounter("expected seen", expectations.expected());
+  ProgressCounter* acked = by_acks ? meter.AddCounter("shards acked", shard_count) : nullptr;
   TriggerTally tally(&expectations, arrived);
   tally_ptr = &tally;
+  EpochMs first_created_ms = 0;  // earliest CreateTime among the expected triggers read
+  const auto add = [&](const LiveRecord& r) {
+    const int64_t before = expectations.arrived();
+    tally.Add(r);
+    if (expectations.arrived() > before && r.timestamp_ms > 0 &&
+        (first_created_ms == 0 || r.timestamp_ms < first_created_ms)) {
+      first_created_ms = r.timestamp_ms;
+    }
+  };
   meter.Start();
   bool belfry_died = false;
-  while (expectations.arrived() < expectations.expected()) {
-    if (WallClockMs() - start_ms > timeout_ms) break;
-    if (belfry != nullptr && !belfry->Running()) {
-      belfry_died = true;
-      break;
+  EpochMs all_acked_ms = 0;
+  if (by_acks) {
+    // Nothing is consumed until every shard has acknowledged the window.
+    int64_t shards_done = 0;
+    while (shards_done < shard_count) {
+      if (WallClockMs() - start_ms > timeout_ms) break;
+      if (belfry != nullptr && !belfry->Running()) {
+        belfry_died = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const int64_t now_done = ShardsAckedThrough(conn, current_minute, tick_ms, cut_ms);
+      if (now_done > shards_done) acked->Add(now_done - shards_done);
+      shards_done = now_done;
     }
-    reader.Poll(200, [&](const LiveRecord& r) { tally.Add(r); });
+    if (shards_done == shard_count) all_acked_ms = WallClockMs();
+    // Acknowledged triggers are all readable: stop after 10 s without a record.
+    for (int idle_s = 0; expectations.arrived() < expectations.expected() && idle_s < 10;) {
+      idle_s = reader.Poll(1000, add) == 0 ? idle_s + 1 : 0;
+    }
+  } else {
+    while (expectations.arrived() < expectations.expected()) {
+      if (WallClockMs() - start_ms > timeout_ms) break;
+      if (belfry != nullptr && !belfry->Running()) {
+        belfry_died = true;
+        break;
+      }
+      reader.Poll(200, add);
+    }
   }
   // A short drain, so duplicates sent right after the last expected trigger are counted.
-  reader.Poll(1000, [&](const LiveRecord& r) { tally.Add(r); });
+  reader.Poll(1000, add);
   meter.Stop();
 
   nlohmann::ordered_json j;
@@ -151,10 +205,15 @@ int RunBurst(const CommonOptions& common, const BurstOptions& options) {
   const nlohmann::ordered_json counts = tally.Json();
   for (const auto& [key, value] : counts.items()) j[key] = value;
 
-  const double from_first_s =
-      static_cast<double>(tally.last_arrival_ms() - tally.first_arrival_ms()) / 1000.0;
-  const double from_start_s = static_cast<double>(tally.last_arrival_ms() - start_ms) / 1000.0;
+  // acks: first trigger produced -> every expected trigger acknowledged; arrivals: first -> last
+  // expected trigger received. An acks run that did not finish (timeout, belfry died) has no rate.
+  const EpochMs first_ms = by_acks ? first_created_ms : tally.first_arrival_ms();
+  const EpochMs last_ms = by_acks ? all_acked_ms : tally.last_arrival_ms();
+  const bool timed = first_ms > 0 && last_ms > first_ms;
+  const double from_first_s = timed ? static_cast<double>(last_ms - first_ms) / 1000.0 : 0;
+  const double from_start_s = timed ? static_cast<double>(last_ms - start_ms) / 1000.0 : 0;
   const double received = static_cast<double>(expectations.arrived());
+  j["timing"] = options.timing;
   j["seconds_first_to_last"] = from_first_s;
   j["triggers_per_s"] = from_first_s > 0 ? received / from_first_s : 0;
   if (belfry != nullptr) {
@@ -215,6 +274,11 @@ void RegisterBurstMode(CLI::App& app, CommonOptions* common, ModeRunner* run) {
   sub->add_option("--claim-wait", options->claim_wait, "how long to wait for live shard claims to lapse")
       ->capture_default_str();
   sub->add_option("--topics-prefix", options->topics_prefix, "trigger topics (and jobs) to count")
+      ->capture_default_str();
+  sub->add_option("--timing", options->timing,
+                  "acks: first trigger produced to last acknowledged (consumed and checked afterwards); "
+                  "arrivals: first to last received by a consumer running during the burst")
+      ->check(CLI::IsMember({"acks", "arrivals"}))
       ->capture_default_str();
   sub->add_flag("--no-raw", options->no_raw, "skip the raw-producer comparison");
   sub->add_option("--raw-topic", options->raw_topic, "topic prefix for the raw comparison")

@@ -134,6 +134,9 @@ size_t LiveTopicReader::Poll(int64_t max_ms, const std::function<void(const Live
     rd_kafka_message_t* m = msg->c_ptr();
     record.topic = rd_kafka_topic_name(m->rkt);
     record.partition = m->partition;
+    rd_kafka_timestamp_type_t timestamp_type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+    const int64_t timestamp = rd_kafka_message_timestamp(m, &timestamp_type);
+    record.timestamp_ms = timestamp_type == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? 0 : timestamp;
     record.offset = m->offset;
     record.key = m->key != nullptr ? std::string_view(static_cast<const char*>(m->key), m->key_len)
                                    : std::string_view();

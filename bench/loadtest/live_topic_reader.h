@@ -40,6 +40,7 @@ struct LiveRecord {
   std::array<std::string_view, kMaxReaderHeaders> headers;
   std::array<bool, kMaxReaderHeaders> has_header{};
   EpochMs received_ms = 0;  // wall clock when the reader returned it
+  EpochMs timestamp_ms = 0;  // the record's Kafka timestamp (the producer's CreateTime), or 0
 };
 
 struct LiveTopicReaderOptions {
