@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <iterator>
 
 #include "core/slot_math.h"
 
@@ -141,7 +142,20 @@ std::optional<EpochMs> ParseIsoTime(std::string_view text) {
   return seconds * kMsPerSecond + ms - static_cast<int64_t>(offset_minutes) * kMsPerMinute;
 }
 
-std::string FormatIsoTime(EpochMs ms) {
+namespace {
+
+// Writes `v` as exactly `width` decimal digits. REQUIRES: 0 <= v < 10^width.
+char* PutDigits(char* p, int64_t v, int width) {
+  for (int i = width - 1; i >= 0; --i) {
+    p[i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  }
+  return p + width;
+}
+
+}  // namespace
+
+void AppendIsoTime(EpochMs ms, std::string* out) {
   const int64_t days = (ms - PositiveMod(ms, kMsPerDay)) / kMsPerDay;
   const int64_t in_day = PositiveMod(ms, kMsPerDay);
   const CivilDate date = CivilFromDays(days);
@@ -149,8 +163,34 @@ std::string FormatIsoTime(EpochMs ms) {
   const int64_t minute = in_day / 60'000 % 60;
   const int64_t second = in_day / 1000 % 60;
   const int64_t milli = in_day % 1000;
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", date.year, date.month, date.day, hour,
-                     minute, second, milli);
+  if (date.year < 0 || date.year > 9999) {  // never for a date belfry accepts; same text as fmt
+    fmt::format_to(std::back_inserter(*out), "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", date.year,
+                   date.month, date.day, hour, minute, second, milli);
+    return;
+  }
+  // The hot path (every trigger's scheduledFor): fixed width, no allocation, no format parsing.
+  char buf[24];
+  char* p = PutDigits(buf, date.year, 4);
+  *p++ = '-';
+  p = PutDigits(p, date.month, 2);
+  *p++ = '-';
+  p = PutDigits(p, date.day, 2);
+  *p++ = 'T';
+  p = PutDigits(p, hour, 2);
+  *p++ = ':';
+  p = PutDigits(p, minute, 2);
+  *p++ = ':';
+  p = PutDigits(p, second, 2);
+  *p++ = '.';
+  p = PutDigits(p, milli, 3);
+  *p++ = 'Z';
+  out->append(buf, static_cast<size_t>(p - buf));
+}
+
+std::string FormatIsoTime(EpochMs ms) {
+  std::string out;
+  AppendIsoTime(ms, &out);
+  return out;
 }
 
 }  // namespace belfry

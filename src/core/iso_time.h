@@ -16,5 +16,7 @@ std::optional<EpochMs> ParseIsoTime(std::string_view text);
 
 // Formats as "2026-11-22T13:37:32.500Z" (always milliseconds, always Z).
 std::string FormatIsoTime(EpochMs ms);
+// The same text, appended to `out` without a temporary string (the trigger encoder's path).
+void AppendIsoTime(EpochMs ms, std::string* out);
 
 }  // namespace belfry

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include "core/iso_time.h"
 #include "core/json_writer.h"
 
@@ -13,9 +15,10 @@ void EncodeTriggerValue(const TriggerView& t, std::string* out) {
   out->append("{\"jobId\":");
   AppendJsonString(out, t.job_id);
   out->append(",\"scheduledFor\":\"");
-  out->append(FormatIsoTime(t.scheduled_for_ms));
+  AppendIsoTime(t.scheduled_for_ms, out);
   out->append("\",\"intervalMinutes\":");
-  fmt::format_to(std::back_inserter(*out), "{}", t.interval_minutes);
+  char digits[16];
+  out->append(digits, std::to_chars(digits, digits + sizeof(digits), t.interval_minutes).ptr);
   if (t.attempt > 0) fmt::format_to(std::back_inserter(*out), ",\"attempt\":{}", t.attempt);
   out->append(",\"jobDetails\":");
   out->append(t.details_json.empty() ? std::string_view("{}") : t.details_json);

@@ -100,26 +100,23 @@ Status PgDueQueryStream::Connect() {
   if (conn_ != nullptr) return Status::Ok();
   conn_ = PQconnectdb(database_url_.c_str());
   if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) return ConnectionError("due query: connect");
-  const struct {
-    const char* name;
-    const char* sql;
-  } statements[] = {
-      {pg_queries::kDueJobsName, pg_queries::kDueJobsSql},
-      {pg_queries::kDueJobsHighName, pg_queries::kDueJobsHighSql},
-      {pg_queries::kDueJobsLowName, pg_queries::kDueJobsLowSql},
-      {pg_queries::kDueJobsRangeName, pg_queries::kDueJobsRangeSql},
-  };
-  for (const auto& [name, sql] : statements) {
-    PgResultPtr res(PQprepare(conn_, name, sql, 0, nullptr));
-    if (res == nullptr) return ConnectionError("due query: prepare");
-    if (PQresultStatus(res.get()) != PGRES_COMMAND_OK) {
-      const char* sqlstate = PQresultErrorField(res.get(), PG_DIAG_SQLSTATE);
-      Status st = StatusFromSqlState(sqlstate != nullptr ? sqlstate : "", "due query: prepare",
-                                     PQresultErrorMessage(res.get()));
-      Disconnect();
-      return st.retryable() || sqlstate == nullptr ? Status::Retryable(st.message()) : st;
-    }
+  return Status::Ok();
+}
+
+Status PgDueQueryStream::ResultError(PGresult* res, const char* what) {
+  if (res == nullptr || PQstatus(conn_) != CONNECTION_OK) return ConnectionError(what);
+  const char* sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+  Status st = StatusFromSqlState(sqlstate != nullptr ? sqlstate : "", what, PQresultErrorMessage(res));
+  if (st.retryable() || sqlstate == nullptr) {
+    Disconnect();
+    return Status::Retryable(st.message());
   }
+  return st;
+}
+
+Status PgDueQueryStream::Command(const char* sql, const char* what) {
+  PgResultPtr res(PQexec(conn_, sql));
+  if (res == nullptr || PQresultStatus(res.get()) != PGRES_COMMAND_OK) return ResultError(res.get(), what);
   return Status::Ok();
 }
 
@@ -145,61 +142,57 @@ Status PgDueQueryStream::ForEachDueJob(const DueQuery& q, const std::function<vo
     n_params = 5;
   }
   // A shard-minute is three statements (priority > 0, = 0, < 0: see pg_queries.h); a coalesced
-  // range is one, sorted.
-  if (range) return RunStreamed(pg_queries::kDueJobsRangeName, n_params, values, q, fn);
-  for (const char* name :
-       {pg_queries::kDueJobsHighName, pg_queries::kDueJobsName, pg_queries::kDueJobsLowName}) {
-    if (Status st = RunStreamed(name, n_params, values, q, fn); !st.ok()) return st;
-  }
-  return Status::Ok();
-}
-
-Status PgDueQueryStream::RunStreamed(const char* name, int n_params, const char* const* values,
-                                     const DueQuery& q, const std::function<void(const DueJob&)>& fn) {
-  const bool range = q.first_minute != q.last_minute;
-  if (PQsendQueryPrepared(conn_, name, n_params, values, nullptr, nullptr, 0) == 0) {
-    return ConnectionError("due query: send");
-  }
-  // If single-row mode cannot be set the rows still arrive, in one result; the loop below copes.
-  PQsetSingleRowMode(conn_);
-
+  // range is one, sorted. All in one read-only transaction, each through its own cursor.
+  if (Status st = Command("BEGIN READ ONLY", "due query: begin"); !st.ok()) return st;
   Status status;
-  DueJob job;
-  job.due_minute = q.last_minute;
   try {
-    // Drain every result, even after an error, so the connection is ready for the next query.
-    while (PGresult* raw = PQgetResult(conn_)) {
-      PgResultPtr res(raw);
-      const ExecStatusType result_status = PQresultStatus(raw);
-      if (result_status == PGRES_SINGLE_TUPLE || result_status == PGRES_TUPLES_OK) {
-        if (!status.ok()) continue;
-        const int rows = PQntuples(raw);
-        for (int r = 0; r < rows; ++r) {
-          job.id = Value(raw, r, 0);
-          job.topic = Value(raw, r, 1);
-          job.key = Value(raw, r, 2);
-          job.details_json = Value(raw, r, 3);
-          job.interval_minutes = IntValue<int32_t>(raw, r, 4);
-          job.scheduled_for_ms = PQgetisnull(raw, r, 5) ? 0 : IntValue<int64_t>(raw, r, 5);
-          if (range) job.due_minute = IntValue<int64_t>(raw, r, 6);
-          fn(job);
-        }
-      } else if (status.ok()) {
-        const char* sqlstate = PQresultErrorField(raw, PG_DIAG_SQLSTATE);
-        status =
-            StatusFromSqlState(sqlstate != nullptr ? sqlstate : "", "due query", PQresultErrorMessage(raw));
+    if (range) {
+      status = RunCursor(pg_queries::kDueJobsRangeCursor, n_params, values, q, fn);
+    } else {
+      for (const pg_queries::DueCursor& cursor :
+           {pg_queries::kDueJobsHighCursor, pg_queries::kDueJobsCursor, pg_queries::kDueJobsLowCursor}) {
+        status = RunCursor(cursor, n_params, values, q, fn);
+        if (!status.ok()) break;
       }
     }
   } catch (...) {
-    Disconnect();  // mid-stream: the connection still has rows in flight
+    Disconnect();  // mid-transaction, with a cursor open
     throw;
   }
-  if (PQstatus(conn_) != CONNECTION_OK) {
-    Disconnect();
-    return Status::Retryable(status.ok() ? "due query: connection lost" : status.message());
+  if (conn_ == nullptr) return status;  // a connection fault already closed it
+  // COMMIT closes the cursors; after an error it rolls the aborted transaction back.
+  const Status ended = Command(status.ok() ? "COMMIT" : "ROLLBACK", "due query: end");
+  return status.ok() ? ended : status;
+}
+
+Status PgDueQueryStream::RunCursor(const pg_queries::DueCursor& cursor, int n_params, const char* const* values,
+                                   const DueQuery& q, const std::function<void(const DueJob&)>& fn) {
+  {
+    PgResultPtr res(PQexecParams(conn_, cursor.declare_sql, n_params, nullptr, values, nullptr, nullptr, 0));
+    if (res == nullptr || PQresultStatus(res.get()) != PGRES_COMMAND_OK) {
+      return ResultError(res.get(), "due query");
+    }
   }
-  if (status.retryable()) Disconnect();
-  return status;
+  const bool range = q.first_minute != q.last_minute;
+  DueJob job;
+  job.due_minute = q.last_minute;
+  for (;;) {
+    PgResultPtr res(PQexec(conn_, cursor.fetch_sql));
+    if (res == nullptr || PQresultStatus(res.get()) != PGRES_TUPLES_OK) return ResultError(res.get(), "due query");
+    const PGresult* raw = res.get();
+    const int rows = PQntuples(raw);
+    for (int r = 0; r < rows; ++r) {
+      job.id = Value(raw, r, 0);
+      job.topic = Value(raw, r, 1);
+      job.key = Value(raw, r, 2);
+      job.details_json = Value(raw, r, 3);
+      job.interval_minutes = IntValue<int32_t>(raw, r, 4);
+      job.scheduled_for_ms = PQgetisnull(raw, r, 5) ? 0 : IntValue<int64_t>(raw, r, 5);
+      if (range) job.due_minute = IntValue<int64_t>(raw, r, 6);
+      fn(job);
+    }
+    if (rows < pg_queries::kDueJobsFetchRows) return Status::Ok();
+  }
 }
 
 }  // namespace belfry

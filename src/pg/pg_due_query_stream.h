@@ -1,5 +1,6 @@
-// PgDueQueryStream: runs the tick query on its own raw libpq connection in single-row mode, so
-// that a shard-minute of any size streams through in constant memory.
+// PgDueQueryStream: runs the tick query on its own raw libpq connection through cursors, fetched
+// a bounded number of rows at a time, so that a shard-minute of any size streams through in
+// bounded memory.
 #pragma once
 
 #include <functional>
@@ -11,8 +12,12 @@
 #include "belfry/status.h"
 
 struct pg_conn;
+struct pg_result;
 
 namespace belfry {
+namespace pg_queries {
+struct DueCursor;
+}  // namespace pg_queries
 
 // The interval phases as a bigint[] literal, "{1441,2883,...}": interval * 1440 + offset for each
 // (interval, offset) of the terms, the same expression as the jobs.phase generated column.
@@ -24,7 +29,7 @@ StatusOr<std::string> PhaseArrayLiteral(const std::vector<PhaseTerm>& terms);
 StatusOr<std::string> PhaseArrayLiteral(const DueQuery& q);
 
 // Thread-compatible: one instance per thread. Connects lazily; a connection fault closes the
-// connection and the next call reconnects (and re-prepares).
+// connection and the next call reconnects.
 class PgDueQueryStream final {
  public:
   explicit PgDueQueryStream(std::string database_url);
@@ -46,9 +51,14 @@ class PgDueQueryStream final {
   Status Connect();
   // Translates the connection's current error; closes the connection when it is broken.
   Status ConnectionError(const char* what);
-  // Sends one prepared statement in single-row mode and streams its rows into fn.
-  Status RunStreamed(const char* name, int n_params, const char* const* values, const DueQuery& q,
-                     const std::function<void(const DueJob&)>& fn);
+  // Translates a failed result (nullptr: the connection's error); closes the connection when
+  // the error is retryable, so the next call starts afresh.
+  Status ResultError(pg_result* res, const char* what);
+  // Runs a statement that returns no rows (BEGIN, COMMIT, ROLLBACK).
+  Status Command(const char* sql, const char* what);
+  // Declares the cursor `declare_sql` (inside the open transaction) and fetches every row into fn.
+  Status RunCursor(const pg_queries::DueCursor& cursor, int n_params, const char* const* values, const DueQuery& q,
+                   const std::function<void(const DueJob&)>& fn);
 
   const std::string database_url_;
   pg_conn* conn_ = nullptr;

@@ -14,7 +14,7 @@
 
 namespace belfry::pg_queries {
 
-// ---- Tick query (src/pg/pg_due_query_stream.cc), streamed in single-row mode. ----------------
+// ---- Tick query (src/pg/pg_due_query_stream.cc), read through cursors. ----------------------
 
 // Normal firing of one shard-minute. $1 shard, $2 phases as bigint[]: interval*1440 + offset per
 // due (interval, offset), and -M for the one-shots of minute M; $3 the slot, epoch ms. The slot is
@@ -33,15 +33,29 @@ namespace belfry::pg_queries {
   "AND (start_at IS NULL OR start_at <= (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$3::bigint") ")) "     \
   "AND (end_at IS NULL OR end_at > (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$3::bigint") "))"
 
-inline constexpr const char kDueJobsName[] = "belfry_due_jobs";
 inline constexpr const char kDueJobsSql[] = BELFRY_DUE_JOBS_SELECT("priority = 0");
-inline constexpr const char kDueJobsHighName[] = "belfry_due_jobs_high";
-inline constexpr const char kDueJobsHighSql[] =
-    BELFRY_DUE_JOBS_SELECT("priority > 0") " ORDER BY priority DESC";
-inline constexpr const char kDueJobsLowName[] = "belfry_due_jobs_low";
-inline constexpr const char kDueJobsLowSql[] =
-    BELFRY_DUE_JOBS_SELECT("priority < 0") " ORDER BY priority DESC";
 
+// How the rows are fetched. A shard-minute runs in one READ ONLY transaction; each statement is
+// a cursor, read kDueJobsFetchRows rows at a time, and COMMIT closes them. Memory stays bounded
+// by one fetch (~2000 rows) whatever the shard-minute's size. This replaced libpq's single-row
+// mode, which allocates a PGresult per row and copies the column descriptors into each one:
+// ~8% of a firing node's CPU in a 5M-job burst (BENCHMARKS.md, "Firing path, session 3").
+inline constexpr int kDueJobsFetchRows = 2000;
+#define BELFRY_DUE_FETCH "FETCH FORWARD 2000 FROM "
+// One cursor per statement of a shard-minute, each with its own name (COMMIT closes them all).
+struct DueCursor {
+  const char* declare_sql;
+  const char* fetch_sql;
+};
+inline constexpr DueCursor kDueJobsCursor = {
+    "DECLARE belfry_due NO SCROLL CURSOR FOR " BELFRY_DUE_JOBS_SELECT("priority = 0"),
+    BELFRY_DUE_FETCH "belfry_due"};
+inline constexpr DueCursor kDueJobsHighCursor = {
+    "DECLARE belfry_due_high NO SCROLL CURSOR FOR " BELFRY_DUE_JOBS_SELECT("priority > 0") " ORDER BY priority DESC",
+    BELFRY_DUE_FETCH "belfry_due_high"};
+inline constexpr DueCursor kDueJobsLowCursor = {
+    "DECLARE belfry_due_low NO SCROLL CURSOR FOR " BELFRY_DUE_JOBS_SELECT("priority < 0") " ORDER BY priority DESC",
+    BELFRY_DUE_FETCH "belfry_due_low"};
 // `belfry explain`: the same queries, run for real, with buffer counts.
 inline constexpr const char kExplainDueJobsName[] = "belfry_explain_due_jobs";
 inline constexpr const char kExplainDueJobsSql[] =
@@ -64,8 +78,8 @@ inline constexpr const char kExplainDueJobsLowSql[] =
 //   cap          = min($4, last minute whose slot is before end_at)
 //   start_minute = first minute whose slot is at or after start_at
 //   due_minute   = cap - ((cap - offset) mod interval)
-inline constexpr const char kDueJobsRangeName[] = "belfry_due_jobs_range";
-inline constexpr const char kDueJobsRangeSql[] =
+inline constexpr DueCursor kDueJobsRangeCursor = {
+    "DECLARE belfry_due_range NO SCROLL CURSOR FOR "
     "SELECT id, topic, key, details, interval_minutes, scheduled_for_ms, due_minute FROM ("
     "  SELECT id, topic, key, details, interval_minutes, scheduled_for_ms, start_minute, priority,"
     "    CASE WHEN run_minute IS NOT NULL THEN run_minute"
@@ -85,7 +99,10 @@ inline constexpr const char kDueJobsRangeSql[] =
     "  ) AS bounded"
     ") AS due "
     "WHERE due_minute >= $3::bigint AND (start_minute IS NULL OR due_minute >= start_minute) "
-    "ORDER BY priority DESC";
+    "ORDER BY priority DESC",
+    BELFRY_DUE_FETCH "belfry_due_range"};
+
+#undef BELFRY_DUE_FETCH
 
 // ---- Command application (src/pg/pg_job_store.cc). -------------------------------------------
 // Upserts are streamed with COPY into a per-session temporary staging table, then applied with

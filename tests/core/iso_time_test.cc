@@ -1,7 +1,10 @@
 #include "core/iso_time.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <random>
 #include <string>
 
 namespace belfry {
@@ -128,6 +131,37 @@ TEST(IsoTimeTest, RoundTrip) {
 
 TEST(IsoTimeTest, FormatOfParseIsCanonical) {
   EXPECT_EQ(FormatIsoTime(*ParseIsoTime("2026-11-22T14:07:00.12+01:00")), "2026-11-22T13:07:00.120Z");
+}
+
+// The allocation-free formatter against an independent calendar (std::chrono's), over random
+// instants from 1970 to 9999 and the edges of its fast path.
+std::string ChronoIso(EpochMs ms) {
+  using namespace std::chrono;
+  const sys_time<milliseconds> tp{milliseconds(ms)};
+  const sys_days day = floor<days>(tp);
+  const year_month_day ymd(day);
+  const hh_mm_ss<milliseconds> hms(tp - day);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", static_cast<int>(ymd.year()),
+                     static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()), hms.hours().count(),
+                     hms.minutes().count(), hms.seconds().count(), hms.subseconds().count());
+}
+
+TEST(IsoTimeTest, FormatMatchesChronoCalendar) {
+  constexpr EpochMs kYear10000 = 253'402'300'800'000;  // 10000-01-01T00:00:00Z
+  std::mt19937_64 rng(20261122);
+  std::uniform_int_distribution<EpochMs> any_ms(0, kYear10000 - 1);
+  for (int i = 0; i < 200'000; ++i) {
+    const EpochMs ms = any_ms(rng);
+    const std::string expected = ChronoIso(ms);
+    ASSERT_EQ(FormatIsoTime(ms), expected) << ms;
+    std::string appended = "prefix";
+    AppendIsoTime(ms, &appended);
+    ASSERT_EQ(appended, "prefix" + expected) << ms;
+  }
+  EXPECT_EQ(FormatIsoTime(kYear10000 - 1), "9999-12-31T23:59:59.999Z");
+  EXPECT_EQ(FormatIsoTime(kYear10000), "10000-01-01T00:00:00.000Z");  // outside the fast path
+  EXPECT_EQ(FormatIsoTime(-1), "1969-12-31T23:59:59.999Z");
+  EXPECT_EQ(FormatIsoTime(-1), ChronoIso(-1));
 }
 
 }  // namespace
