@@ -39,9 +39,13 @@ inline constexpr const char kDueJobsSql[] = BELFRY_DUE_JOBS_SELECT("priority = 0
 // a cursor, read kDueJobsFetchRows rows at a time, and COMMIT closes them. Memory stays bounded
 // by one fetch (~2000 rows) whatever the shard-minute's size. This replaced libpq's single-row
 // mode, which allocates a PGresult per row and copies the column descriptors into each one:
-// ~8% of a firing node's CPU in a 5M-job burst (BENCHMARKS.md, "Firing path, session 3").
-inline constexpr int kDueJobsFetchRows = 2000;
-#define BELFRY_DUE_FETCH "FETCH FORWARD 2000 FROM "
+// ~8% of a firing node's CPU in a 5M-job burst (BENCHMARKS.md, third session, "Burst").
+// One number for both, since a fetch shorter than kDueJobsFetchRows is how the end is detected.
+#define BELFRY_DUE_FETCH_ROWS 2000
+#define BELFRY_STRINGIFY_(x) #x
+#define BELFRY_STRINGIFY(x) BELFRY_STRINGIFY_(x)
+inline constexpr int kDueJobsFetchRows = BELFRY_DUE_FETCH_ROWS;
+#define BELFRY_DUE_FETCH "FETCH FORWARD " BELFRY_STRINGIFY(BELFRY_DUE_FETCH_ROWS) " FROM "
 // One cursor per statement of a shard-minute, each with its own name (COMMIT closes them all).
 struct DueCursor {
   const char* declare_sql;
@@ -103,6 +107,9 @@ inline constexpr DueCursor kDueJobsRangeCursor = {
     BELFRY_DUE_FETCH "belfry_due_range"};
 
 #undef BELFRY_DUE_FETCH
+#undef BELFRY_STRINGIFY
+#undef BELFRY_STRINGIFY_
+#undef BELFRY_DUE_FETCH_ROWS
 
 // ---- Command application (src/pg/pg_job_store.cc). -------------------------------------------
 // Upserts are streamed with COPY into a per-session temporary staging table, then applied with
