@@ -133,9 +133,8 @@ class CommandConsumer::Impl {
         {"auto.offset.reset", "earliest"},
         {"enable.partition.eof", "false"},
         {"isolation.level", "read_committed"},
-        // librdkafka prefetches up to 64 MiB per consumer by default; 16 MiB still holds
-        // several full batches of typical commands and keeps a backlog out of the RSS.
-        {"queued.max.messages.kbytes", "16384"},
+        {"queued.max.messages.kbytes", kConsumerQueuedMaxKbytes},
+        {"fetch.max.bytes", kConsumerFetchMaxBytes},
     };
     StatusOr<std::unique_ptr<RdKafka::Conf>> cconf =
         BuildKafkaConf(config_, options_.client_id, consumer_settings, &event_logger_);

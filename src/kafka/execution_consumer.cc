@@ -56,6 +56,8 @@ class ExecutionConsumer::Impl {
         {"enable.auto.commit", "false"},
         {"auto.offset.reset", "earliest"},
         {"enable.partition.eof", "false"},
+        {"queued.max.messages.kbytes", kConsumerQueuedMaxKbytes},
+        {"fetch.max.bytes", kConsumerFetchMaxBytes},
     };
     auto cconf = BuildKafkaConf(config_, options_.client_id, consumer_settings, &consumer_logger_);
     if (!cconf.ok()) return cconf.status();

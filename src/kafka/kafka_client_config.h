@@ -19,6 +19,14 @@ namespace belfry {
 // Role-specific librdkafka settings, applied in order.
 using KafkaSettings = std::vector<std::pair<std::string, std::string>>;
 
+// Buffer bounds for belfry's consumers (commands, executions). librdkafka's defaults let one
+// consumer prefetch 64 MiB and receive fetch responses of up to 50 MB. Under a command flood
+// applied while firing 3M triggers/min, a node peaked at 278-289 MB with the 50 MB fetches and
+// 249 MB with 4 MiB ones (BENCHMARKS.md, third session, "Memory"). A smaller prefetch (4 or 8 MiB)
+// saved more (200 / 227 MB) but slowed paced command latency in some runs, so it stays 16 MiB.
+inline constexpr char kConsumerQueuedMaxKbytes[] = "16384";
+inline constexpr char kConsumerFetchMaxBytes[] = "4194304";
+
 // Builds a global librdkafka config. Order: bootstrap.servers and client.id, then `settings`
 // (belfry's defaults for the client's role), then config.properties last, so an operator's
 // pass-through map can override anything. Every failed set() is Invalid("kafka_config", ...)
