@@ -57,14 +57,16 @@ std::vector<std::string> SplitArgs(const std::string& text) {
   return out;
 }
 
-// How many shards have acknowledged every slot up to `cut_ms`: shard s's last slot at or before
-// the cut is in minute `cut_minute` if SlotMs(cut_minute, s) <= cut_ms, else in the minute before.
-int64_t ShardsAckedThrough(PgConnection& conn, int64_t cut_minute, int64_t tick_ms, EpochMs cut_ms) {
-  const PgRows rows = conn.ExecParams(
-      "SELECT count(*) FROM shard_state WHERE fired_through >= "
-      "CASE WHEN $1::bigint * 60000 + shard * $2::bigint <= $3::bigint THEN $1::bigint ELSE $1::bigint - 1 END",
-      {std::to_string(cut_minute), std::to_string(tick_ms), std::to_string(cut_ms)});
-  return std::stoll(rows[0][0]);
+// How many shards have acknowledged every slot up to `cut_ms`: fired_through has reached the
+// shard's last slot minute at or before the cut (a shard that never fired has not).
+int64_t ShardsAckedThrough(PgConnection& conn, int64_t tick_ms, EpochMs cut_ms) {
+  int64_t acked = 0;
+  for (const std::vector<std::string>& row :
+       conn.Exec("SELECT shard, fired_through FROM shard_state WHERE fired_through IS NOT NULL")) {
+    const int32_t shard = std::stoi(row[0]);
+    if (std::stoll(row[1]) >= LastSlotMinuteAtOrBefore(cut_ms, shard, tick_ms)) ++acked;
+  }
+  return acked;
 }
 
 // Waits until no shard has a live claim (belfry is not running), or throws.
@@ -156,7 +158,7 @@ int RunBurst(const CommonOptions& common, const BurstOptions& options) {
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      const int64_t now_done = ShardsAckedThrough(conn, current_minute, tick_ms, cut_ms);
+      const int64_t now_done = ShardsAckedThrough(conn, tick_ms, cut_ms);
       if (now_done > shards_done) acked->Add(now_done - shards_done);
       shards_done = now_done;
     }
