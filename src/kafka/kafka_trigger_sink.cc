@@ -10,7 +10,9 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 
 #include "core/topic_policy.h"
@@ -27,12 +29,16 @@ constexpr char kAttemptHeader[] = "belfry-attempt";  // retries only
 
 // What a batch and its in-flight messages share. Intrusively refcounted: the batch holds one
 // reference and every produced message holds one until its delivery report, so the state
-// outlives the batch object when Finish() is never called.
+// outlives the batch object when Finish() is never called. The message count is atomic: the
+// firing thread adds and the poll thread completes one message per trigger, and only the last
+// completion takes the mutex (a lock per trigger on both threads was measurable in bursts).
 class BatchState final {
  public:
-  BatchState() = default;
+  explicit BatchState(KafkaTriggerSink::Impl* sink) : sink_(sink) {}
   BatchState(const BatchState&) = delete;
   BatchState& operator=(const BatchState&) = delete;
+
+  KafkaTriggerSink::Impl* sink() const { return sink_; }
 
   void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void Unref() {
@@ -42,34 +48,32 @@ class BatchState final {
   // Called before produce(); undone by Abandon() if produce() refuses the message.
   void BeginMessage() {
     Ref();
-    std::lock_guard<std::mutex> lock(mu_);
-    ++outstanding_;
+    outstanding_.fetch_add(1, std::memory_order_relaxed);
   }
   void Abandon(const Status& error) { Complete(error); }
   // The delivery report for one message. Drops the message's reference.
   void Complete(const Status& result) {
-    bool done = false;
-    {
+    if (!result.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
-      --outstanding_;
-      if (!result.ok() && first_error_.ok()) first_error_ = result;
-      done = outstanding_ == 0;
-      if (done && on_done_) RunOnDoneLocked();
+      if (first_error_.ok()) first_error_ = result;
     }
-    // Only the last report can end a Wait(): waking the waiter for every message costs a
-    // futex wake and a context switch per trigger.
-    if (done) cv_.notify_all();
+    if (outstanding_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      {
+        // Taking mu_ orders this after a Wait() that saw the count above zero, so the
+        // notification below cannot be lost.
+        std::lock_guard<std::mutex> lock(mu_);
+        if (on_done_ && outstanding_.load(std::memory_order_acquire) == 0) RunOnDoneLocked();
+      }
+      cv_.notify_all();
+    }
     Unref();
   }
-  bool Done() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return outstanding_ == 0;
-  }
+  bool Done() const { return outstanding_.load(std::memory_order_acquire) == 0; }
   // `fn` runs under mu_, so Wait() cannot return while it runs.
   void NotifyWhenDone(std::function<void()> fn) {
     std::lock_guard<std::mutex> lock(mu_);
     on_done_ = std::move(fn);
-    if (outstanding_ == 0) RunOnDoneLocked();
+    if (Done()) RunOnDoneLocked();
   }
   void CancelNotify() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -83,8 +87,8 @@ class BatchState final {
 
   Status Wait(std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, timeout, [this] { return outstanding_ == 0; })) {
-      return Status::Retryable("kafka: " + std::to_string(outstanding_) +
+    if (!cv_.wait_for(lock, timeout, [this] { return Done(); })) {
+      return Status::Retryable("kafka: " + std::to_string(outstanding_.load()) +
                                " triggers not acknowledged within " + std::to_string(timeout.count()) +
                                " ms");
     }
@@ -100,10 +104,11 @@ class BatchState final {
     fn();
   }
 
+  KafkaTriggerSink::Impl* const sink_;
   std::atomic<int64_t> refs_{1};
+  std::atomic<int64_t> outstanding_{0};
   std::mutex mu_;
   std::condition_variable cv_;
-  int64_t outstanding_ = 0;         // guarded by mu_
   Status first_error_;              // guarded by mu_
   std::function<void()> on_done_;   // guarded by mu_
 };
@@ -115,11 +120,9 @@ class KafkaTriggerSink::Impl {
   Impl(const KafkaConfig& config, KafkaTriggerSinkOptions options)
       : config_(config),
         options_(std::move(options)),
-        event_logger_(options_.client_id,
-                      [this](RdKafka::Event& e) {
-                        if (e.fatal()) fatal_.store(true);
-                      }),
-        delivery_report_(this) {}
+        event_logger_(options_.client_id, [this](RdKafka::Event& e) {
+          if (e.fatal()) fatal_.store(true);
+        }) {}
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
@@ -151,15 +154,19 @@ class KafkaTriggerSink::Impl {
     return producer_;
   }
 
-  void OnDelivered(RdKafka::Message& m) {
-    auto* state = static_cast<BatchState*>(m.msg_opaque());
-    if (m.err() == RdKafka::ERR_NO_ERROR) {
+  // The delivery report, through librdkafka's C callback: the C++ one wraps every message in
+  // an RdKafka::Message and copies its headers into new objects.
+  void OnDelivered(const rd_kafka_message_t& m) {
+    auto* state = static_cast<BatchState*>(m._private);
+    if (m.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
       sent_.fetch_add(1, std::memory_order_relaxed);
       if (options_.on_delivered) ReportScheduledFor(m);
       if (state != nullptr) state->Complete(Status::Ok());
     } else {
       failed_.fetch_add(1, std::memory_order_relaxed);
-      if (state != nullptr) state->Complete(DeliveryStatus(m.err(), m.topic_name()));
+      if (state != nullptr) {
+        state->Complete(DeliveryStatus(static_cast<RdKafka::ErrorCode>(m.err), rd_kafka_topic_name(m.rkt)));
+      }
     }
   }
 
@@ -171,14 +178,10 @@ class KafkaTriggerSink::Impl {
   uint64_t restarts() const { return restarts_.load(std::memory_order_relaxed); }
 
  private:
-  class DeliveryReport final : public RdKafka::DeliveryReportCb {
-   public:
-    explicit DeliveryReport(Impl* impl) : impl_(impl) {}
-    void dr_cb(RdKafka::Message& message) override { impl_->OnDelivered(message); }
-
-   private:
-    Impl* const impl_;
-  };
+  static void DeliveredTrampoline(rd_kafka_t* /*rk*/, const rd_kafka_message_t* m, void* /*opaque*/) {
+    const auto* state = static_cast<const BatchState*>(m->_private);
+    if (state != nullptr) state->sink()->OnDelivered(*m);
+  }
 
   StatusOr<std::shared_ptr<RdKafka::Producer>> NewProducer() {
     const KafkaSettings settings = {
@@ -194,10 +197,9 @@ class KafkaTriggerSink::Impl {
     StatusOr<std::unique_ptr<RdKafka::Conf>> conf =
         BuildKafkaConf(config_, options_.client_id, settings, &event_logger_);
     if (!conf.ok()) return conf.status();
+    // No C++ dr_cb: the C++ layer would then install its own trampoline over this one.
+    rd_kafka_conf_set_dr_msg_cb(conf.value()->c_ptr_global(), &DeliveredTrampoline);
     std::string errstr;
-    if (conf.value()->set("dr_cb", &delivery_report_, errstr) != RdKafka::Conf::CONF_OK) {
-      return Status::Invalid("kafka_config", "dr_cb: " + errstr);
-    }
     std::shared_ptr<RdKafka::Producer> producer(RdKafka::Producer::create(conf.value().get(), errstr));
     if (producer == nullptr) return Status::Invalid("kafka_config", "creating producer: " + errstr);
     return producer;
@@ -243,23 +245,26 @@ class KafkaTriggerSink::Impl {
     producer.poll(0);
   }
 
-  void ReportScheduledFor(RdKafka::Message& m) {
-    const RdKafka::Headers* headers = m.headers();
-    if (headers == nullptr) return;
-    const RdKafka::Headers::Header h = headers->get_last(kScheduledForHeader);
-    if (h.err() != RdKafka::ERR_NO_ERROR || h.value() == nullptr) return;
-    const char* begin = static_cast<const char*>(h.value());
+  void ReportScheduledFor(const rd_kafka_message_t& m) {
+    rd_kafka_headers_t* headers = nullptr;
+    if (rd_kafka_message_headers(&m, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
+    const void* value = nullptr;
+    size_t size = 0;
+    if (rd_kafka_header_get_last(headers, kScheduledForHeader, &value, &size) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        value == nullptr) {
+      return;
+    }
+    const char* begin = static_cast<const char*>(value);
     EpochMs scheduled_for = 0;
-    if (std::from_chars(begin, begin + h.value_size(), scheduled_for).ec == std::errc()) {
+    if (std::from_chars(begin, begin + size, scheduled_for).ec == std::errc()) {
       options_.on_delivered(scheduled_for);
     }
   }
 
   const KafkaConfig config_;
   const KafkaTriggerSinkOptions options_;
-  // Both callbacks must outlive every producer (declared before producer_).
+  // Must outlive every producer (declared before producer_).
   KafkaEventLogger event_logger_;
-  DeliveryReport delivery_report_;
   std::atomic<bool> fatal_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> sent_{0};
@@ -275,10 +280,12 @@ namespace {
 class KafkaTriggerBatch final : public TriggerBatch {
  public:
   KafkaTriggerBatch(KafkaTriggerSink::Impl* sink, std::shared_ptr<RdKafka::Producer> producer)
-      : sink_(sink), producer_(std::move(producer)), state_(new BatchState()) {}
+      : sink_(sink), producer_(std::move(producer)), state_(new BatchState(sink)) {}
   KafkaTriggerBatch(const KafkaTriggerBatch&) = delete;
   KafkaTriggerBatch& operator=(const KafkaTriggerBatch&) = delete;
   ~KafkaTriggerBatch() override {
+    // Queued messages hold their own references to their topics.
+    for (const auto& [name, rkt] : topics_) rd_kafka_topic_destroy(rkt);
     state_->CancelNotify();
     state_->Unref();
   }
@@ -291,8 +298,14 @@ class KafkaTriggerBatch final : public TriggerBatch {
           "job '" + std::string(t.job_id) + "' names an invalid Kafka topic '" + std::string(t.topic) + "'"));
       return;
     }
+    rd_kafka_topic_t* rkt = TopicHandle(t.topic);
+    if (rkt == nullptr) {
+      const rd_kafka_resp_err_t err = rd_kafka_last_error();
+      sink_->CountSyncFailure();
+      state_->Fail(DeliveryStatus(static_cast<RdKafka::ErrorCode>(err), std::string(t.topic)));
+      return;
+    }
     EncodeTriggerValue(t, &value_);
-    topic_.assign(t.topic);  // NUL-terminated for librdkafka
     // The same decimal text as ScheduledForHeader(), without a string per trigger.
     char scheduled_for[24];
     const size_t scheduled_for_size = static_cast<size_t>(
@@ -307,13 +320,13 @@ class KafkaTriggerBatch final : public TriggerBatch {
       const rd_kafka_resp_err_t err =
           attempt.empty()
               ? rd_kafka_producev(
-                    rk, RD_KAFKA_V_TOPIC(topic_.c_str()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                    rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                     RD_KAFKA_V_VALUE(value_.data(), value_.size()), RD_KAFKA_V_KEY(t.key.data(), t.key.size()),
                     RD_KAFKA_V_HEADER(kJobIdHeader, t.job_id.data(), static_cast<ssize_t>(t.job_id.size())),
                     RD_KAFKA_V_HEADER(kScheduledForHeader, scheduled_for, static_cast<ssize_t>(scheduled_for_size)),
                     RD_KAFKA_V_OPAQUE(state_), RD_KAFKA_V_END)
               : rd_kafka_producev(
-                    rk, RD_KAFKA_V_TOPIC(topic_.c_str()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                    rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                     RD_KAFKA_V_VALUE(value_.data(), value_.size()), RD_KAFKA_V_KEY(t.key.data(), t.key.size()),
                     RD_KAFKA_V_HEADER(kJobIdHeader, t.job_id.data(), static_cast<ssize_t>(t.job_id.size())),
                     RD_KAFKA_V_HEADER(kScheduledForHeader, scheduled_for, static_cast<ssize_t>(scheduled_for_size)),
@@ -327,7 +340,7 @@ class KafkaTriggerBatch final : public TriggerBatch {
         continue;
       }
       sink_->CountSyncFailure();
-      state_->Abandon(DeliveryStatus(static_cast<RdKafka::ErrorCode>(err), topic_));
+      state_->Abandon(DeliveryStatus(static_cast<RdKafka::ErrorCode>(err), std::string(t.topic)));
       return;
     }
   }
@@ -341,11 +354,35 @@ class KafkaTriggerBatch final : public TriggerBatch {
   void NotifyWhenDone(std::function<void()> fn) override { state_->NotifyWhenDone(std::move(fn)); }
 
  private:
+  // This batch's handle for `name`, created on first use. A handle per message (what
+  // RD_KAFKA_V_TOPIC does) takes the client's write lock and searches its topic list for every
+  // trigger. nullptr if librdkafka refuses the topic (see rd_kafka_last_error()).
+  rd_kafka_topic_t* TopicHandle(std::string_view name) {
+    if (last_topic_ != nullptr && name == last_topic_name_) return last_topic_;
+    auto it = topics_.find(name);
+    if (it == topics_.end()) {
+      std::string key(name);  // NUL-terminated for librdkafka
+      rd_kafka_topic_t* rkt = rd_kafka_topic_new(producer_->c_ptr(), key.c_str(), nullptr);
+      if (rkt == nullptr) return nullptr;
+      it = topics_.emplace(std::move(key), rkt).first;
+    }
+    last_topic_name_ = it->first;
+    last_topic_ = it->second;
+    return last_topic_;
+  }
+
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
   KafkaTriggerSink::Impl* const sink_;
   const std::shared_ptr<RdKafka::Producer> producer_;
   BatchState* const state_;
   std::string value_;  // reused across Add calls
-  std::string topic_;
+  std::unordered_map<std::string, rd_kafka_topic_t*, NameHash, std::equal_to<>> topics_;
+  std::string_view last_topic_name_;  // a key of topics_ (node-based: stable)
+  rd_kafka_topic_t* last_topic_ = nullptr;
 };
 
 }  // namespace
