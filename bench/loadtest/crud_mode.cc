@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -35,6 +36,7 @@ struct CrudOptions {
   int32_t partitions = 4;
   size_t details_bytes = 200;
   double rate = 0;
+  int32_t warmup_s = 0;  // commands sent in the first warmup_s seconds are left out of the steady-state figure
   std::string timeout = "5m";
   bool cleanup = false;
   uint64_t seed = 1;
@@ -85,9 +87,13 @@ uint64_t PositionKey(int32_t partition, int64_t offset) {
   return (static_cast<uint64_t>(partition) << 44) ^ static_cast<uint64_t>(offset);
 }
 
-// Sends and outcomes meet here: whichever of the two arrives second records the latency.
+// Sends and outcomes meet here: whichever of the two arrives second records the latency, in the
+// whole run's histogram, in the one of the second (since `start_ms`) the command was sent in, and,
+// if it was sent `warmup_ms` or more after `start_ms`, in the steady-state histogram.
 class LatencyMatcher final {
  public:
+  LatencyMatcher(EpochMs start_ms, int64_t warmup_ms) : start_ms_(start_ms), warmup_ms_(warmup_ms) {}
+
   void OnSent(uint64_t key, EpochMs sent_ms) {
     std::lock_guard<std::mutex> lock(mu_);
     const auto it = early_outcomes_.find(key);
@@ -95,7 +101,7 @@ class LatencyMatcher final {
       sent_.emplace(key, sent_ms);
       return;
     }
-    latency_.Record(it->second - sent_ms);
+    RecordLocked(sent_ms, it->second);
     early_outcomes_.erase(it);
   }
   void OnOutcome(uint64_t key, EpochMs received_ms) {
@@ -105,12 +111,27 @@ class LatencyMatcher final {
       early_outcomes_.emplace(key, received_ms);
       return;
     }
-    latency_.Record(received_ms - it->second);
+    RecordLocked(it->second, received_ms);
     sent_.erase(it);
   }
   LatencyHistogram Histogram() const {
     std::lock_guard<std::mutex> lock(mu_);
     return latency_;
+  }
+  LatencyHistogram SteadyHistogram() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return steady_;
+  }
+  // [{"count", "p50_ms", "p99_ms", "max_ms", ..., "second": s}] by the second the commands were sent.
+  nlohmann::ordered_json BySecond() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const auto& [second, h] : by_second_) {
+      nlohmann::ordered_json row = h.Summary();
+      row["second"] = second;
+      out.push_back(std::move(row));
+    }
+    return out;
   }
   size_t unmatched_outcomes() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -118,10 +139,20 @@ class LatencyMatcher final {
   }
 
  private:
+  void RecordLocked(EpochMs sent_ms, EpochMs outcome_ms) {
+    latency_.Record(outcome_ms - sent_ms);
+    by_second_[std::max<int64_t>(0, (sent_ms - start_ms_) / 1000)].Record(outcome_ms - sent_ms);
+    if (sent_ms - start_ms_ >= warmup_ms_) steady_.Record(outcome_ms - sent_ms);
+  }
+
+  const EpochMs start_ms_;
+  const int64_t warmup_ms_;
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, EpochMs> sent_;
   std::unordered_map<uint64_t, EpochMs> early_outcomes_;
   LatencyHistogram latency_;
+  LatencyHistogram steady_;
+  std::map<int64_t, LatencyHistogram> by_second_;
 };
 
 int RunCrud(const CommonOptions& common, const CrudOptions& options) {
@@ -142,7 +173,7 @@ int RunCrud(const CommonOptions& common, const CrudOptions& options) {
   ProgressMeter meter("crud");
   ProgressCounter* published = meter.AddCounter("published", options.commands);
   ProgressCounter* outcomes = meter.AddCounter("outcomes", options.commands);
-  LatencyMatcher matcher;
+  LatencyMatcher matcher(WallClockMs(), int64_t{options.warmup_s} * 1000);
   std::atomic<int64_t> last_ack_ns{0};
   ProducerSettings settings;
   settings.brokers = common.brokers;
@@ -257,6 +288,11 @@ int RunCrud(const CommonOptions& common, const CrudOptions& options) {
   j["applied_per_s"] = applied_s > 0 ? static_cast<double>(applied) / applied_s : 0;
   j["applied_per_min"] = j["applied_per_s"].get<double>() * 60;
   j["command_to_applied"] = latency.Summary();
+  if (options.warmup_s > 0) {
+    j["warmup_s"] = options.warmup_s;
+    j["command_to_applied_after_warmup"] = matcher.SteadyHistogram().Summary();
+  }
+  j["command_to_applied_by_second"] = matcher.BySecond();
   j["unmatched_outcomes"] = matcher.unmatched_outcomes();
   j["timed_out"] = outcomes->Get() < options.commands;
   j["jobs_left"] = options.cleanup ? 0 : live.size();
@@ -296,6 +332,11 @@ void RegisterCrudMode(CLI::App& app, CommonOptions* common, ModeRunner* run) {
       ->capture_default_str();
   sub->add_option("--details-bytes", options->details_bytes, "jobDetails size")->capture_default_str();
   sub->add_option("--rate", options->rate, "commands per second (0 = as fast as Kafka takes them)")
+      ->capture_default_str();
+  sub->add_option("--warmup-s", options->warmup_s,
+                  "also report command -> applied for the commands sent after the first N seconds "
+                  "(command_to_applied_after_warmup); command_to_applied always covers every command")
+      ->check(CLI::Range(0, 3600))
       ->capture_default_str();
   sub->add_option("--timeout", options->timeout, "how long to wait for outcomes after publishing")
       ->capture_default_str();
