@@ -135,6 +135,8 @@ class CommandConsumer::Impl {
         {"isolation.level", "read_committed"},
         {"queued.max.messages.kbytes", kConsumerQueuedMaxKbytes},
         {"fetch.max.bytes", kConsumerFetchMaxBytes},
+        {"fetch.min.bytes", kConsumerFetchMinBytes},
+        {"fetch.wait.max.ms", kConsumerFetchWaitMaxMs},
     };
     StatusOr<std::unique_ptr<RdKafka::Conf>> cconf =
         BuildKafkaConf(config_, options_.client_id, consumer_settings, &event_logger_);

@@ -58,6 +58,8 @@ class ExecutionConsumer::Impl {
         {"enable.partition.eof", "false"},
         {"queued.max.messages.kbytes", kConsumerQueuedMaxKbytes},
         {"fetch.max.bytes", kConsumerFetchMaxBytes},
+        {"fetch.min.bytes", kConsumerFetchMinBytes},
+        {"fetch.wait.max.ms", kConsumerFetchWaitMaxMs},
     };
     auto cconf = BuildKafkaConf(config_, options_.client_id, consumer_settings, &consumer_logger_);
     if (!cconf.ok()) return cconf.status();

@@ -26,6 +26,13 @@ using KafkaSettings = std::vector<std::pair<std::string, std::string>>;
 // saved more (200 / 227 MB) but slowed paced command latency in some runs, so it stays 16 MiB.
 inline constexpr char kConsumerQueuedMaxKbytes[] = "16384";
 inline constexpr char kConsumerFetchMaxBytes[] = "4194304";
+// A fetch waits for 128 KiB (or 20 ms) instead of returning as soon as one message is there.
+// At 1.08M commands/min the default (1 byte) had the broker answer a stream of tiny fetches:
+// broker 0.53-0.56 cores and belfry 0.25 against 0.36-0.37 and 0.16 with these; in 60-s runs
+// the node fell behind (p99 2.3-3.4 s) and with these it kept up (p99 0.68-0.70 s)
+// (BENCHMARKS.md, fourth session, "Commands"). Costs at most 20 ms when commands are sparse.
+inline constexpr char kConsumerFetchMinBytes[] = "131072";
+inline constexpr char kConsumerFetchWaitMaxMs[] = "20";
 
 // Builds a global librdkafka config. Order: bootstrap.servers and client.id, then `settings`
 // (belfry's defaults for the client's role), then config.properties last, so an operator's
