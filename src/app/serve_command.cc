@@ -33,10 +33,6 @@ namespace {
 // fired, so it is fired again later (at-least-once), never lost.
 constexpr auto kShutdownBudget = std::chrono::milliseconds(9000);
 
-// Bounds on the trigger producer's queue (see RunServe).
-constexpr int64_t kTriggerQueueMaxMessages = 100'000;
-constexpr int64_t kTriggerQueueMaxKbytes = 64 * 1024;
-
 // Waits until the schema is current. Retries connection faults with backoff; a schema or
 // shard_count mismatch is fatal.
 Status AwaitSchema(const Config& cfg, const std::string& migrations_dir, StopSignal& stop) {
@@ -77,14 +73,11 @@ int RunServe(const Config& cfg) {
   NodeHealth health(metrics, clock);
   const TopicPolicy policy = MakeTopicPolicy(cfg);
 
-  // The producer queue is the firing path's memory: with firings in flight, catch-up queries
-  // can outrun the broker, and an unbounded queue grew a 5M-job burst to 380 MB. A full queue
-  // blocks Add(), which holds the query back instead (nothing is dropped). 100k triggers is
-  // still a second or more of the broker's full rate, so batches stay full.
-  KafkaTriggerSinkOptions sink_options;
-  sink_options.queue_max_messages = kTriggerQueueMaxMessages;
-  sink_options.queue_max_kbytes = kTriggerQueueMaxKbytes;
-  auto sink_or = KafkaTriggerSink::Create(cfg.kafka, sink_options);
+  // The sink's default queue bounds (100k triggers / 64 MiB) are the firing path's memory: with
+  // firings in flight, catch-up queries can outrun the broker, and an unbounded queue grew a
+  // 5M-job burst to 380 MB. A full queue blocks Add(), which holds the query back instead
+  // (nothing is dropped). The harness's `raw` producer reads the same defaults.
+  auto sink_or = KafkaTriggerSink::Create(cfg.kafka, KafkaTriggerSinkOptions{});
   if (!sink_or.ok()) {
     spdlog::error("cannot create the trigger producer: {}", sink_or.status().ToString());
     return 1;

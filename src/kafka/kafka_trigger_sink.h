@@ -21,8 +21,10 @@ struct KafkaTriggerSinkOptions {
   int32_t linger_ms = 5;
   int64_t batch_size_bytes = 1024 * 1024;
   std::string compression = "lz4";
-  int64_t queue_max_messages = 1000000;
-  int64_t queue_max_kbytes = 512 * 1024;
+  // The producer queue's bounds: a full queue makes Add() wait, it never drops. Unbounded, a
+  // 5M-job burst queued 382 MB (BENCHMARKS.md); these keep a node's peak RSS near 150 MB.
+  int64_t queue_max_messages = 100'000;
+  int64_t queue_max_kbytes = 64 * 1024;
   // How long the destructor lets queued triggers drain before purging them.
   int64_t close_timeout_ms = 10000;
   // Finish() returns Retryable if the delivery reports have not all arrived within
