@@ -140,9 +140,11 @@ class LatencyMatcher final {
 
  private:
   void RecordLocked(EpochMs sent_ms, EpochMs outcome_ms) {
-    latency_.Record(outcome_ms - sent_ms);
-    by_second_[std::max<int64_t>(0, (sent_ms - start_ms_) / 1000)].Record(outcome_ms - sent_ms);
-    if (sent_ms - start_ms_ >= warmup_ms_) steady_.Record(outcome_ms - sent_ms);
+    const int64_t latency_ms = outcome_ms - sent_ms;
+    const int64_t since_start_ms = sent_ms - start_ms_;
+    latency_.Record(latency_ms);
+    by_second_[std::max<int64_t>(0, since_start_ms / 1000)].Record(latency_ms);
+    if (since_start_ms >= warmup_ms_) steady_.Record(latency_ms);
   }
 
   const EpochMs start_ms_;

@@ -77,7 +77,7 @@ int RunServe(const Config& cfg) {
   // firings in flight, catch-up queries can outrun the broker, and an unbounded queue grew a
   // 5M-job burst to 380 MB. A full queue blocks Add(), which holds the query back instead
   // (nothing is dropped). The harness's `raw` producer reads the same defaults.
-  auto sink_or = KafkaTriggerSink::Create(cfg.kafka, KafkaTriggerSinkOptions{});
+  auto sink_or = KafkaTriggerSink::Create(cfg.kafka);
   if (!sink_or.ok()) {
     spdlog::error("cannot create the trigger producer: {}", sink_or.status().ToString());
     return 1;

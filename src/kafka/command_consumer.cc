@@ -126,18 +126,16 @@ class CommandConsumer::Impl {
   }
 
   Status Init() {
-    const KafkaSettings consumer_settings = {
+    KafkaSettings consumer_settings = {
         {"group.id", config_.group_id},
         {"enable.auto.commit", "false"},
         {"enable.auto.offset.store", "false"},
         {"auto.offset.reset", "earliest"},
         {"enable.partition.eof", "false"},
         {"isolation.level", "read_committed"},
-        {"queued.max.messages.kbytes", kConsumerQueuedMaxKbytes},
-        {"fetch.max.bytes", kConsumerFetchMaxBytes},
-        {"fetch.min.bytes", kConsumerFetchMinBytes},
-        {"fetch.wait.max.ms", kConsumerFetchWaitMaxMs},
     };
+    consumer_settings.insert(consumer_settings.end(), ConsumerFetchSettings().begin(),
+                             ConsumerFetchSettings().end());
     StatusOr<std::unique_ptr<RdKafka::Conf>> cconf =
         BuildKafkaConf(config_, options_.client_id, consumer_settings, &event_logger_);
     if (!cconf.ok()) return cconf.status();

@@ -51,16 +51,14 @@ class ExecutionConsumer::Impl {
   }
 
   Status Init() {
-    const KafkaSettings consumer_settings = {
+    KafkaSettings consumer_settings = {
         {"group.id", config_.executions_group_id},
         {"enable.auto.commit", "false"},
         {"auto.offset.reset", "earliest"},
         {"enable.partition.eof", "false"},
-        {"queued.max.messages.kbytes", kConsumerQueuedMaxKbytes},
-        {"fetch.max.bytes", kConsumerFetchMaxBytes},
-        {"fetch.min.bytes", kConsumerFetchMinBytes},
-        {"fetch.wait.max.ms", kConsumerFetchWaitMaxMs},
     };
+    consumer_settings.insert(consumer_settings.end(), ConsumerFetchSettings().begin(),
+                             ConsumerFetchSettings().end());
     auto cconf = BuildKafkaConf(config_, options_.client_id, consumer_settings, &consumer_logger_);
     if (!cconf.ok()) return cconf.status();
     std::string errstr;

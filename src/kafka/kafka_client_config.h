@@ -19,20 +19,29 @@ namespace belfry {
 // Role-specific librdkafka settings, applied in order.
 using KafkaSettings = std::vector<std::pair<std::string, std::string>>;
 
-// Buffer bounds for belfry's consumers (commands, executions). librdkafka's defaults let one
-// consumer prefetch 64 MiB and receive fetch responses of up to 50 MB. Under a command flood
-// applied while firing 3M triggers/min, a node peaked at 278-289 MB with the 50 MB fetches and
-// 249 MB with 4 MiB ones (BENCHMARKS.md, third session, "Memory"). A smaller prefetch (4 or 8 MiB)
-// saved more (200 / 227 MB) but slowed paced command latency in some runs, so it stays 16 MiB.
-inline constexpr char kConsumerQueuedMaxKbytes[] = "16384";
-inline constexpr char kConsumerFetchMaxBytes[] = "4194304";
-// A fetch waits for 128 KiB (or 20 ms) instead of returning as soon as one message is there.
-// At 1.08M commands/min the default (1 byte) had the broker answer a stream of tiny fetches:
-// broker 0.53-0.56 cores and belfry 0.25 against 0.36-0.37 and 0.16 with these; in 60-s runs
-// the node fell behind (p99 2.3-3.4 s) and with these it kept up (p99 0.68-0.70 s)
-// (BENCHMARKS.md, fourth session, "Commands"). Costs at most 20 ms when commands are sparse.
-inline constexpr char kConsumerFetchMinBytes[] = "131072";
-inline constexpr char kConsumerFetchWaitMaxMs[] = "20";
+// Fetch and buffer settings shared by belfry's consumers (commands, executions), appended to
+// each one's role settings (so `kafka.properties` still overrides them):
+// - queued.max.messages.kbytes 16384 and fetch.max.bytes 4 MiB: librdkafka's defaults let one
+//   consumer prefetch 64 MiB and receive fetch responses of up to 50 MB. Under a command flood
+//   applied while firing 3M triggers/min, a node peaked at 278-289 MB with the 50 MB fetches and
+//   249 MB with 4 MiB ones (BENCHMARKS.md, third session, "Memory"). A 4 MiB prefetch reached
+//   171 MB, but paced runs then showed a standing 1-2 s command delay in half the runs
+//   (fourth session), so it stays 16 MiB.
+// - fetch.min.bytes 128 KiB and fetch.wait.max.ms 20: a fetch waits for 128 KiB (or 20 ms)
+//   instead of returning as soon as one message is there. At 1.08M commands/min the default
+//   (1 byte) had the broker answer a stream of tiny fetches: broker 0.53-0.56 cores and belfry
+//   0.25 against 0.36-0.39 and 0.16 with these; in 60-s runs the node fell behind (p99
+//   1.8-3.4 s) and with these it kept up (p99 0.68-0.70 s) (BENCHMARKS.md, fourth session,
+//   "Commands"). Costs at most 20 ms when commands are sparse.
+inline const KafkaSettings& ConsumerFetchSettings() {
+  static const KafkaSettings settings = {
+      {"queued.max.messages.kbytes", "16384"},
+      {"fetch.max.bytes", "4194304"},
+      {"fetch.min.bytes", "131072"},
+      {"fetch.wait.max.ms", "20"},
+  };
+  return settings;
+}
 
 // Builds a global librdkafka config. Order: bootstrap.servers and client.id, then `settings`
 // (belfry's defaults for the client's role), then config.properties last, so an operator's

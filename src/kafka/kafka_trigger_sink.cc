@@ -358,17 +358,11 @@ class KafkaTriggerBatch final : public TriggerBatch {
   // RD_KAFKA_V_TOPIC does) takes the client's write lock and searches its topic list for every
   // trigger. nullptr if librdkafka refuses the topic (see rd_kafka_last_error()).
   rd_kafka_topic_t* TopicHandle(std::string_view name) {
-    if (last_topic_ != nullptr && name == last_topic_name_) return last_topic_;
-    auto it = topics_.find(name);
-    if (it == topics_.end()) {
-      std::string key(name);  // NUL-terminated for librdkafka
-      rd_kafka_topic_t* rkt = rd_kafka_topic_new(producer_->c_ptr(), key.c_str(), nullptr);
-      if (rkt == nullptr) return nullptr;
-      it = topics_.emplace(std::move(key), rkt).first;
-    }
-    last_topic_name_ = it->first;
-    last_topic_ = it->second;
-    return last_topic_;
+    if (const auto it = topics_.find(name); it != topics_.end()) return it->second;
+    std::string key(name);  // NUL-terminated for librdkafka
+    rd_kafka_topic_t* rkt = rd_kafka_topic_new(producer_->c_ptr(), key.c_str(), nullptr);
+    if (rkt != nullptr) topics_.emplace(std::move(key), rkt);
+    return rkt;
   }
 
   struct NameHash {
@@ -381,8 +375,6 @@ class KafkaTriggerBatch final : public TriggerBatch {
   BatchState* const state_;
   std::string value_;  // reused across Add calls
   std::unordered_map<std::string, rd_kafka_topic_t*, NameHash, std::equal_to<>> topics_;
-  std::string_view last_topic_name_;  // a key of topics_ (node-based: stable)
-  rd_kafka_topic_t* last_topic_ = nullptr;
 };
 
 }  // namespace
