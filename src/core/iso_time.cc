@@ -55,6 +55,10 @@ static_assert(DaysFromCivil(1970, 1, 1) == 0);
 static_assert(DaysFromCivil(2000, 3, 1) == 11017);
 static_assert(CivilFromDays(11017).year == 2000 && CivilFromDays(11017).month == 3);
 
+// 9999-12-31T23:59:59.999Z, the last instant ParseIsoTime accepts (the first is the epoch).
+constexpr EpochMs kLastAcceptedMs = DaysFromCivil(10000, 1, 1) * kMsPerDay - 1;
+static_assert(kLastAcceptedMs == 253'402'300'799'999);
+
 // A cursor over the text; every Read* consumes only on success.
 class Scanner {
  public:
@@ -139,7 +143,12 @@ std::optional<EpochMs> ParseIsoTime(std::string_view text) {
 
   const int64_t days = DaysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
   const int64_t seconds = days * kSecondsPerDay + hour * 3600 + minute * 60 + second;
-  return seconds * kMsPerSecond + ms - static_cast<int64_t>(offset_minutes) * kMsPerMinute;
+  const EpochMs instant = seconds * kMsPerSecond + ms - static_cast<int64_t>(offset_minutes) * kMsPerMinute;
+  // The zone can move a date at either end of the range outside it ("1970-01-01T00:30:00+01:00",
+  // "9999-12-31T23:30:00-01:00"). The instant itself must be in range too, so that everything
+  // accepted formats (always in UTC) to text that parses back to the same instant.
+  if (instant < 0 || instant > kLastAcceptedMs) return std::nullopt;
+  return instant;
 }
 
 namespace {

@@ -72,7 +72,26 @@ TEST(IsoTimeTest, ZoneOffsets) {
   EXPECT_EQ(ParseIsoTime("2026-11-22T13:00:00"), utc);        // no designator: UTC
   EXPECT_EQ(ParseIsoTime("2026-11-22 13:00:00Z"), utc);
   EXPECT_EQ(ParseIsoTime("2026-11-22t13:00:00z"), utc);
-  EXPECT_EQ(ParseIsoTime("1970-01-01T00:00:00+01:00"), -3'600'000);
+}
+
+TEST(IsoTimeTest, InstantMustBeInRangeAfterTheZone) {
+  // The range is of instants, 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z: a zone that
+  // moves an in-range date outside it is rejected, so everything accepted formats back to text
+  // that parses to the same instant (the fuzzer found "9999-12-31T23:59:59-01:00", which
+  // formatted as "10000-01-01T00:59:59.000Z").
+  EXPECT_EQ(ParseIsoTime("1970-01-01T00:00:00+01:00"), std::nullopt);
+  EXPECT_EQ(ParseIsoTime("1970-01-01T00:59:59.999+01:00"), std::nullopt);
+  EXPECT_EQ(ParseIsoTime("1970-01-01T01:00:00+01:00"), 0);
+  EXPECT_EQ(ParseIsoTime("9999-12-31T23:59:59-01:00"), std::nullopt);
+  EXPECT_EQ(ParseIsoTime("9999-12-31T23:00:00-01:00"), std::nullopt);
+  EXPECT_EQ(ParseIsoTime("9999-12-31T22:59:59.999-01:00"), 253'402'300'799'999);
+  EXPECT_EQ(ParseIsoTime("9999-12-31T23:59:59.999+01:00"), 253'402'297'199'999);
+  for (const char* text : {"1970-01-01T01:00:00+01:00", "9999-12-31T22:59:59.999-01:00",
+                           "9999-12-31T23:59:59-00:00", "1970-01-01T00:00:00-23:59"}) {
+    const auto ms = ParseIsoTime(text);
+    ASSERT_TRUE(ms.has_value()) << text;
+    EXPECT_EQ(ParseIsoTime(FormatIsoTime(*ms)), ms) << text;
+  }
 }
 
 TEST(IsoTimeTest, RejectsMalformed) {
