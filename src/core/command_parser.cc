@@ -13,6 +13,7 @@
 
 #include "core/interval_name.h"
 #include "core/iso_time.h"
+#include "core/message_quote.h"
 #include "core/one_shot_placement.h"
 #include "core/retry_fields.h"
 #include "core/retry_policy.h"
@@ -36,65 +37,7 @@ constexpr size_t kMaxEchoBytes = 100;
 // ---------------------------------------------------------------------------------------------
 // Safe echoing of user input in messages.
 
-// Length of the well-formed UTF-8 sequence (RFC 3629) starting at text[i], or 0 if malformed.
-size_t Utf8SequenceLength(std::string_view text, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const auto cont = [&](size_t k, unsigned char lo, unsigned char hi) {
-    return k < text.size() && byte(k) >= lo && byte(k) <= hi;
-  };
-  const unsigned char c = byte(i);
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return cont(i + 1, 0x80, 0xBF) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    const unsigned char lo = c == 0xE0 ? 0xA0 : 0x80;
-    const unsigned char hi = c == 0xED ? 0x9F : 0xBF;
-    return cont(i + 1, lo, hi) && cont(i + 2, 0x80, 0xBF) ? 3 : 0;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    const unsigned char lo = c == 0xF0 ? 0x90 : 0x80;
-    const unsigned char hi = c == 0xF4 ? 0x8F : 0xBF;
-    return cont(i + 1, lo, hi) && cont(i + 2, 0x80, 0xBF) && cont(i + 3, 0x80, 0xBF) ? 4 : 0;
-  }
-  return 0;
-}
-
-// Byte offset of the first malformed UTF-8 sequence, or npos.
-size_t FirstInvalidUtf8(std::string_view text) {
-  for (size_t i = 0; i < text.size();) {
-    const size_t len = Utf8SequenceLength(text, i);
-    if (len == 0) return i;
-    i += len;
-  }
-  return std::string_view::npos;
-}
-
-// `text` in double quotes, safe for logs and Kafka headers: control characters (C0, DEL, C1),
-// quotes, backslashes and malformed UTF-8 are escaped; at most kMaxEchoBytes of input are shown.
-std::string Quote(std::string_view text) {
-  std::string out = "\"";
-  size_t i = 0;
-  while (i < text.size() && i < kMaxEchoBytes) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    const size_t len = Utf8SequenceLength(text, i);
-    if (len == 0 || (len == 1 && (c < 0x20 || c == 0x7f))) {
-      out += fmt::format("\\x{:02x}", c);
-      ++i;
-    } else if (len == 1 && (c == '"' || c == '\\')) {
-      out += '\\';
-      out += static_cast<char>(c);
-      ++i;
-    } else if (len == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));  // C1 control
-      i += 2;
-    } else {
-      out.append(text.substr(i, len));
-      i += len;
-    }
-  }
-  out += '"';
-  if (i < text.size()) out += fmt::format("... ({} bytes)", text.size());
-  return out;
-}
+std::string Quote(std::string_view text) { return QuoteForMessage(text, kMaxEchoBytes); }
 
 // Byte offset and value of the first control character (< 0x20 or 0x7f), if any.
 std::optional<size_t> FirstControlChar(std::string_view text) {

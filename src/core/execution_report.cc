@@ -10,6 +10,7 @@
 
 #include "core/iso_time.h"
 #include "core/json_writer.h"
+#include "core/message_quote.h"
 
 namespace belfry {
 namespace {
@@ -26,12 +27,7 @@ Status Reject(std::string reason, std::string message) {
   return Status::Invalid(std::move(reason), std::move(message));
 }
 
-std::string Quote(std::string_view s) {
-  std::string out;
-  AppendJsonString(&out, s.size() > kMaxEchoBytes ? s.substr(0, kMaxEchoBytes) : s);
-  if (s.size() > kMaxEchoBytes) out += "...";
-  return out;
-}
+std::string Quote(std::string_view s) { return QuoteForMessage(s, kMaxEchoBytes); }
 
 bool HasControlChar(std::string_view s) {
   return std::any_of(s.begin(), s.end(), [](char c) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/message_quote.h"
 #include "core/retry_policy.h"
 
 namespace belfry {
@@ -26,11 +27,8 @@ std::optional<int64_t> IntegerIn(const element& el, int64_t lo, int64_t hi) {
   return v;
 }
 
-std::string Shown(const element& el) {
-  std::string text = simdjson::minify(el);
-  if (text.size() > 40) text = text.substr(0, 40) + "...";
-  return text;
-}
+// The value as written (minified), cut after 40 bytes, control characters escaped.
+std::string Shown(const element& el) { return ExcerptForMessage(simdjson::minify(el), 40); }
 
 }  // namespace
 
@@ -56,9 +54,9 @@ Status ParseRetryBackoff(const element& el, RetryBackoff* out) {
     const std::string_view name = member.key;
     const int index = name == "initialSeconds" ? 0 : name == "multiplier" ? 1 : name == "maxSeconds" ? 2 : -1;
     if (index < 0) {
-      return BadBackoff(fmt::format("retryBackoff has an unknown member \"{}\" (known: initialSeconds, "
+      return BadBackoff(fmt::format("retryBackoff has an unknown member {} (known: initialSeconds, "
                                     "multiplier, maxSeconds)",
-                                    name.substr(0, 40)));
+                                    QuoteForMessage(name, 40)));
     }
     if (seen[index]) return BadBackoff(fmt::format("retryBackoff.{} appears more than once", name));
     seen[index] = true;

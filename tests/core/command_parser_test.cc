@@ -476,6 +476,11 @@ INSTANTIATE_TEST_SUITE_P(
         RejectCase{"RetriesNegative", "job-1", Upsert(R"("maxRetries":-1)"), "invalid_retries", "-1"},
         RejectCase{"RetriesTooMany", "job-1", Upsert(R"("maxRetries":101)"), "invalid_retries", "[0, 100]"},
         RejectCase{"RetriesString", "job-1", Upsert(R"("maxRetries":"3")"), "invalid_retries", "\"3\""},
+        // Found by the fuzzer: the value is echoed, and a DEL inside it must be escaped.
+        RejectCase{"RetriesObjectWithControlChars", "job-1", Upsert(R"("maxRetries":{"a\u007fb\u0001":1})"),
+                   "invalid_retries", R"({"a\x7fb\u0001":1})"},
+        RejectCase{"BackoffUnknownMemberWithControlChar", "job-1",
+                   Upsert(R"("retryBackoff":{"ji\u007ftter":1})"), "invalid_retry_backoff", R"("ji\x7ftter")"},
         RejectCase{"BackoffNotObject", "job-1", Upsert(R"("retryBackoff":60)"), "wrong_type", "retryBackoff"},
         RejectCase{"BackoffUnknownMember", "job-1", Upsert(R"("retryBackoff":{"jitter":1})"),
                    "invalid_retry_backoff", "\"jitter\""},

@@ -65,6 +65,7 @@ void CheckRejection(const Status& status) {
   // Messages quote at most ~100 bytes of input and escape everything unprintable.
   Check(status.message().size() < 1024);
   Check(!HasControlChar(status.message()));
+  Check(simdjson::validate_utf8(status.message().data(), status.message().size()));
 }
 
 void CheckAccepted(const RawCommand& raw, const Command& command) {
