@@ -26,7 +26,12 @@ using KafkaSettings = std::vector<std::pair<std::string, std::string>>;
 //   applied while firing 3M triggers/min, a node peaked at 278-289 MB with the 50 MB fetches and
 //   249 MB with 4 MiB ones (BENCHMARKS.md, third session, "Memory"). A 4 MiB prefetch reached
 //   171 MB, but paced runs then showed a standing 1-2 s command delay in half the runs
-//   (fourth session), so it stays 16 MiB.
+//   (fourth session). The cause (fifth session, debug=fetch): librdkafka 2.0 stops fetching
+//   when the prefetch is full and looks again only ~1 s later (librdkafka issue #2879;
+//   fetch.queue.backoff.ms, which shortens that, came in 2.1). So once a node falls slightly
+//   behind, it takes in at most one prefetch per second: 4 MiB is ~14k commands/s, less than
+//   1M/min, and it never catches up. The prefetch must hold well over a second of commands at
+//   the rate a node must sustain; 16 MiB is ~55k/s.
 // - fetch.min.bytes 128 KiB and fetch.wait.max.ms 20: a fetch waits for 128 KiB (or 20 ms)
 //   instead of returning as soon as one message is there. At 1.08M commands/min the default
 //   (1 byte) had the broker answer a stream of tiny fetches: broker 0.53-0.56 cores and belfry
