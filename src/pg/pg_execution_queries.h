@@ -1,6 +1,8 @@
 // The SQL of PgExecutionStore (src/pg/pg_execution_store.cc): named constants, $n parameters.
 #pragma once
 
+#include "pg/pg_queries.h"  // BELFRY_SHARD_NEXT_MINUTE, kLockShardStates
+
 #define BELFRY_MS_TO_TIMESTAMPTZ(ms) \
   "(to_timestamp((" ms ") / 1000) + ((" ms ") % 1000) * interval '1 millisecond')"
 #define BELFRY_TS_TO_MS(t) "floor(extract(epoch FROM " t ") * 1000)::bigint"
@@ -64,12 +66,6 @@ inline constexpr const char kRetryTargetsSql[] =
     " retry_initial_ms, retry_multiplier, retry_max_ms "
     "FROM jobs WHERE id = ANY ($1::text[]) AND NOT paused AND max_retries > 0 AND attempt = 0";
 
-// $1 = smallint[] of shards, sorted. Holds the claims of those shards still while the retries
-// are inserted: a firing cannot start (claim) between the placement read below and the commit.
-inline constexpr const char kLockShardsName[] = "belfry_lock_shards_for_retries";
-inline constexpr const char kLockShardsSql[] =
-    "SELECT shard FROM shard_state WHERE shard = ANY ($1::smallint[]) ORDER BY shard FOR SHARE";
-
 // $1 = JSON array of planned retries. A retry is placed in its planned minute, or later when its
 // shard has already fired that minute or a live claim may already have queried it (the claim's
 // claim_through), so that no firing can miss it. Returns the rows actually inserted: a repeat
@@ -80,8 +76,7 @@ inline constexpr const char kInsertRetriesSql[] =
     " src_partition, src_offset, run_at, run_minute, scheduled_for_ms, attempt, retry_of) "
     "SELECT a.id, a.shard, a.interval_minutes, 0, a.owner, a.topic, a.key, a.details, a.priority, -1, -1,"
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ","
-    " GREATEST(a.run_minute, ss.fired_through + 1,"
-    "   CASE WHEN ss.claim_until > now() THEN ss.claim_through + 1 END),"
+    " GREATEST(a.run_minute, " BELFRY_SHARD_NEXT_MINUTE "),"
     " a.scheduled_for_ms, a.attempt, a.retry_of "
     "FROM json_to_recordset($1::json) AS a(id text, shard smallint, interval_minutes int, owner text,"
     " topic text, key text, details text, priority int, run_at_ms bigint, run_minute bigint,"

@@ -31,7 +31,7 @@ std::vector<PreparedStatement> ExecutionStatements() {
       {q::kListExecutionsAfterName, q::kListExecutionsAfterSql},
       {q::kTrimExecutionsName, q::kTrimExecutionsSql},
       {q::kRetryTargetsName, q::kRetryTargetsSql},
-      {q::kLockShardsName, q::kLockShardsSql},
+      {q::kLockShardStatesName, q::kLockShardStatesSql},
       {q::kInsertRetriesName, q::kInsertRetriesSql},
       {q::kSupersedeRetriesName, q::kSupersedeRetriesSql},
   };
@@ -262,7 +262,7 @@ void PgExecutionStore::ApplyRetries(pqxx::work& txn, const std::vector<Execution
     retries.String("retry_of", s.target->id);
     retries.EndObject();
   }
-  txn.exec_prepared(pg_queries::kLockShardsName, ArrayLiteral(shards));  // sorted: a fixed lock order
+  txn.exec_prepared(pg_queries::kLockShardStatesName, ArrayLiteral(shards));  // sorted: a fixed lock order
   for (const std::string& chunk : retries.Finish()) {
     result->retries_scheduled += txn.exec_prepared(pg_queries::kInsertRetriesName, chunk).affected_rows();
   }

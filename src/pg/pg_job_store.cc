@@ -35,6 +35,7 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kExplainDueJobsHighName, q::kExplainDueJobsHighSql},
       {q::kExplainDueJobsLowName, q::kExplainDueJobsLowSql},
       {q::kSweepOneShotsName, q::kSweepOneShotsSql},
+      {q::kLockShardStatesName, q::kLockShardStatesSql},
       {q::kGetShardCountName, q::kGetShardCountSql},
   };
 }
@@ -105,7 +106,8 @@ StageRow UpsertStageRow(const JobAction& a) {
 }
 
 struct ActionParams {
-  std::vector<StageRow> upserts;  // in id order
+  std::vector<StageRow> upserts;  // in (shard, id) order
+  std::string one_shot_shards;    // smallint[] literal of the shards of one-shot upserts, sorted
   std::vector<std::string> deletes;
   std::vector<std::string> set_paused;
 };
@@ -129,10 +131,16 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, int32_t sh
 
   ActionParams params;
   JsonArrayChunks deletes, set_paused;
+  int32_t last_one_shot_shard = -1;
   for (const auto& [shard, a] : sorted) {
     switch (a->kind) {
       case JobAction::Kind::kUpsert:
         params.upserts.push_back(UpsertStageRow(*a));
+        if (a->spec.one_shot() && shard != last_one_shot_shard) {
+          params.one_shot_shards += params.one_shot_shards.empty() ? "{" : ",";
+          params.one_shot_shards += std::to_string(shard);
+          last_one_shot_shard = shard;
+        }
         break;
       case JobAction::Kind::kDelete:
         deletes.BeginObject();
@@ -228,6 +236,11 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
         stage.complete();
       }
       txn.exec(q::kStagedJoinSettingsSql);
+      // One-shots are placed by their shard's progress (BELFRY_RUN_MINUTE): hold those shards'
+      // rows from before that read until the commit, so that no firing claims a minute between.
+      if (!params.one_shot_shards.empty()) {
+        txn.exec_prepared(q::kLockShardStatesName, params.one_shot_shards + "}");
+      }
       txn.exec_prepared(q::kInsertStagedJobsName);
       txn.exec_prepared(q::kUpdateStagedJobsName);
     }

@@ -157,13 +157,28 @@ inline constexpr const char kUpsertStageExistsName[] = "belfry_upsert_stage_exis
 inline constexpr const char kUpsertStageExistsSql[] =
     "SELECT to_regclass('pg_temp.belfry_upsert_stage') IS NOT NULL";
 
-// A one-shot's run_minute: the action's, unless its shard already fired that minute by the time
-// the command is applied (the consumer lagged) and the next minute is within the action's
-// late_limit (see OneShotPlacement); NULL for interval jobs.
-#define BELFRY_RUN_MINUTE                                                   \
-  "CASE WHEN a.run_minute IS NULL THEN NULL"                                \
-  " WHEN ss.fired_through IS NOT NULL AND a.run_minute <= ss.fired_through" \
-  "  AND ss.fired_through + 1 <= a.late_limit THEN ss.fired_through + 1"    \
+// $1 = smallint[] of shards, sorted (a fixed lock order). Taken before rows are placed by the
+// shard's progress (one-shot commands, retries) and held until commit: no firing can claim those
+// shards between the placement read and the commit, so a firing either is visible to the
+// placement (fired_through, or a live claim's claim_through) or sees the committed row.
+inline constexpr const char kLockShardStatesName[] = "belfry_lock_shard_states";
+inline constexpr const char kLockShardStatesSql[] =
+    "SELECT shard FROM shard_state WHERE shard = ANY ($1::smallint[]) ORDER BY shard FOR SHARE";
+
+// The first minute a new row of a shard can still be fired in: after what it has fired and after
+// what a live claim covers (that firing's query may already have run). NULL when neither is set.
+// Left defined at the end of this file: pg_execution_queries.h uses it too.
+#define BELFRY_SHARD_NEXT_MINUTE \
+  "GREATEST(ss.fired_through + 1, CASE WHEN ss.claim_until > now() THEN ss.claim_through + 1 END)"
+
+// A one-shot's run_minute: the action's, unless its shard has fired that minute, or is firing it,
+// by the time the command is applied, and the shard's next minute is within the action's
+// late_limit (see OneShotPlacement); NULL for interval jobs. ApplyActions holds the shards' rows
+// (kLockShardStates) from before this read until the commit.
+#define BELFRY_RUN_MINUTE                                                                \
+  "CASE WHEN a.run_minute IS NULL THEN NULL"                                             \
+  " WHEN " BELFRY_SHARD_NEXT_MINUTE " > a.run_minute"                                     \
+  "  AND " BELFRY_SHARD_NEXT_MINUTE " <= a.late_limit THEN " BELFRY_SHARD_NEXT_MINUTE     \
   " ELSE a.run_minute END"
 
 // Step 1 of an upsert: insert the jobs that do not exist yet. Existing ids are left to step 2.

@@ -60,7 +60,8 @@ class PgOneShotTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_NE(db_, nullptr) << error_;
     db_->Exec("TRUNCATE jobs");
-    db_->Exec("UPDATE shard_state SET fired_through = NULL");
+    db_->Exec("UPDATE shard_state SET fired_through = NULL, claim_node = NULL, claim_until = NULL,"
+              " claim_through = NULL");
     store_ = std::make_unique<PgJobStore>(db_->url());
   }
 
@@ -183,6 +184,36 @@ TEST_F(PgOneShotTest, LateCommandMovesToTheShardsNextMinuteWithinItsLimit) {
   const std::vector<Row> rows = Due(4, kMinute + 4, kMinute + 4);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].id, "late");
+}
+
+// A command applied while its shard is firing its minute (a live claim through that minute, the
+// watermark not yet moved) may come after that firing's query: it goes to the next minute, as a
+// late command does, instead of being missed. A lapsed claim does not count: that minute will be
+// fired again by the catch-up scan.
+TEST_F(PgOneShotTest, CommandDuringALiveClaimOfItsMinuteMovesToTheNextMinute) {
+  const auto claim = [](int shard, int64_t through, const char* until) {
+    return "UPDATE shard_state SET fired_through = " + std::to_string(through - 1) +
+           ", claim_node = 'node-a', claim_until = now() + interval '" + until +
+           "', claim_through = " + std::to_string(through) + " WHERE shard = " + std::to_string(shard);
+  };
+  db_->Exec(claim(5, kMinute + 2, "30 seconds"));
+  db_->Exec(claim(6, kMinute + 2, "-30 seconds"));  // lapsed
+  ASSERT_TRUE(store_
+                  ->ApplyActions({OneShot("racing", 5, kMinute + 2, kMinute + 10, 1),
+                                  OneShot("racing-skip", 5, kMinute + 2, -1, 2),
+                                  OneShot("next", 5, kMinute + 3, kMinute + 10, 3),
+                                  OneShot("lapsed", 6, kMinute + 2, kMinute + 10, 4)})
+                  .ok());
+  EXPECT_EQ((*store_->GetJob("racing"))->spec.run_minute, kMinute + 3);
+  EXPECT_EQ((*store_->GetJob("racing"))->spec.scheduled_for_ms, SlotMs(kMinute + 2, 5, kTickMs));
+  EXPECT_EQ((*store_->GetJob("racing-skip"))->spec.run_minute, kMinute + 2);  // no late_limit: stays
+  EXPECT_EQ((*store_->GetJob("next"))->spec.run_minute, kMinute + 3);
+  EXPECT_EQ((*store_->GetJob("lapsed"))->spec.run_minute, kMinute + 2);
+  // The same placement on the update path: "lapsed" re-sent (a newer offset) once shard 6's
+  // claim is live.
+  db_->Exec(claim(6, kMinute + 2, "30 seconds"));
+  ASSERT_TRUE(store_->ApplyActions({OneShot("lapsed", 6, kMinute + 2, kMinute + 10, 5)}).ok());
+  EXPECT_EQ((*store_->GetJob("lapsed"))->spec.run_minute, kMinute + 3);
 }
 
 TEST_F(PgOneShotTest, SweepDeletesOnlyExpiredOneShots) {
