@@ -107,7 +107,7 @@ StageRow UpsertStageRow(const JobAction& a) {
 
 struct ActionParams {
   std::vector<StageRow> upserts;  // in (shard, id) order
-  std::string one_shot_shards;    // smallint[] literal of the shards of one-shot upserts, sorted
+  std::string one_shot_shards;    // smallint[] literal of the one-shot upserts' shards; "" if none
   std::vector<std::string> deletes;
   std::vector<std::string> set_paused;
 };
@@ -163,6 +163,7 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, int32_t sh
   }
   params.deletes = deletes.Finish();
   params.set_paused = set_paused.Finish();
+  if (!params.one_shot_shards.empty()) params.one_shot_shards += '}';
   return params;
 }
 
@@ -239,7 +240,7 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
       // One-shots are placed by their shard's progress (BELFRY_RUN_MINUTE): hold those shards'
       // rows from before that read until the commit, so that no firing claims a minute between.
       if (!params.one_shot_shards.empty()) {
-        txn.exec_prepared(q::kLockShardStatesName, params.one_shot_shards + "}");
+        txn.exec_prepared(q::kLockShardStatesName, params.one_shot_shards);
       }
       txn.exec_prepared(q::kInsertStagedJobsName);
       txn.exec_prepared(q::kUpdateStagedJobsName);
