@@ -15,6 +15,7 @@
 #include "core/iso_time.h"
 #include "core/shard_hash.h"
 #include "core/topic_policy.h"
+#include "fuzz_checks.h"
 
 namespace {
 
@@ -22,14 +23,13 @@ using belfry::Command;
 using belfry::CommandOp;
 using belfry::CommandRules;
 using belfry::RawCommand;
-using belfry::Status;
 using belfry::StatusOr;
+using belfry::fuzz::Check;
+using belfry::fuzz::CheckRejection;
+using belfry::fuzz::HasControlChar;
+using belfry::fuzz::IsUtf8;
 
 constexpr int64_t kMessageTimestampMs = 1'795'871'262'123;
-
-void Check(bool condition) {
-  if (!condition) __builtin_trap();
-}
 
 const belfry::TopicPolicy& Policy() {
   static const belfry::TopicPolicy policy(
@@ -51,28 +51,11 @@ const CommandRules& Rules() {
   return rules;
 }
 
-bool HasControlChar(std::string_view s) {
-  return std::any_of(s.begin(), s.end(), [](char c) {
-    const auto b = static_cast<unsigned char>(c);
-    return b < 0x20 || b == 0x7f;
-  });
-}
-
-void CheckRejection(const Status& status) {
-  Check(status.code() == Status::Code::kInvalid);
-  Check(!status.reason().empty());
-  Check(!status.message().empty());
-  // Messages quote at most ~100 bytes of input and escape everything unprintable.
-  Check(status.message().size() < 1024);
-  Check(!HasControlChar(status.message()));
-  Check(simdjson::validate_utf8(status.message().data(), status.message().size()));
-}
-
 void CheckAccepted(const RawCommand& raw, const Command& command) {
   const CommandRules& rules = Rules();
   Check(!command.id.empty() && command.id.size() <= 255);
   Check(!HasControlChar(command.id));
-  Check(simdjson::validate_utf8(command.id.data(), command.id.size()));
+  Check(IsUtf8(command.id));
   Check(raw.key.has_value() && *raw.key == command.id);
   Check(command.source.offset == raw.source.offset);
   if (!raw.value) Check(command.op == CommandOp::kDelete);
@@ -94,7 +77,7 @@ void CheckAccepted(const RawCommand& raw, const Command& command) {
 
   // details_json is a minified object within the limit that re-parses, and minifies to itself.
   Check(static_cast<int64_t>(spec.details_json.size()) <= rules.max_details_bytes);
-  Check(simdjson::validate_utf8(spec.details_json.data(), spec.details_json.size()));
+  Check(IsUtf8(spec.details_json));
   simdjson::dom::parser parser;
   simdjson::dom::element details;
   Check(parser.parse(spec.details_json).get(details) == simdjson::SUCCESS);

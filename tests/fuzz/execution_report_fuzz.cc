@@ -4,7 +4,6 @@
 // below; a violation traps.
 #include <simdjson.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -12,42 +11,24 @@
 
 #include "core/execution_report.h"
 #include "core/iso_time.h"
+#include "fuzz_checks.h"
 
 namespace {
 
 using belfry::EpochMs;
 using belfry::ExecutionReport;
 using belfry::RawExecution;
-using belfry::Status;
 using belfry::StatusOr;
+using belfry::fuzz::Check;
+using belfry::fuzz::CheckRejection;
+using belfry::fuzz::HasControlChar;
+using belfry::fuzz::IsUtf8;
 
 constexpr int64_t kLastInstantMs = 253'402'300'799'999;  // 9999-12-31T23:59:59.999Z
-
-void Check(bool condition) {
-  if (!condition) __builtin_trap();
-}
-
-bool HasControlChar(std::string_view s) {
-  return std::any_of(s.begin(), s.end(), [](char c) {
-    const auto b = static_cast<unsigned char>(c);
-    return b < 0x20 || b == 0x7f;
-  });
-}
-
-bool IsUtf8(std::string_view s) { return simdjson::validate_utf8(s.data(), s.size()); }
 
 void CheckTime(EpochMs ms) {
   Check(ms >= 0 && ms <= kLastInstantMs);
   Check(belfry::ParseIsoTime(belfry::FormatIsoTime(ms)) == ms);
-}
-
-void CheckRejection(const Status& status) {
-  Check(status.code() == Status::Code::kInvalid);
-  Check(!status.reason().empty());
-  Check(!status.message().empty());
-  Check(status.message().size() < 1024);
-  Check(!HasControlChar(status.message()));
-  Check(IsUtf8(status.message()));
 }
 
 std::string_view StringMember(const simdjson::dom::element& doc, const char* name) {
