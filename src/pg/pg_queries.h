@@ -175,11 +175,12 @@ inline constexpr const char kLockShardStatesSql[] =
 // by the time the command is applied, and the shard's next minute is within the action's
 // late_limit (see OneShotPlacement); NULL for interval jobs. ApplyActions holds the shards' rows
 // (kLockShardStates) from before this read until the commit.
-#define BELFRY_RUN_MINUTE                                                                \
-  "CASE WHEN a.run_minute IS NULL THEN NULL"                                             \
-  " WHEN " BELFRY_SHARD_NEXT_MINUTE " > a.run_minute"                                     \
-  "  AND " BELFRY_SHARD_NEXT_MINUTE " <= a.late_limit THEN " BELFRY_SHARD_NEXT_MINUTE     \
-  " ELSE a.run_minute END"
+// (Like a retry's GREATEST(run_minute, next minute), but only a next minute within late_limit;
+// GREATEST ignores the NULL of one that is not.)
+#define BELFRY_RUN_MINUTE                                                                   \
+  "CASE WHEN a.run_minute IS NULL THEN NULL"                                                \
+  " ELSE GREATEST(a.run_minute, CASE WHEN " BELFRY_SHARD_NEXT_MINUTE " <= a.late_limit"      \
+  "   THEN " BELFRY_SHARD_NEXT_MINUTE " END) END"
 
 // Step 1 of an upsert: insert the jobs that do not exist yet. Existing ids are left to step 2.
 // Prepared per session, after the staging table exists (PgJobStore::ApplyActions).
