@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -63,6 +64,7 @@ struct Options {
   bool keep = false;
   bool reuse = false;
   bool explain = false;
+  bool breakdown = false;
   uint64_t seed = 1;
   int32_t shard_count = 120;
   size_t details_bytes = 200;
@@ -220,23 +222,56 @@ const char* StatementName(Layout layout) { return layout == Layout::kP44 ? "p44_
 struct TickResult {
   double ms = 0;
   int64_t rows = 0;
-  int64_t bytes = 0;  // sum of the field lengths read
+  int64_t bytes = 0;        // sum of the field lengths read
+  std::string first_value;  // the first row's first field (text results only)
 };
 
 // Runs one tick and reads every field of every row.
-TickResult RunTick(PgConnection& conn, Layout layout, const Tick& tick, const Options& options) {
-  const std::vector<std::string> params = TickParams(layout, tick, options);
+// Runs one prepared statement and reads every field of every row.
+TickResult RunStatement(PgConnection& conn, const std::string& name, const std::vector<std::string>& params,
+                        int result_format) {
   const auto t0 = Clock::now();
-  PGresult* r = conn.ExecPrepared(StatementName(layout), params);
+  PGresult* r = conn.ExecPrepared(name, params, result_format);
   const int rows = PQntuples(r);
   const int fields = PQnfields(r);
   int64_t bytes = 0;
   for (int i = 0; i < rows; ++i) {
     for (int j = 0; j < fields; ++j) bytes += PQgetlength(r, i, j) + (PQgetvalue(r, i, j)[0] == '{' ? 1 : 0);
   }
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  std::string first_value = rows > 0 && fields > 0 && result_format == 0 ? PQgetvalue(r, 0, 0) : "";
   PQclear(r);
-  return TickResult{std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), rows, bytes};
+  return TickResult{ms, rows, bytes, std::move(first_value)};
 }
+
+TickResult RunTick(PgConnection& conn, Layout layout, const Tick& tick, const Options& options) {
+  return RunStatement(conn, StatementName(layout), TickParams(layout, tick, options), 0);
+}
+
+// --breakdown: belfry's tick statement with its WHERE clause kept and smaller select lists, so
+// that finding the rows, sending rows and sending bytes can be told apart.
+struct BreakdownVariant {
+  const char* name;
+  const char* select;  // nullptr: belfry's own select list
+  int result_format;
+};
+constexpr BreakdownVariant kBreakdownVariants[] = {
+    {"count_only", "SELECT count(*)", 0},                     // scan and filter; one row sent
+    {"one_int_per_row", "SELECT pg_column_size(details)", 0},  // every row sent, ~10 bytes each
+    {"details_only", "SELECT details", 0},                    // every row with its jobDetails
+    {"tick_columns_text", nullptr, 0},                        // belfry's statement as it runs
+    {"tick_columns_binary", nullptr, 1},                      // the same, binary results
+};
+
+std::string BreakdownSql(const BreakdownVariant& v) {
+  const std::string tick = pg_queries::kDueJobsSql;
+  if (v.select == nullptr) return tick;
+  const size_t from = tick.find(" FROM jobs ");
+  if (from == std::string::npos) throw std::logic_error("kDueJobsSql has no ' FROM jobs '");
+  return v.select + tick.substr(from);
+}
+
+std::string BreakdownStatementName(size_t i) { return "belfry_breakdown_" + std::to_string(i); }
 
 // "EXECUTE name(p1, p2, ...)" with the parameters as quoted literals.
 std::string ExecuteText(Layout layout, const Tick& tick, const Options& options) {
@@ -334,6 +369,7 @@ class QueryLayoutBench final {
       admin.Exec("DROP DATABASE IF EXISTS " + options_.database);
     }
     summary["database_kept"] = options_.keep;
+    summary["row_count_mismatches_total"] = mismatches_;
     summary["host"] = loadtest::HostSnapshot();  // again, so the load average covers the run
     return summary;
   }
@@ -361,6 +397,7 @@ class QueryLayoutBench final {
 
     ordered_json phases = ordered_json::array();
     phases.push_back(Measure(conn, ticks, "fresh"));
+    if (options_.breakdown) (*summary)["breakdown_fresh"] = Breakdown(conn, ticks);
     if (options_.churn_percent > 0) {
       const auto t0 = Clock::now();
       ordered_json churn = Churn();
@@ -381,6 +418,52 @@ class QueryLayoutBench final {
   }
 
   static void Log(const std::string& line) { fmt::print(stderr, "{}\n", line); }
+
+  // Each variant of kBreakdownVariants on the same ticks, interleaved (the first variant rotates
+  // from tick to tick), belfry's layout only.
+  ordered_json Breakdown(PgConnection& conn, const std::vector<Tick>& ticks) {
+    constexpr size_t kVariants = std::size(kBreakdownVariants);
+    Log(fmt::format("breakdown: {} variants of belfry's tick statement, {} ticks ...", kVariants, options_.ticks));
+    for (size_t v = 0; v < kVariants; ++v) conn.Prepare(BreakdownStatementName(v), BreakdownSql(kBreakdownVariants[v]));
+    LayoutStats stats[kVariants];
+    int64_t mismatches = 0;
+    for (size_t i = 0; i < ticks.size(); ++i) {
+      const std::vector<std::string> params = TickParams(Layout::kBelfry, ticks[i], options_);
+      int64_t rows[kVariants] = {};
+      for (size_t k = 0; k < kVariants; ++k) {
+        const size_t v = (i + k) % kVariants;
+        const TickResult r =
+            RunStatement(conn, BreakdownStatementName(v), params, kBreakdownVariants[v].result_format);
+        // count_only answers with the row count the others return as rows.
+        rows[v] = v == 0 ? std::stoll(r.first_value) : r.rows;
+        if (i < static_cast<size_t>(options_.warmup_ticks)) continue;
+        stats[v].latency_ms.push_back(r.ms);
+        stats[v].rows.push_back(r.rows);
+        stats[v].bytes += r.bytes;
+      }
+      for (size_t v = 1; v < kVariants; ++v) {
+        if (rows[v] != rows[0]) {
+          ++mismatches;
+          break;
+        }
+      }
+    }
+    mismatches_ += mismatches;
+    ordered_json j = ordered_json::array();
+    for (size_t v = 0; v < kVariants; ++v) {
+      ordered_json row = StatsJson(stats[v]);
+      row["variant"] = kBreakdownVariants[v].name;
+      row["sql"] = BreakdownSql(kBreakdownVariants[v]);
+      row["result_format"] = kBreakdownVariants[v].result_format == 0 ? "text" : "binary";
+      fmt::print(stderr, "  {:<20} rows/tick {:>8.1f}  kB/tick {:>8.1f}  p50 {:>7.2f} ms  p99 {:>7.2f} ms\n",
+                 kBreakdownVariants[v].name, row["rows_per_tick_mean"].get<double>(),
+                 row["result_kb_per_tick_mean"].get<double>(), row["p50_ms"].get<double>(),
+                 row["p99_ms"].get<double>());
+      j.push_back(row);
+    }
+    if (mismatches > 0) Log(fmt::format("breakdown: {} ticks where the variants disagreed on the row count", mismatches));
+    return j;
+  }
 
   void CreateDatabase() {
     static const std::regex kSafeName("^[a-z_][a-z0-9_]*$");
@@ -493,6 +576,7 @@ class QueryLayoutBench final {
         {"p50", j["p44"]["p50_ms"].get<double>() / std::max(1e-9, j["belfry"]["p50_ms"].get<double>())},
         {"p99", j["p44"]["p99_ms"].get<double>() / std::max(1e-9, j["belfry"]["p99_ms"].get<double>())}};
     j["row_count_mismatches"] = mismatches;
+    mismatches_ += mismatches;
 
     // Plan shapes (after the timed runs, so the plan cache is in its steady state).
     const Tick& probe = ticks[options_.warmup_ticks];
@@ -684,6 +768,7 @@ class QueryLayoutBench final {
   const EpochMs now_;
   const JobFactory factory_;
   std::vector<uint64_t> live_;  // job numbers currently in both tables
+  int64_t mismatches_ = 0;      // ticks whose statements disagreed on the row count, all phases
   uint64_t next_n_ = 0;
   std::vector<std::string> migrations_applied_;
 };
@@ -726,12 +811,20 @@ int main(int argc, char** argv) {
                "measure a database a --keep run with the same --jobs and --seed loaded and never churned "
                "(skips creating and loading it)");
   app.add_flag("--explain", options.explain, "include EXPLAIN (ANALYZE, BUFFERS) of one tick per layout");
+  app.add_flag("--breakdown", options.breakdown,
+               "after the fresh phase, time belfry's tick statement with smaller select lists (count only, "
+               "one int per row, details only) and with binary results, on the same ticks");
   CLI11_PARSE(app, argc, argv);
 
   try {
     belfry::bench::QueryLayoutBench bench(options);
     const nlohmann::ordered_json summary = bench.Run();
     fmt::print("{}\n", summary.dump(2));
+    // Statements that disagree on which jobs are due make the timings meaningless.
+    if (summary["row_count_mismatches_total"].get<int64_t>() > 0) {
+      fmt::print(stderr, "query_layout: the statements disagreed on the due rows (row_count_mismatches)\n");
+      return 1;
+    }
   } catch (const std::exception& e) {
     fmt::print(stderr, "query_layout: {}\n", e.what());
     return 1;

@@ -89,12 +89,13 @@ void PgConnection::Prepare(const std::string& name, const std::string& sql) {
   if (!ok) throw std::runtime_error("preparing " + name + ": " + message);
 }
 
-PGresult* PgConnection::ExecPrepared(const std::string& name, const std::vector<std::string>& params) {
+PGresult* PgConnection::ExecPrepared(const std::string& name, const std::vector<std::string>& params,
+                                     int result_format) {
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const std::string& p : params) values.push_back(p.c_str());
   PGresult* r = PQexecPrepared(conn_, name.c_str(), static_cast<int>(values.size()), values.data(), nullptr,
-                               nullptr, 0);
+                               nullptr, result_format);
   if (!Succeeded(r)) {
     const std::string message = PQresultErrorMessage(r);
     PQclear(r);

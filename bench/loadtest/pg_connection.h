@@ -31,8 +31,9 @@ class PgConnection final {
   PgRows ExecParams(const std::string& sql, const std::vector<std::string>& params);
 
   void Prepare(const std::string& name, const std::string& sql);
-  // Executes a prepared statement (text parameters and results). The caller owns the result.
-  PGresult* ExecPrepared(const std::string& name, const std::vector<std::string>& params);
+  // Executes a prepared statement with text parameters; results in text (0) or binary (1)
+  // format. The caller owns the result.
+  PGresult* ExecPrepared(const std::string& name, const std::vector<std::string>& params, int result_format = 0);
 
   // COPY ... FROM STDIN, in three steps.
   void BeginCopyIn(const std::string& sql);
