@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "belfry/clock.h"
 
@@ -27,6 +28,30 @@ struct RetryBackoff {
   int64_t max_ms = 3'600'000;
 
   bool operator==(const RetryBackoff&) const = default;
+};
+
+// The cron_slots rows of a slot-planned calendar job: one per code (see
+// src/core/calendar_schedule.h), all with the same day masks.
+struct CalendarSlots {
+  std::vector<int32_t> codes;
+  int32_t dom_mask = 0;    // bit d: day-of-month d (1..31)
+  int32_t month_mask = 0;  // bit m: month m (1..12)
+  int32_t dow_mask = 0;    // bit w: weekday w (0 = Sunday)
+  bool day_or = false;     // Vixie: a day matches if either day field does
+
+  bool operator==(const CalendarSlots&) const = default;
+};
+
+// A calendar (cron) job's schedule. See docs/calendar-schedules.md.
+struct CalendarSpec {
+  std::string cron;       // the normalized expression (five fields)
+  std::string time_zone;  // IANA name, as given ("UTC" by default)
+  // True when the expression is a fixed UTC interval in this zone: the job is stored and fired
+  // as an interval job (interval_minutes/offset_minutes of the JobSpec), with no slots.
+  bool as_interval = false;
+  CalendarSlots slots;  // !as_interval only
+
+  bool operator==(const CalendarSpec&) const = default;
 };
 
 // A job's full definition, as an upsert carries it and as the jobs table stores it.
@@ -65,7 +90,12 @@ struct JobSpec {
   std::string retry_of;
   int32_t attempt = 0;
 
+  // Calendar jobs: set for a cron schedule. Unless it is stored as an interval,
+  // interval_minutes and offset_minutes are 0.
+  std::optional<CalendarSpec> calendar;
+
   bool one_shot() const { return run_at.has_value(); }
+  bool calendar_slots() const { return calendar.has_value() && !calendar->as_interval; }
 };
 
 // A stored job, as read back for the CLI and admin API.

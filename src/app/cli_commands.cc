@@ -13,6 +13,7 @@
 #include "app/app_support.h"
 #include "app/system_clock.h"
 #include "belfry/stop_signal.h"
+#include "core/calendar_schedule.h"
 #include "core/iso_time.h"
 #include "core/job_json.h"
 #include "core/slot_math.h"
@@ -119,6 +120,8 @@ int RunJobsPut(const Config& cfg, const PutJobArgs& a, const WaitArgs& wait) {
   if (!a.start.empty()) cmd["startDateTime"] = a.start;
   if (!a.end.empty()) cmd["endDateTime"] = a.end;
   if (!a.run_at.empty()) cmd["runAt"] = a.run_at;
+  if (!a.cron.empty()) cmd["cron"] = a.cron;
+  if (!a.time_zone.empty()) cmd["timeZone"] = a.time_zone;
   if (!a.details.empty()) {
     auto details = nlohmann::ordered_json::parse(a.details, nullptr, false);
     if (!details.is_object()) return Fail("--details must be a JSON object", 64);
@@ -128,8 +131,9 @@ int RunJobsPut(const Config& cfg, const PutJobArgs& a, const WaitArgs& wait) {
     return Fail("a job needs an id (--id or \"id\" in the file)", 64);
   }
   if (!cmd.contains("topic")) return Fail("a job needs an output topic (--topic)", 64);
-  if (!cmd.contains("intervalMinutes") && !cmd.contains("executionInterval") && !cmd.contains("runAt")) {
-    return Fail("a job needs an interval (--interval-minutes or --every) or a time (--run-at)", 64);
+  if (!cmd.contains("intervalMinutes") && !cmd.contains("executionInterval") && !cmd.contains("runAt") &&
+      !cmd.contains("cron")) {
+    return Fail("a job needs an interval (--interval-minutes or --every), a time (--run-at) or a --cron", 64);
   }
   // belfry validates everything else itself and reports it in the outcome.
   return PublishCommand(cfg, cmd["id"].get<std::string>(), cmd.dump(), wait);
@@ -179,6 +183,13 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
   if (j.spec.one_shot()) {
     std::printf("once:      runAt %s, scheduledFor %s, shard %d\n", FormatOptionalTime(j.spec.run_at).c_str(),
                 FormatIsoTime(j.spec.scheduled_for_ms).c_str(), j.spec.shard);
+  } else if (j.spec.calendar) {
+    std::printf("cron:      %s in %s, shard %d%s\n", j.spec.calendar->cron.c_str(), j.spec.calendar->time_zone.c_str(),
+                j.spec.shard,
+                j.spec.calendar->as_interval
+                    ? fmt::format(" (a fixed UTC interval: every {} min, offset {})", j.spec.interval_minutes,
+                                  j.spec.offset_minutes).c_str()
+                    : "");
   } else {
     std::printf("interval:  %d min, offset %d, shard %d\n", j.spec.interval_minutes, j.spec.offset_minutes,
                 j.spec.shard);
@@ -279,8 +290,12 @@ int RunJobsNext(const Config& cfg, const std::string& id, int n) {
     std::printf("job '%s' is paused: it has no next triggers until resumed\n", id.c_str());
     return 0;
   }
-  for (EpochMs t : NextJobTriggerTimes(j.spec, cfg.scheduler.tick_ms, SystemClock().NowMs(), n)) {
-    std::printf("%s\n", FormatIsoTime(t).c_str());
+  // One line per fire: UTC, the job's local wall time, and the DST rule that moved it, if any.
+  const nlohmann::json fires =
+      nlohmann::json::parse(EncodeNextFires(j.spec, j.paused, cfg.scheduler.tick_ms, SystemClock().NowMs(), n));
+  for (const nlohmann::json& f : fires) {
+    std::printf("%s  %s%s%s\n", f["at"].get<std::string>().c_str(), f["local"].get<std::string>().c_str(),
+                f["dst"].is_null() ? "" : "  dst:", f["dst"].is_null() ? "" : f["dst"].get<std::string>().c_str());
   }
   return 0;
 }

@@ -59,6 +59,8 @@ int main(int argc, char** argv) {
   put->add_option("--every", put_args.every, "Interval as a name, e.g. EVERY_15_MINUTES, or ONCE");
   put->add_option("--run-at", put_args.run_at, "One-shot: fire once at this time (ISO-8601 runAt)");
   put->add_option("--offset-minutes", put_args.offset_minutes, "Offset within the interval");
+  put->add_option("--cron", put_args.cron, "Calendar job: a 5-field cron expression, e.g. '0 9 * * MON-FRI'");
+  put->add_option("--time-zone", put_args.time_zone, "The cron expression's IANA zone (default UTC)");
   put->add_option("--start", put_args.start, "startDateTime (ISO-8601)");
   put->add_option("--end", put_args.end, "endDateTime (ISO-8601)");
   put->add_option("--details", put_args.details, "jobDetails as a JSON object");

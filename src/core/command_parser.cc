@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/calendar_schedule.h"
 #include "core/interval_name.h"
 #include "core/iso_time.h"
 #include "core/message_quote.h"
@@ -71,6 +72,8 @@ enum Field : size_t {
   kRunAt,
   kMaxRetries,
   kRetryBackoff,
+  kCron,
+  kTimeZone,
   kFieldCount,
 };
 
@@ -90,6 +93,8 @@ constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
     "runAt",
     "maxRetries",
     "retryBackoff",
+    "cron",
+    "timeZone",
 };
 
 const char* TypeName(const element& el) {
@@ -129,7 +134,7 @@ class CommandFields final {
             "unknown_field",
             fmt::format("unknown field {} (known fields: op, id, owner, startDateTime, endDateTime, "
                         "executionInterval, intervalMinutes, offsetMinutes, topic, key, jobDetails, "
-                        "priority, runAt, maxRetries, retryBackoff)",
+                        "priority, runAt, maxRetries, retryBackoff, cron, timeZone)",
                         Quote(field.key)));
       }
       const auto index = static_cast<size_t>(known - kFieldNames.begin());
@@ -399,13 +404,7 @@ Status ParseOneShot(const CommandFields& fields, const RawCommand& raw, const Co
   return Status::Ok();
 }
 
-// The interval, offset and start/end of an interval job.
-Status ParseIntervalSchedule(const CommandFields& fields, const RawCommand& raw, const CommandRules& rules,
-                             JobSpec* spec) {
-  if (Status s = ParseInterval(fields, rules, &spec->interval_minutes); !s.ok()) return s;
-  std::optional<int32_t> explicit_offset;
-  if (Status s = ParseExplicitOffset(fields, spec->interval_minutes, &explicit_offset); !s.ok()) return s;
-
+Status ParseStartEnd(const CommandFields& fields, JobSpec* spec) {
   if (Status s = ParseDate(fields, kStartDateTime, &spec->start_at); !s.ok()) return s;
   if (Status s = ParseDate(fields, kEndDateTime, &spec->end_at); !s.ok()) return s;
   if (spec->start_at && spec->end_at && *spec->end_at <= *spec->start_at) {
@@ -413,6 +412,17 @@ Status ParseIntervalSchedule(const CommandFields& fields, const RawCommand& raw,
                   fmt::format("endDateTime {} is not after startDateTime {}", FormatIsoTime(*spec->end_at),
                               FormatIsoTime(*spec->start_at)));
   }
+  return Status::Ok();
+}
+
+// The interval, offset and start/end of an interval job.
+Status ParseIntervalSchedule(const CommandFields& fields, const RawCommand& raw, const CommandRules& rules,
+                             JobSpec* spec) {
+  if (Status s = ParseInterval(fields, rules, &spec->interval_minutes); !s.ok()) return s;
+  std::optional<int32_t> explicit_offset;
+  if (Status s = ParseExplicitOffset(fields, spec->interval_minutes, &explicit_offset); !s.ok()) return s;
+
+  if (Status s = ParseStartEnd(fields, spec); !s.ok()) return s;
 
   // design.md, "Time model": explicit offset, else startDateTime's minute, else the message's.
   const int64_t interval = spec->interval_minutes;
@@ -430,12 +440,46 @@ Status ParseIntervalSchedule(const CommandFields& fields, const RawCommand& raw,
   return Status::Ok();
 }
 
+// A calendar job: `cron` with an optional `timeZone` (default UTC). Sets *is_calendar = false
+// when there is no cron field. See docs/calendar-schedules.md.
+Status ParseCalendar(const CommandFields& fields, const RawCommand& raw, const CommandRules& rules, JobSpec* spec,
+                     bool* is_calendar) {
+  *is_calendar = false;
+  std::optional<std::string_view> cron;
+  if (Status s = fields.GetString(kCron, &cron); !s.ok()) return s;
+  std::optional<std::string_view> zone;
+  if (Status s = fields.GetString(kTimeZone, &zone); !s.ok()) return s;
+  if (!cron) {
+    if (zone) {
+      return Reject("invalid_time_zone", "timeZone applies only to cron jobs; this command has no cron field");
+    }
+    return Status::Ok();
+  }
+  for (const Field other : {kExecutionInterval, kIntervalMinutes, kOffsetMinutes, kRunAt}) {
+    if (fields.Get(other)) {
+      return Reject("conflicting_schedule",
+                    fmt::format("a cron job has no {}: give either cron or an interval or runAt", kFieldNames[other]));
+    }
+  }
+  if (Status s = ParseStartEnd(fields, spec); !s.ok()) return s;
+  if (Status s = PlanCalendarJob(*cron, zone.value_or("UTC"), raw.source.timestamp_ms, rules.intervals, spec);
+      !s.ok()) {
+    return s;
+  }
+  *is_calendar = true;
+  return Status::Ok();
+}
+
 Status ParseUpsert(const CommandFields& fields, const RawCommand& raw, const CommandRules& rules,
                    JobSpec* spec) {
-  bool one_shot = false;
-  if (Status s = ParseOneShot(fields, raw, rules, spec, &one_shot); !s.ok()) return s;
-  if (!one_shot) {
-    if (Status s = ParseIntervalSchedule(fields, raw, rules, spec); !s.ok()) return s;
+  bool calendar = false;
+  if (Status s = ParseCalendar(fields, raw, rules, spec, &calendar); !s.ok()) return s;
+  if (!calendar) {
+    bool one_shot = false;
+    if (Status s = ParseOneShot(fields, raw, rules, spec, &one_shot); !s.ok()) return s;
+    if (!one_shot) {
+      if (Status s = ParseIntervalSchedule(fields, raw, rules, spec); !s.ok()) return s;
+    }
   }
 
   std::optional<std::string_view> topic;

@@ -22,6 +22,14 @@ std::string EncodeJobJson(const StoredJob& job) {
   }
   fmt::format_to(std::back_inserter(out), ",\"intervalMinutes\":{},\"offsetMinutes\":{},\"shard\":{}",
                  s.interval_minutes, s.offset_minutes, s.shard);
+  out.append(",\"cron\":");
+  if (s.calendar) {
+    AppendJsonString(&out, s.calendar->cron);
+    out.append(",\"timeZone\":");
+    AppendJsonString(&out, s.calendar->time_zone);
+  } else {
+    out.append("null,\"timeZone\":null");
+  }
   out.append(",\"startDateTime\":");
   AppendJsonTimeOrNull(&out, s.start_at);
   out.append(",\"endDateTime\":");

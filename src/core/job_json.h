@@ -1,5 +1,5 @@
 // The JSON view of a stored job, shared by the CLI and the admin API:
-// {"id","owner","topic","key","intervalMinutes","offsetMinutes","shard","startDateTime",
+// {"id","owner","topic","key","intervalMinutes","offsetMinutes","shard","cron","timeZone","startDateTime",
 //  "endDateTime","paused","priority","jobDetails","createdAt","updatedAt"}
 #pragma once
 

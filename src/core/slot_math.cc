@@ -1,5 +1,7 @@
 #include "core/slot_math.h"
 
+#include "core/calendar_schedule.h"
+
 namespace belfry {
 
 int64_t PositiveMod(int64_t a, int64_t m) {
@@ -90,6 +92,13 @@ std::vector<EpochMs> NextTriggerTimes(int32_t interval_minutes, int32_t offset_m
 }
 
 std::vector<EpochMs> NextJobTriggerTimes(const JobSpec& spec, int64_t tick_ms, EpochMs after_ms, int n) {
+  if (spec.calendar) {
+    std::vector<EpochMs> out;
+    for (const CalendarFire& f : NextCalendarJobFires(spec, tick_ms, after_ms, n)) {
+      out.push_back(SlotMs(f.utc_minute, spec.shard, tick_ms));
+    }
+    return out;
+  }
   if (!spec.one_shot()) {
     return NextTriggerTimes(spec.interval_minutes, spec.offset_minutes, spec.shard, tick_ms, spec.start_at,
                             spec.end_at, after_ms, n);

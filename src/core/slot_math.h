@@ -55,8 +55,9 @@ std::vector<EpochMs> NextTriggerTimes(int32_t interval_minutes, int32_t offset_m
                                       int64_t tick_ms, const std::optional<EpochMs>& start_at,
                                       const std::optional<EpochMs>& end_at, EpochMs after_ms, int n);
 
-// The same for a stored job of either kind: a one-shot has at most one, the slot of its
-// run_minute (when it fires, which differs from its scheduledFor when a past runAt fires late).
+// The same for a stored job of any kind: a one-shot has at most one, the slot of its
+// run_minute (when it fires, which differs from its scheduledFor when a past runAt fires late);
+// a calendar job's come from its cron expression and zone (core/calendar_schedule.h).
 std::vector<EpochMs> NextJobTriggerTimes(const JobSpec& spec, int64_t tick_ms, EpochMs after_ms, int n);
 
 }  // namespace belfry

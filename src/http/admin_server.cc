@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/execution_report.h"
+#include "core/calendar_schedule.h"
 #include "core/iso_time.h"
 #include "core/slot_math.h"
 
@@ -75,6 +76,8 @@ Json JobJson(const StoredJob& job) {
       {"intervalMinutes", s.interval_minutes},
       {"offsetMinutes", s.offset_minutes},
       {"shard", s.shard},
+      {"cron", s.calendar ? Json(s.calendar->cron) : Json(nullptr)},
+      {"timeZone", s.calendar ? Json(s.calendar->time_zone) : Json(nullptr)},
       {"startDateTime", IsoOrNull(s.start_at)},
       {"endDateTime", IsoOrNull(s.end_at)},
       {"paused", job.paused},
@@ -593,7 +596,13 @@ void AdminServer::HandleNext(const std::string& id, const httplib::Request& req,
       times.push_back(FormatIsoTime(t));
     }
   }
-  SendJson(res, 200, Json{{"id", id}, {"paused", j.paused}, {"next", std::move(times)}});
+  Json fires = Json::parse(EncodeNextFires(j.spec, j.paused, options_.scheduler.tick_ms, deps_.clock->NowMs(), n));
+  Json out{{"id", id}, {"paused", j.paused}, {"next", std::move(times)}, {"fires", std::move(fires)}};
+  if (j.spec.calendar) {
+    out["cron"] = j.spec.calendar->cron;
+    out["timeZone"] = j.spec.calendar->time_zone;
+  }
+  SendJson(res, 200, out);
 }
 
 void AdminServer::HandleListJobs(const httplib::Request& req, httplib::Response& res) {

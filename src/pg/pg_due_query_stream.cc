@@ -120,6 +120,58 @@ Status PgDueQueryStream::Command(const char* sql, const char* what) {
   return Status::Ok();
 }
 
+namespace {
+
+// The four (or, for a range, five) array parameters of the cron statements.
+struct TermArrays {
+  std::string keys = "{", dom = "{", month = "{", dow = "{", minutes = "{";
+};
+
+TermArrays CalendarTermArrays(const std::vector<ZoneEntry>& zones, const DueQuery& q) {
+  std::vector<CalendarTerm> terms;
+  for (int64_t m = q.first_minute; m <= q.last_minute; ++m) AppendCalendarTerms(zones, m, &terms);
+  TermArrays a;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    if (i > 0) {
+      for (std::string* s : {&a.keys, &a.dom, &a.month, &a.dow, &a.minutes}) s->push_back(',');
+    }
+    AppendInt(&a.keys, terms[i].key);
+    AppendInt(&a.dom, terms[i].dom_bit);
+    AppendInt(&a.month, terms[i].month_bit);
+    AppendInt(&a.dow, terms[i].dow_bit);
+    AppendInt(&a.minutes, terms[i].minute);
+  }
+  for (std::string* s : {&a.keys, &a.dom, &a.month, &a.dow, &a.minutes}) s->push_back('}');
+  return a;
+}
+
+}  // namespace
+
+Status PgDueQueryStream::RefreshZones(bool* any) {
+  PgResultPtr res(PQexec(conn_, pg_queries::kCountCronZonesSql));
+  if (res == nullptr || PQresultStatus(res.get()) != PGRES_TUPLES_OK) return ResultError(res.get(), "due query: zones");
+  const int64_t rows = IntValue<int64_t>(res.get(), 0, 0);
+  if (rows != zone_rows_) {
+    PgResultPtr list(PQexec(conn_, pg_queries::kListCronZonesSql));
+    if (list == nullptr || PQresultStatus(list.get()) != PGRES_TUPLES_OK) {
+      return ResultError(list.get(), "due query: zones");
+    }
+    zones_.clear();
+    unknown_zones_ = 0;
+    for (int r = 0; r < PQntuples(list.get()); ++r) {
+      StatusOr<const date::time_zone*> zone = LocateTimeZone(Value(list.get(), r, 1));
+      if (!zone.ok()) {
+        ++unknown_zones_;
+        continue;
+      }
+      zones_.push_back(ZoneEntry{IntValue<int32_t>(list.get(), r, 0), *zone});
+    }
+    zone_rows_ = rows;
+  }
+  *any = rows > 0;
+  return Status::Ok();
+}
+
 Status PgDueQueryStream::ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn) {
   StatusOr<std::string> phases = PhaseArrayLiteral(q);
   if (!phases.ok()) return phases.status();
@@ -129,7 +181,7 @@ Status PgDueQueryStream::ForEachDueJob(const DueQuery& q, const std::function<vo
   const int64_t slot_offset_ms = static_cast<int64_t>(q.shard) * q.tick_ms;
   const std::string shard = IntText(q.shard);
   std::string params[3];
-  const char* values[5] = {shard.c_str(), phases->c_str(), nullptr, nullptr, nullptr};
+  const char* values[10] = {shard.c_str(), phases->c_str()};
   int n_params = 3;
   if (!range) {
     params[0] = IntText(q.last_minute * 60'000 + slot_offset_ms);
@@ -142,16 +194,36 @@ Status PgDueQueryStream::ForEachDueJob(const DueQuery& q, const std::function<vo
     n_params = 5;
   }
   // A shard-minute is three statements (priority > 0, = 0, < 0: see pg_queries.h); a coalesced
-  // range is one, sorted. All in one read-only transaction, each through its own cursor.
-  if (Status st = Command("BEGIN READ ONLY", "due query: begin"); !st.ok()) return st;
+  // range is one, sorted. All in one read-only transaction, each through its own cursor, on one
+  // snapshot (REPEATABLE READ), the one in which the cron zones are read.
+  if (Status st = Command("BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ", "due query: begin"); !st.ok()) {
+    return st;
+  }
   Status status;
   try {
-    if (range) {
-      status = RunCursor(pg_queries::kDueJobsRangeCursor, n_params, values, q, fn);
+    bool any_zone = false;
+    status = RefreshZones(&any_zone);
+    if (conn_ == nullptr) return status;
+    TermArrays terms;
+    if (status.ok() && any_zone) {
+      terms = CalendarTermArrays(zones_, q);
+      for (const std::string* s : {&terms.keys, &terms.dom, &terms.month, &terms.dow}) values[n_params++] = s->c_str();
+      if (range) values[n_params++] = terms.minutes.c_str();
+    }
+    if (!status.ok()) {
+      // RefreshZones failed inside the transaction: fall through to ROLLBACK.
+    } else if (range) {
+      status = RunCursor(any_zone ? pg_queries::kDueJobsRangeWithCronCursor : pg_queries::kDueJobsRangeCursor,
+                         n_params, values, q, fn);
     } else {
-      for (const pg_queries::DueCursor& cursor :
-           {pg_queries::kDueJobsHighCursor, pg_queries::kDueJobsCursor, pg_queries::kDueJobsLowCursor}) {
-        status = RunCursor(cursor, n_params, values, q, fn);
+      const pg_queries::DueCursor plain[] = {pg_queries::kDueJobsHighCursor, pg_queries::kDueJobsCursor,
+                                             pg_queries::kDueJobsLowCursor};
+      const pg_queries::DueCursor with_cron[] = {pg_queries::kDueJobsHighWithCronCursor,
+                                                 pg_queries::kDueJobsWithCronCursor,
+                                                 pg_queries::kDueJobsLowWithCronCursor};
+      const pg_queries::DueCursor* cursors = any_zone ? with_cron : plain;
+      for (int i = 0; i < 3; ++i) {
+        status = RunCursor(cursors[i], n_params, values, q, fn);
         if (!status.ok()) break;
       }
     }

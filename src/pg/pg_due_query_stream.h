@@ -10,6 +10,7 @@
 #include "belfry/job.h"
 #include "belfry/job_store.h"
 #include "belfry/status.h"
+#include "core/calendar_schedule.h"
 
 struct pg_conn;
 struct pg_result;
@@ -47,7 +48,14 @@ class PgDueQueryStream final {
 
   void Disconnect();
 
+  // Zones named in cron_zones that this process's tz database does not know (their cron jobs
+  // cannot fire on this node until it is given that tzdata). Read by the same thread.
+  int64_t unknown_zones() const { return unknown_zones_; }
+
  private:
+  // Inside the open transaction: re-reads cron_zones when its row count differs from what this
+  // stream knows. Sets *any to whether there are zones.
+  Status RefreshZones(bool* any);
   Status Connect();
   // Translates the connection's current error; closes the connection when it is broken.
   Status ConnectionError(const char* what);
@@ -62,6 +70,9 @@ class PgDueQueryStream final {
 
   const std::string database_url_;
   pg_conn* conn_ = nullptr;
+  std::vector<ZoneEntry> zones_;  // the known zones of cron_zones, resolved
+  int64_t zone_rows_ = 0;         // cron_zones' row count when zones_ was read
+  int64_t unknown_zones_ = 0;
 };
 
 }  // namespace belfry

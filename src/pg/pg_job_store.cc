@@ -35,6 +35,7 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kExplainDueJobsHighName, q::kExplainDueJobsHighSql},
       {q::kExplainDueJobsLowName, q::kExplainDueJobsLowSql},
       {q::kSweepOneShotsName, q::kSweepOneShotsSql},
+      {q::kDeleteOrphanSlotsName, q::kDeleteOrphanSlotsSql},
       {q::kLockShardStatesName, q::kLockShardStatesSql},
       {q::kGetShardCountName, q::kGetShardCountSql},
   };
@@ -102,12 +103,36 @@ StageRow UpsertStageRow(const JobAction& a) {
   row.SetInt(c++, s.retry_backoff.initial_ms);
   row.Set(c++, fmt::format("{}", s.retry_backoff.multiplier));  // shortest exact round-trip form
   row.SetInt(c++, s.retry_backoff.max_ms);
+  if (s.calendar) {
+    row.Set(c++, s.calendar->cron);
+    row.Set(c++, s.calendar->time_zone);
+  } else {
+    row.SetOptionalInt(c++, std::nullopt);
+    row.SetOptionalInt(c++, std::nullopt);
+  }
+  if (s.calendar_slots()) {
+    const CalendarSlots& slots = s.calendar->slots;
+    std::string codes = "{";
+    for (size_t i = 0; i < slots.codes.size(); ++i) {
+      if (i > 0) codes.push_back(',');
+      codes += std::to_string(slots.codes[i]);
+    }
+    codes.push_back('}');
+    row.Set(c++, std::move(codes));
+    row.SetInt(c++, slots.dom_mask);
+    row.SetInt(c++, slots.month_mask);
+    row.SetInt(c++, slots.dow_mask);
+    row.SetBool(c++, slots.day_or);
+  } else {
+    for (int i = 0; i < 5; ++i) row.SetOptionalInt(c++, std::nullopt);
+  }
   return row;
 }
 
 struct ActionParams {
   std::vector<StageRow> upserts;  // in (shard, id) order
   std::string one_shot_shards;    // smallint[] literal of the one-shot upserts' shards; "" if none
+  bool any_calendar_slots = false;  // some upsert is a slot-planned cron job
   std::vector<std::string> deletes;
   std::vector<std::string> set_paused;
 };
@@ -136,6 +161,7 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, int32_t sh
     switch (a->kind) {
       case JobAction::Kind::kUpsert:
         params.upserts.push_back(UpsertStageRow(*a));
+        params.any_calendar_slots |= a->spec.calendar_slots();
         if (a->spec.one_shot() && shard != last_one_shot_shard) {
           params.one_shot_shards += params.one_shot_shards.empty() ? "{" : ",";
           params.one_shot_shards += std::to_string(shard);
@@ -201,6 +227,13 @@ StoredJob StoredJobFromRow(const pqxx::row& row) {
   s.retry_backoff.max_ms = row[22].as<int64_t>();
   s.attempt = row[23].as<int32_t>();
   s.retry_of = row[24].as<std::string>();
+  if (!row[25].is_null()) {
+    CalendarSpec cal;
+    cal.cron = row[25].as<std::string>();
+    cal.time_zone = row[26].is_null() ? std::string() : row[26].as<std::string>();
+    cal.as_interval = s.interval_minutes > 0;  // slots are not read back
+    s.calendar = std::move(cal);
+  }
   return job;
 }
 
@@ -224,6 +257,9 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
     // by which time this transaction has created the staging table.
     conn.prepare(q::kInsertStagedJobsName, q::kInsertStagedJobsSql);
     conn.prepare(q::kUpdateStagedJobsName, q::kUpdateStagedJobsSql);
+    conn.prepare(q::kRegisterStagedZonesName, q::kRegisterStagedZonesSql);
+    conn.prepare(q::kDeleteStagedSlotsName, q::kDeleteStagedSlotsSql);
+    conn.prepare(q::kInsertStagedSlotsName, q::kInsertStagedSlotsSql);
     pqxx::work txn(conn, "apply_actions");
     if (Status st = LoadShardCount(txn); !st.ok()) return st;
     const ActionParams params = BuildActionParams(actions, shard_count_);
@@ -242,12 +278,18 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
       if (!params.one_shot_shards.empty()) {
         txn.exec_prepared(q::kLockShardStatesName, params.one_shot_shards);
       }
+      if (params.any_calendar_slots) txn.exec_prepared(q::kRegisterStagedZonesName);
       txn.exec_prepared(q::kInsertStagedJobsName);
       txn.exec_prepared(q::kUpdateStagedJobsName);
+      // A job's cron_slots follow its row: replaced for every row this batch wrote (a job that
+      // was a slot-planned cron job may now be anything else), created for cron jobs.
+      txn.exec_prepared(q::kDeleteStagedSlotsName);
+      if (params.any_calendar_slots) txn.exec_prepared(q::kInsertStagedSlotsName);
     }
     for (const std::string& chunk : params.deletes) {
       txn.exec_prepared(pg_queries::kDeleteJobsName, chunk);
       txn.exec_prepared(pg_queries::kDeleteRetriesOfName, chunk);
+      txn.exec_prepared(pg_queries::kDeleteOrphanSlotsName, chunk);
     }
     for (const std::string& chunk : params.set_paused) txn.exec_prepared(pg_queries::kSetPausedName, chunk);
     txn.commit();

@@ -71,6 +71,57 @@ inline constexpr const char kExplainDueJobsLowName[] = "belfry_explain_due_jobs_
 inline constexpr const char kExplainDueJobsLowSql[] =
     "EXPLAIN (ANALYZE, BUFFERS) " BELFRY_DUE_JOBS_SELECT("priority < 0") " ORDER BY priority DESC";
 
+// ---- The same with calendar (cron) jobs: used once cron_zones has a zone. ----------------------
+// The interval statement above, UNION ALL the cron jobs of the shard-minute: $4 keys (bigint[]),
+// $5 / $6 / $7 the day bits of each key's local date (1 << day-of-month, 1 << month,
+// 1 << weekday), from AppendCalendarTerms (src/core/calendar_schedule.h). Each key is one probe
+// of cron_slots' primary key (shard, key, ...); a job that several keys find (the skipped local
+// times of a spring-forward gap) fires once (DISTINCT). Its row is then read by primary key.
+#define BELFRY_CRON_DAY_MATCH                                                        \
+  "(s.month_mask & k.month_bit) <> 0 AND CASE WHEN s.day_or"                         \
+  " THEN ((s.dom_mask & k.dom_bit) <> 0 OR (s.dow_mask & k.dow_bit) <> 0)"           \
+  " ELSE ((s.dom_mask & k.dom_bit) <> 0 AND (s.dow_mask & k.dow_bit) <> 0) END"
+#define BELFRY_CRON_DUE_SELECT(priority_cond)                                                                  \
+  "SELECT j.id, j.topic, j.key, j.details, j.interval_minutes, j.scheduled_for_ms, j.priority "                 \
+  "FROM (SELECT DISTINCT s.job_id"                                                                             \
+  "  FROM unnest($4::bigint[], $5::int[], $6::int[], $7::int[]) AS k(key, dom_bit, month_bit, dow_bit)"         \
+  "  JOIN cron_slots AS s ON s.shard = $1::smallint AND s.key = k.key"                                         \
+  "  WHERE " BELFRY_CRON_DAY_MATCH ") AS c "                                                                    \
+  "JOIN jobs AS j ON j.shard = $1::smallint AND j.id = c.job_id "                                              \
+  "WHERE NOT j.paused AND j." priority_cond " "                                                                 \
+  "AND (j.start_at IS NULL OR j.start_at <= (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$3::bigint") ")) "           \
+  "AND (j.end_at IS NULL OR j.end_at > (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$3::bigint") "))"
+#define BELFRY_DUE_JOBS_SELECT_PRIORITY(priority_cond)                                                        \
+  "SELECT id, topic, key, details, interval_minutes, scheduled_for_ms, priority "                             \
+  "FROM jobs "                                                                                                \
+  "WHERE shard = $1::smallint AND phase = ANY ($2::bigint[]) AND NOT paused AND " priority_cond " "           \
+  "AND (start_at IS NULL OR start_at <= (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$3::bigint") ")) "             \
+  "AND (end_at IS NULL OR end_at > (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$3::bigint") "))"
+#define BELFRY_DUE_WITH_CRON_SORTED(priority_cond)                                         \
+  "SELECT id, topic, key, details, interval_minutes, scheduled_for_ms FROM ("               \
+  BELFRY_DUE_JOBS_SELECT_PRIORITY(priority_cond) " UNION ALL " BELFRY_CRON_DUE_SELECT(priority_cond) \
+  ") AS due ORDER BY priority DESC"
+
+inline constexpr DueCursor kDueJobsWithCronCursor = {
+    "DECLARE belfry_due NO SCROLL CURSOR FOR " BELFRY_DUE_JOBS_SELECT("priority = 0")
+    " UNION ALL SELECT id, topic, key, details, interval_minutes, scheduled_for_ms FROM ("
+    BELFRY_CRON_DUE_SELECT("priority = 0") ") AS cron",
+    BELFRY_DUE_FETCH "belfry_due"};
+inline constexpr DueCursor kDueJobsHighWithCronCursor = {
+    "DECLARE belfry_due_high NO SCROLL CURSOR FOR " BELFRY_DUE_WITH_CRON_SORTED("priority > 0"),
+    BELFRY_DUE_FETCH "belfry_due_high"};
+inline constexpr DueCursor kDueJobsLowWithCronCursor = {
+    "DECLARE belfry_due_low NO SCROLL CURSOR FOR " BELFRY_DUE_WITH_CRON_SORTED("priority < 0"),
+    BELFRY_DUE_FETCH "belfry_due_low"};
+
+// Which zones cron jobs use. Read in the tick's own snapshot (REPEATABLE READ), before the
+// due statements: every cron job the statements can see has its zone in what this returns.
+inline constexpr const char kCountCronZonesSql[] = "SELECT count(*) FROM cron_zones";
+inline constexpr const char kListCronZonesSql[] = "SELECT id, name FROM cron_zones ORDER BY id";
+
+#undef BELFRY_DUE_WITH_CRON_SORTED
+#undef BELFRY_DUE_JOBS_SELECT_PRIORITY
+#undef BELFRY_CRON_DUE_SELECT
 #undef BELFRY_DUE_JOBS_SELECT
 
 // Coalesced catch-up over minutes [$3, $4] of shard $1. $2 phases due at least once in the range,
@@ -82,29 +133,58 @@ inline constexpr const char kExplainDueJobsLowSql[] =
 //   cap          = min($4, last minute whose slot is before end_at)
 //   start_minute = first minute whose slot is at or after start_at
 //   due_minute   = cap - ((cap - offset) mod interval)
+#define BELFRY_DUE_RANGE_SELECT                                                                            \
+    "SELECT id, topic, key, details, interval_minutes, scheduled_for_ms, due_minute, priority FROM ("          \
+    "  SELECT id, topic, key, details, interval_minutes, scheduled_for_ms, start_minute, priority," \
+    "    CASE WHEN run_minute IS NOT NULL THEN run_minute" \
+    "      ELSE cap - ((cap - offset_minutes) % interval_minutes + interval_minutes) % interval_minutes" \
+    "    END AS due_minute" \
+    "  FROM (" \
+    "    SELECT id, topic, key, details, interval_minutes, offset_minutes, run_minute, scheduled_for_ms," \
+    "      priority," \
+    "      CASE WHEN end_at IS NULL THEN $4::bigint" \
+    "        ELSE LEAST($4::bigint," \
+    "                   ceil((extract(epoch FROM end_at) * 1000 - $5::bigint) / 60000)::bigint - 1)" \
+    "      END AS cap," \
+    "      ceil((extract(epoch FROM start_at) * 1000 - $5::bigint) / 60000)::bigint AS start_minute" \
+    "    FROM jobs" \
+    "    WHERE shard = $1::smallint AND phase = ANY ($2::bigint[]) AND NOT paused" \
+    "    OFFSET 0" /* keeps cap computed once per row instead of inlined into every use */ \
+    "  ) AS bounded" \
+    ") AS due " \
+    "WHERE due_minute >= $3::bigint AND (start_minute IS NULL OR due_minute >= start_minute)"
+
 inline constexpr DueCursor kDueJobsRangeCursor = {
     "DECLARE belfry_due_range NO SCROLL CURSOR FOR "
     "SELECT id, topic, key, details, interval_minutes, scheduled_for_ms, due_minute FROM ("
-    "  SELECT id, topic, key, details, interval_minutes, scheduled_for_ms, start_minute, priority,"
-    "    CASE WHEN run_minute IS NOT NULL THEN run_minute"
-    "      ELSE cap - ((cap - offset_minutes) % interval_minutes + interval_minutes) % interval_minutes"
-    "    END AS due_minute"
-    "  FROM ("
-    "    SELECT id, topic, key, details, interval_minutes, offset_minutes, run_minute, scheduled_for_ms,"
-    "      priority,"
-    "      CASE WHEN end_at IS NULL THEN $4::bigint"
-    "        ELSE LEAST($4::bigint,"
-    "                   ceil((extract(epoch FROM end_at) * 1000 - $5::bigint) / 60000)::bigint - 1)"
-    "      END AS cap,"
-    "      ceil((extract(epoch FROM start_at) * 1000 - $5::bigint) / 60000)::bigint AS start_minute"
-    "    FROM jobs"
-    "    WHERE shard = $1::smallint AND phase = ANY ($2::bigint[]) AND NOT paused"
-    "    OFFSET 0"  // keeps cap computed once per row instead of inlined into every use
-    "  ) AS bounded"
-    ") AS due "
-    "WHERE due_minute >= $3::bigint AND (start_minute IS NULL OR due_minute >= start_minute) "
-    "ORDER BY priority DESC",
+    BELFRY_DUE_RANGE_SELECT ") AS r ORDER BY priority DESC",
     BELFRY_DUE_FETCH "belfry_due_range"};
+
+// The same with cron jobs: $6 keys, $7 / $8 / $9 day bits, $10 the UTC minute of each key (all
+// the minutes of [$3, $4], from AppendCalendarTerms). Each cron job due at least once comes
+// back once, at its latest minute whose slot is within start_at / end_at.
+inline constexpr DueCursor kDueJobsRangeWithCronCursor = {
+    "DECLARE belfry_due_range NO SCROLL CURSOR FOR "
+    "SELECT id, topic, key, details, interval_minutes, scheduled_for_ms, due_minute FROM ("
+    BELFRY_DUE_RANGE_SELECT
+    " UNION ALL ("
+    "  SELECT DISTINCT ON (j.id) j.id, j.topic, j.key, j.details, j.interval_minutes, j.scheduled_for_ms,"
+    "    c.minute AS due_minute, j.priority"
+    "  FROM (SELECT s.job_id, k.minute"
+    "    FROM unnest($6::bigint[], $7::int[], $8::int[], $9::int[], $10::bigint[])"
+    "      AS k(key, dom_bit, month_bit, dow_bit, minute)"
+    "    JOIN cron_slots AS s ON s.shard = $1::smallint AND s.key = k.key"
+    "    WHERE " BELFRY_CRON_DAY_MATCH ") AS c"
+    "  JOIN jobs AS j ON j.shard = $1::smallint AND j.id = c.job_id"
+    "  WHERE NOT j.paused"
+    "    AND (j.start_at IS NULL OR j.start_at <= " BELFRY_MS_TO_TIMESTAMPTZ("c.minute * 60000 + $5::bigint") ")"
+    "    AND (j.end_at IS NULL OR j.end_at > " BELFRY_MS_TO_TIMESTAMPTZ("c.minute * 60000 + $5::bigint") ")"
+    "  ORDER BY j.id, c.minute DESC)"
+    ") AS r ORDER BY priority DESC",
+    BELFRY_DUE_FETCH "belfry_due_range"};
+
+#undef BELFRY_DUE_RANGE_SELECT
+#undef BELFRY_CRON_DAY_MATCH
 
 #undef BELFRY_DUE_FETCH
 #undef BELFRY_STRINGIFY
@@ -135,7 +215,8 @@ inline constexpr const char* kUpsertStageColumns[] = {
     "id", "shard", "interval_minutes", "offset_minutes", "keep_offset", "owner", "topic", "key",
     "details", "start_ms", "end_ms", "priority", "paused", "replace_fresh", "src_partition",
     "src_offset", "run_at_ms", "run_minute", "late_limit", "scheduled_for_ms", "max_retries",
-    "retry_initial_ms", "retry_multiplier", "retry_max_ms"};
+    "retry_initial_ms", "retry_multiplier", "retry_max_ms", "cron_expr", "time_zone", "cron_codes",
+    "dom_mask", "month_mask", "dow_mask", "day_or"};
 // clang-format on
 inline constexpr const char kCreateUpsertStageSql[] =
     "CREATE TEMPORARY TABLE belfry_upsert_stage (id text, shard smallint, interval_minutes int,"
@@ -143,7 +224,8 @@ inline constexpr const char kCreateUpsertStageSql[] =
     " start_ms bigint, end_ms bigint, priority int, paused boolean, replace_fresh boolean,"
     " src_partition int, src_offset bigint, run_at_ms bigint, run_minute bigint, late_limit bigint,"
     " scheduled_for_ms bigint, max_retries int, retry_initial_ms bigint,"
-    " retry_multiplier double precision, retry_max_ms bigint) ON COMMIT DELETE ROWS";
+    " retry_multiplier double precision, retry_max_ms bigint, cron_expr text, time_zone text,"
+    " cron_codes int[], dom_mask int, month_mask int, dow_mask int, day_or boolean) ON COMMIT DELETE ROWS";
 
 // Run (SET LOCAL: this transaction only) before the staged statements. The staging table's row
 // count is known to the planner (json_to_recordset's was a fixed guess of 100), and for a batch
@@ -188,12 +270,12 @@ inline constexpr const char kInsertStagedJobsName[] = "belfry_insert_staged_jobs
 inline constexpr const char kInsertStagedJobsSql[] =
     "INSERT INTO jobs (id, shard, interval_minutes, offset_minutes, owner, topic, key, details,"
     " start_at, end_at, priority, paused, src_partition, src_offset, run_at, run_minute, scheduled_for_ms,"
-    " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms) "
+    " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms, cron_expr, time_zone) "
     "SELECT a.id, a.shard, a.interval_minutes, a.offset_minutes, a.owner, a.topic, a.key, a.details,"
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.start_ms") ", " BELFRY_MS_TO_TIMESTAMPTZ("a.end_ms") ","
     " a.priority, COALESCE(a.paused, false), a.src_partition, a.src_offset,"
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ", " BELFRY_RUN_MINUTE ", a.scheduled_for_ms,"
-    " a.max_retries, a.retry_initial_ms, a.retry_multiplier, a.retry_max_ms "
+    " a.max_retries, a.retry_initial_ms, a.retry_multiplier, a.retry_max_ms, a.cron_expr, a.time_zone "
     "FROM belfry_upsert_stage AS a"
     " LEFT JOIN shard_state AS ss ON ss.shard = a.shard "
     "ORDER BY a.shard, a.id "  // one partition after another: ~30% faster than id order
@@ -223,6 +305,7 @@ inline constexpr const char kUpdateStagedJobsSql[] =
     " scheduled_for_ms = a.scheduled_for_ms,"
     " max_retries = a.max_retries, retry_initial_ms = a.retry_initial_ms,"
     " retry_multiplier = a.retry_multiplier, retry_max_ms = a.retry_max_ms,"
+    " cron_expr = a.cron_expr, time_zone = a.time_zone,"
     " created_at = CASE WHEN a.replace_fresh THEN now() ELSE j.created_at END,"
     " updated_at = now() "
     "FROM belfry_upsert_stage AS a"
@@ -231,6 +314,48 @@ inline constexpr const char kUpdateStagedJobsSql[] =
     " AND NOT (j.src_partition = a.src_partition AND j.src_offset >= a.src_offset)";
 
 #undef BELFRY_RUN_MINUTE
+
+// Calendar jobs (migration 0006, docs/calendar-schedules.md). Step 0 of an upsert: number the
+// zones of the staged slot-planned cron jobs that are new to cron_zones.
+inline constexpr const char kRegisterStagedZonesName[] = "belfry_register_staged_zones";
+inline constexpr const char kRegisterStagedZonesSql[] =
+    "INSERT INTO cron_zones (name) "
+    "SELECT DISTINCT a.time_zone FROM belfry_upsert_stage AS a"
+    " WHERE a.cron_codes IS NOT NULL AND NOT EXISTS (SELECT 1 FROM cron_zones AS z WHERE z.name = a.time_zone) "
+    "ORDER BY 1 "
+    "ON CONFLICT (name) DO NOTHING";
+
+// Step 3 of an upsert: the slots of every staged row that this batch wrote (the row now carries
+// the action's source position; a replayed or stale action wrote nothing and keeps its slots)
+// are replaced: dropped, then re-created for slot-planned cron jobs. Probes cron_slots by
+// (shard, job_id), so a batch of interval jobs costs one index probe per row.
+inline constexpr const char kDeleteStagedSlotsName[] = "belfry_delete_staged_slots";
+inline constexpr const char kDeleteStagedSlotsSql[] =
+    "DELETE FROM cron_slots AS s "
+    "USING belfry_upsert_stage AS a, jobs AS j "
+    "WHERE s.shard = a.shard AND s.job_id = a.id"
+    " AND j.shard = a.shard AND j.id = a.id"
+    " AND j.src_partition = a.src_partition AND j.src_offset = a.src_offset";
+inline constexpr const char kInsertStagedSlotsName[] = "belfry_insert_staged_slots";
+inline constexpr const char kInsertStagedSlotsSql[] =
+    "INSERT INTO cron_slots (shard, key, job_id, dom_mask, month_mask, dow_mask, day_or) "
+    "SELECT a.shard, z.id::bigint * 2048 + c.code, a.id, a.dom_mask, a.month_mask, a.dow_mask, a.day_or "
+    "FROM belfry_upsert_stage AS a"
+    " JOIN jobs AS j ON j.shard = a.shard AND j.id = a.id"
+    "  AND j.src_partition = a.src_partition AND j.src_offset = a.src_offset"
+    " JOIN cron_zones AS z ON z.name = a.time_zone"
+    " CROSS JOIN LATERAL unnest(a.cron_codes) AS c(code) "
+    "WHERE a.cron_codes IS NOT NULL "
+    "ON CONFLICT DO NOTHING";
+
+// After kDeleteJobsSql: the slots of deleted jobs (same parameter). A job that a later command
+// of the same partition re-created keeps its row, and its slots.
+inline constexpr const char kDeleteOrphanSlotsName[] = "belfry_delete_orphan_slots";
+inline constexpr const char kDeleteOrphanSlotsSql[] =
+    "DELETE FROM cron_slots AS s "
+    "USING json_to_recordset($1::json) AS a(id text, shard smallint, src_partition int, src_offset bigint) "
+    "WHERE s.shard = a.shard AND s.job_id = a.id"
+    " AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.shard = a.shard AND j.id = a.id)";
 
 inline constexpr const char kDeleteJobsName[] = "belfry_delete_jobs";
 inline constexpr const char kDeleteJobsSql[] =
@@ -266,7 +391,8 @@ inline constexpr const char kSetPausedSql[] =
   " priority, paused, floor(extract(epoch FROM created_at) * 1000)::bigint,"                               \
   " floor(extract(epoch FROM updated_at) * 1000)::bigint, src_partition, src_offset,"                      \
   " floor(extract(epoch FROM run_at) * 1000)::bigint, run_minute, scheduled_for_ms,"                      \
-  " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms, attempt, COALESCE(retry_of, '')"
+  " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms, attempt, COALESCE(retry_of, ''),"         \
+  " cron_expr, time_zone"
 
 inline constexpr const char kGetJobName[] = "belfry_get_job";
 // $1 id, $2 ShardForId(id): reads one partition of jobs. PgJobStore falls back to kGetJobSql

@@ -284,7 +284,7 @@ TEST_F(CommandParserTest, NonUpsertOpsIgnoreTheOtherFields) {
           "startDateTime":"never","jobDetails":[1]})");
   EXPECT_EQ(c.op, CommandOp::kPause);
   // Unknown and duplicate fields are still refused.
-  EXPECT_EQ(Reject(R"({"op":"delete","id":"job-1","cron":"*"})").reason(), "unknown_field");
+  EXPECT_EQ(Reject(R"({"op":"delete","id":"job-1","crontab":"*"})").reason(), "unknown_field");
   EXPECT_EQ(Reject(R"({"op":"delete","id":"job-1","id":"job-1"})").reason(), "duplicate_field");
 }
 
@@ -376,7 +376,7 @@ INSTANTIATE_TEST_SUITE_P(
                    "range"},
         RejectCase{"NotObject", "job-1", "[]", "not_object", "an array"},
         RejectCase{"NotObjectString", "job-1", R"("job-1")", "not_object", "a string"},
-        RejectCase{"UnknownField", "job-1", Upsert(R"("cron":"*")"), "unknown_field", "\"cron\""},
+        RejectCase{"UnknownField", "job-1", Upsert(R"("crontab":"*")"), "unknown_field", "\"crontab\""},
         RejectCase{"DuplicateField", "job-1", Upsert(R"("topic":"tracking.b")"), "duplicate_field",
                    "\"topic\""},
         RejectCase{"WrongTypeOp", "job-1", Upsert(R"("op":true)"), "wrong_type", "\"op\" must be a string"},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/calendar_schedule.h"
 #include "core/slot_math.h"
 
 namespace belfry {
@@ -34,6 +35,21 @@ Status FakeJobStore::ForEachDueJob(const DueQuery& q, const std::function<void(c
         if (s.run_minute >= q.first_minute && s.run_minute <= q.last_minute) {
           copies.push_back(row);
           due_minutes.push_back(s.run_minute);
+        }
+        continue;
+      }
+      if (s.calendar_slots()) {  // like the real store: every minute of the query, latest first
+        const StatusOr<CronExpression> cron = ParseCronExpression(s.calendar->cron);
+        const StatusOr<const date::time_zone*> zone = LocateTimeZone(s.calendar->time_zone);
+        if (!cron.ok() || !zone.ok()) continue;
+        for (int64_t m = q.last_minute; m >= q.first_minute; --m) {
+          const EpochMs slot = SlotMs(m, q.shard, q.tick_ms);
+          if ((s.start_at && *s.start_at > slot) || (s.end_at && *s.end_at <= slot)) continue;
+          if (CronFiresAt(*cron, *zone, m)) {
+            copies.push_back(row);
+            due_minutes.push_back(m);
+            break;
+          }
         }
         continue;
       }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/calendar_schedule.h"
 #include "core/iso_time.h"
 #include "core/slot_math.h"
 #include "fakes/fake_clock.h"
@@ -262,6 +263,8 @@ TEST_F(AdminServerTest, GetJobReturnsTheStoredJob) {
       {"intervalMinutes", 15},
       {"offsetMinutes", 7},
       {"shard", 3},
+      {"cron", nullptr},
+      {"timeZone", nullptr},
       {"startDateTime", "2026-11-22T13:00:00.000Z"},
       {"endDateTime", nullptr},
       {"paused", false},
@@ -457,7 +460,31 @@ TEST_F(AdminServerTest, NextOfAPausedJobIsEmpty) {
   StartServer();
   Reply r = Get("/v1/jobs/sleepy/next?n=3");
   ASSERT_EQ(r.status, 200);
-  EXPECT_EQ(r.json(), Json({{"id", "sleepy"}, {"paused", true}, {"next", Json::array()}}));
+  EXPECT_EQ(r.json(),
+            Json({{"id", "sleepy"}, {"paused", true}, {"next", Json::array()}, {"fires", Json::array()}}));
+}
+
+TEST_F(AdminServerTest, CronJobShowsItsExpressionZoneAndDstMarkedFires) {
+  JobSpec s = Spec("berlin-0230");
+  const SchedulerConfig cfg;
+  // Europe/Berlin springs forward on 2027-03-28 at 02:00 -> 03:00 (01:00Z); kNow is 2026-11-22.
+  ASSERT_TRUE(PlanCalendarJob("30 2 28 3 *", "Europe/Berlin", kNow, cfg.intervals, &s).ok());
+  store_.Put(s);
+  StartServer();
+  Json job = Get("/v1/jobs/berlin-0230").json();
+  EXPECT_EQ(job["cron"], "30 2 28 3 *");
+  EXPECT_EQ(job["timeZone"], "Europe/Berlin");
+  EXPECT_EQ(job["intervalMinutes"], 0);
+  EXPECT_EQ(job["nextTriggerAt"], "2027-03-28T01:00:01.500Z");  // 03:00 CEST, at shard 3's second
+  Json r = Get("/v1/jobs/berlin-0230/next?n=2").json();
+  EXPECT_EQ(r["cron"], "30 2 28 3 *");
+  EXPECT_EQ(r["next"], Json({"2027-03-28T01:00:01.500Z", "2028-03-28T00:30:01.500Z"}));
+  ASSERT_EQ(r["fires"].size(), 2u);
+  EXPECT_EQ(r["fires"][0], Json({{"at", "2027-03-28T01:00:01.500Z"},
+                                 {"local", "2027-03-28T03:00:00+02:00"},
+                                 {"dst", "moved_from_gap"}}));
+  EXPECT_EQ(r["fires"][1]["local"], "2028-03-28T02:30:00+02:00");
+  EXPECT_EQ(r["fires"][1]["dst"], nullptr);
 }
 
 TEST_F(AdminServerTest, ShardsReportWatermarksClaimsAndLag) {
