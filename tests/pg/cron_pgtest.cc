@@ -1,0 +1,174 @@
+// Calendar jobs in PostgreSQL (migration 0006): cron_slots follow their job through upserts,
+// replays, pauses and deletes; the tick query finds them with the minute's keys, in priority
+// order with interval jobs; the coalesced range returns each once at its latest fire.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "belfry/config.h"
+#include "core/calendar_schedule.h"
+#include "core/iso_time.h"
+#include "core/shard_hash.h"
+#include "core/slot_math.h"
+#include "pg/pg_job_store.h"
+#include "pg_test_database.h"
+
+namespace belfry {
+namespace {
+
+constexpr int32_t kShard = 7;
+const SchedulerConfig kCfg;
+
+JobAction CronUpsert(const std::string& id, const std::string& cron, const std::string& zone, int64_t src_offset,
+                     int32_t priority = 0, int32_t shard = kShard) {
+  JobAction a;
+  a.id = id;
+  a.spec.id = id;
+  a.spec.shard = shard;
+  a.spec.topic = "t." + id;
+  a.spec.priority = priority;
+  a.source = SourcePosition{0, src_offset, 0};
+  const Status st = PlanCalendarJob(cron, zone, *ParseIsoTime("2026-11-01T00:00:00Z"), kCfg.intervals, &a.spec);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return a;
+}
+
+JobAction IntervalUpsert(const std::string& id, int32_t interval, int32_t offset, int64_t src_offset,
+                         int32_t priority = 0, int32_t shard = kShard) {
+  JobAction a;
+  a.id = id;
+  a.spec.id = id;
+  a.spec.shard = shard;
+  a.spec.topic = "t." + id;
+  a.spec.interval_minutes = interval;
+  a.spec.offset_minutes = offset;
+  a.spec.offset_explicit = true;
+  a.spec.priority = priority;
+  a.source = SourcePosition{0, src_offset, 0};
+  return a;
+}
+
+JobAction Simple(JobAction::Kind kind, const std::string& id, int64_t src_offset, bool paused = false) {
+  JobAction a;
+  a.kind = kind;
+  a.id = id;
+  a.paused = paused;
+  a.source = SourcePosition{0, src_offset, 0};
+  return a;
+}
+
+class CronPgTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string error;
+    db_ = PgTestDatabase::CreateMigrated(120, &error);
+    ASSERT_NE(db_, nullptr) << error;
+    store_ = std::make_unique<PgJobStore>(db_->url());
+  }
+
+  int64_t Slots(const std::string& id) {
+    return db_->Exec("SELECT count(*) FROM cron_slots WHERE job_id = '" + id + "'")[0][0].as<int64_t>();
+  }
+
+  // (id, due minute) in the order the store returned them.
+  std::vector<std::pair<std::string, int64_t>> Due(int64_t first, int64_t last) {
+    DueQuery q{kShard, first, last, kCfg.tick_ms,
+               first == last ? TermsForMinute(kCfg.intervals, last) : TermsForRange(kCfg.intervals, first, last)};
+    std::vector<std::pair<std::string, int64_t>> out;
+    const Status st = store_->ForEachDueJob(q, [&](const DueJob& j) { out.emplace_back(std::string(j.id), j.due_minute); });
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return out;
+  }
+
+  std::unique_ptr<PgTestDatabase> db_;
+  std::unique_ptr<PgJobStore> store_;
+};
+
+int64_t MinuteAt(const char* iso) { return EpochMinuteOf(*ParseIsoTime(iso)); }
+
+TEST_F(CronPgTest, SlotsFollowTheJobThroughUpsertsReplaysAndDeletes) {
+  // Deletes and pauses find a job by ShardForId, as for every job a command stores.
+  const int32_t s1 = ShardForId("c1", 120), s2 = ShardForId("c2", 120);
+  ASSERT_TRUE(store_->ApplyActions({CronUpsert("c1", "0,30 9 * * MON-FRI", "Europe/Berlin", 10, 0, s1)}).ok());
+  EXPECT_EQ(Slots("c1"), 2);
+  // A fixed UTC interval in a zone without offset changes is an interval job: no slots.
+  ASSERT_TRUE(store_->ApplyActions({CronUpsert("c2", "*/15 * * * *", "UTC", 11, 0, s2)}).ok());
+  EXPECT_EQ(Slots("c2"), 0);
+  EXPECT_EQ(db_->Exec("SELECT interval_minutes FROM jobs WHERE id = 'c2'")[0][0].as<int>(), 15);
+  // Changing the expression replaces the slots.
+  ASSERT_TRUE(store_->ApplyActions({CronUpsert("c1", "15 8,12,18 * * *", "Europe/Berlin", 12, 0, s1)}).ok());
+  EXPECT_EQ(Slots("c1"), 3);
+  // A replayed older command changes nothing, slots included.
+  ASSERT_TRUE(store_->ApplyActions({CronUpsert("c1", "* * * * *", "Europe/Berlin", 10, 0, s1)}).ok());
+  EXPECT_EQ(Slots("c1"), 3);
+  EXPECT_EQ(db_->Exec("SELECT cron_expr FROM jobs WHERE id = 'c1'")[0][0].as<std::string>(), "15 8,12,18 * * *");
+  // Becoming an interval job drops them; becoming a cron job again brings them back.
+  ASSERT_TRUE(store_->ApplyActions({IntervalUpsert("c1", 5, 1, 13, 0, s1)}).ok());
+  EXPECT_EQ(Slots("c1"), 0);
+  EXPECT_TRUE(db_->Exec("SELECT cron_expr FROM jobs WHERE id = 'c1'")[0][0].is_null());
+  ASSERT_TRUE(store_->ApplyActions({CronUpsert("c1", "*/20 * * * *", "America/New_York", 14, 0, s1)}).ok());
+  EXPECT_EQ(Slots("c1"), 3);  // real time: minute-of-hour codes 0, 20, 40
+  // Pause keeps the slots (the tick filters on the job row); delete removes them.
+  ASSERT_TRUE(store_->ApplyActions({Simple(JobAction::Kind::kSetPaused, "c1", 15, true)}).ok());
+  EXPECT_EQ(Slots("c1"), 3);
+  ASSERT_TRUE(store_->ApplyActions({Simple(JobAction::Kind::kDelete, "c1", 16)}).ok());
+  EXPECT_EQ(Slots("c1"), 0);
+  EXPECT_EQ(db_->Exec("SELECT count(*) FROM cron_zones")[0][0].as<int>(), 2);  // Berlin, New York
+  // The job reads back with its schedule.
+  StatusOr<std::optional<StoredJob>> c2 = store_->GetJob("c2");
+  ASSERT_TRUE(c2.ok() && c2->has_value());
+  ASSERT_TRUE((*c2)->spec.calendar);
+  EXPECT_EQ((*c2)->spec.calendar->cron, "*/15 * * * *");
+  EXPECT_EQ((*c2)->spec.calendar->time_zone, "UTC");
+  EXPECT_TRUE((*c2)->spec.calendar->as_interval);
+}
+
+TEST_F(CronPgTest, TickFindsCronJobsInPriorityOrderWithIntervalJobs) {
+  // 2026-11-25 08:00 in Berlin (+01:00) is 07:00Z, a Wednesday.
+  const int64_t m = MinuteAt("2026-11-25T07:00:00Z");
+  ASSERT_TRUE(store_
+                  ->ApplyActions({CronUpsert("cron-high", "0 8 * * WED", "Europe/Berlin", 1, 5),
+                                  CronUpsert("cron-zero", "0 8 25 * *", "Europe/Berlin", 2),
+                                  CronUpsert("cron-low", "0 8 * * *", "Europe/Berlin", 3, -5),
+                                  CronUpsert("cron-not-today", "0 8 * * THU", "Europe/Berlin", 4),
+                                  CronUpsert("cron-other-zone", "0 8 * * *", "America/New_York", 5),
+                                  IntervalUpsert("int-high", 60, 0, 6, 9), IntervalUpsert("int-low", 1, 0, 7, -9),
+                                  IntervalUpsert("int-zero", 15, 0, 8)})
+                  .ok());
+  const std::vector<std::pair<std::string, int64_t>> due = Due(m, m);
+  std::vector<std::string> ids;
+  for (const auto& d : due) ids.push_back(d.first);
+  ASSERT_EQ(ids.size(), 6u) << ::testing::PrintToString(ids);
+  EXPECT_EQ(ids[0], "int-high");
+  EXPECT_EQ(ids[1], "cron-high");
+  EXPECT_EQ(ids[4], "cron-low");
+  EXPECT_EQ(ids[5], "int-low");
+  EXPECT_EQ(std::set<std::string>(ids.begin() + 2, ids.begin() + 4), (std::set<std::string>{"cron-zero", "int-zero"}));
+  // The New York one is due at 13:00Z.
+  EXPECT_EQ(Due(MinuteAt("2026-11-25T13:00:00Z"), MinuteAt("2026-11-25T13:00:00Z")).size(), 4u);  // + the 3 interval jobs
+}
+
+TEST_F(CronPgTest, CoalescedRangeReturnsEachCronJobOnceAtItsLatestFire) {
+  JobAction ended = CronUpsert("cron-ended", "*/10 * * * *", "Europe/Berlin", 3);
+  ended.spec.end_at = *ParseIsoTime("2026-11-25T07:25:00Z");
+  JobAction later = CronUpsert("cron-starts-later", "*/10 * * * *", "Europe/Berlin", 4);
+  later.spec.start_at = *ParseIsoTime("2026-11-25T08:00:00Z");
+  ASSERT_TRUE(store_
+                  ->ApplyActions({CronUpsert("cron-every-10", "*/10 * * * *", "Europe/Berlin", 1),
+                                  CronUpsert("cron-0805", "5 8 * * *", "Europe/Berlin", 2), ended, later})
+                  .ok());
+  std::map<std::string, int64_t> due;
+  for (const auto& [id, minute] : Due(MinuteAt("2026-11-25T07:00:00Z"), MinuteAt("2026-11-25T07:45:00Z"))) {
+    EXPECT_TRUE(due.emplace(id, minute).second) << id << " twice";
+  }
+  EXPECT_EQ(due, (std::map<std::string, int64_t>{{"cron-every-10", MinuteAt("2026-11-25T07:40:00Z")},
+                                                 {"cron-0805", MinuteAt("2026-11-25T07:05:00Z")},
+                                                 {"cron-ended", MinuteAt("2026-11-25T07:20:00Z")}}));
+}
+
+}  // namespace
+}  // namespace belfry
