@@ -13,6 +13,7 @@
 #include "app/signal_waiter.h"
 #include "app/system_clock.h"
 #include "http/execution_metrics.h"
+#include "core/calendar_schedule.h"
 #include "core/firing_pool.h"
 #include "core/shard_firer.h"
 #include "core/shard_ticker.h"
@@ -67,6 +68,24 @@ int RunServe(const Config& cfg) {
     if (stop.requested()) return 0;
     spdlog::error("refusing to start: {}", st.message());
     return 2;
+  }
+
+  {
+    // Calendar jobs stored as fixed UTC intervals follow the tz database this node loaded
+    // (docs/calendar-schedules.md, "When tzdata changes").
+    PgJobStore store(cfg.database_url);
+    const std::string tzdata = TzdataVersion();
+    StatusOr<PgJobStore::ReplanReport> replan =
+        store.ReplanCalendarJobs(tzdata, clock.NowMs(), cfg.scheduler.intervals);
+    if (!replan.ok()) {
+      spdlog::error("refusing to start: re-planning calendar jobs for tzdata {}: {}", tzdata,
+                    replan.status().ToString());
+      return 2;
+    }
+    if (replan->version_changed) {
+      spdlog::info("tzdata {}: re-planned calendar jobs: {} checked, {} changed, {} in zones this tzdata lacks",
+                   tzdata, replan->checked, replan->changed, replan->unknown_zone);
+    }
   }
 
   MetricsRegistry metrics(kBelfryVersion);

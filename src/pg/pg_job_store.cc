@@ -10,6 +10,7 @@
 #include <pqxx/transaction>
 #include <utility>
 
+#include "core/calendar_schedule.h"
 #include "core/shard_hash.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_queries.h"
@@ -36,6 +37,12 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kExplainDueJobsLowName, q::kExplainDueJobsLowSql},
       {q::kSweepOneShotsName, q::kSweepOneShotsSql},
       {q::kDeleteOrphanSlotsName, q::kDeleteOrphanSlotsSql},
+      {q::kTzdataVersionName, q::kTzdataVersionSql},
+      {q::kSetTzdataVersionName, q::kSetTzdataVersionSql},
+      {q::kIntervalCalendarJobsName, q::kIntervalCalendarJobsSql},
+      {q::kReplanJobName, q::kReplanJobSql},
+      {q::kRegisterZoneName, q::kRegisterZoneSql},
+      {q::kInsertJobSlotsName, q::kInsertJobSlotsSql},
       {q::kLockShardStatesName, q::kLockShardStatesSql},
       {q::kGetShardCountName, q::kGetShardCountSql},
   };
@@ -391,6 +398,51 @@ StatusOr<int64_t> PgJobStore::SweepOneShots(int64_t before_minute, int32_t max_r
   });
   if (!st.ok()) return st;
   return deleted;
+}
+
+StatusOr<PgJobStore::ReplanReport> PgJobStore::ReplanCalendarJobs(const std::string& tzdata_version, EpochMs now,
+                                                                  const std::vector<int32_t>& intervals) {
+  ReplanReport report;
+  Status st = session_.Run("re-plan calendar jobs", [&](pqxx::connection& conn) {
+    namespace q = pg_queries;
+    report = ReplanReport();
+    pqxx::work txn(conn, "replan_calendar_jobs");
+    const pqxx::result recorded = txn.exec_prepared(q::kTzdataVersionName);
+    if (!recorded.empty() && recorded[0][0].as<std::string>() == tzdata_version) return Status::Ok();
+    report.version_changed = true;
+    const pqxx::result rows = txn.exec_prepared(q::kIntervalCalendarJobsName);
+    for (const pqxx::row& row : rows) {
+      ++report.checked;
+      JobSpec spec;
+      spec.id = row[0].as<std::string>();
+      spec.shard = row[1].as<int32_t>();
+      const std::string cron = row[2].as<std::string>();
+      const std::string zone = row[3].as<std::string>();
+      spec.start_at = OptionalInt64(row[6]);  // no end: a job already past its end keeps its plan
+      if (Status planned = PlanCalendarJob(cron, zone, now, intervals, &spec); !planned.ok()) {
+        if (planned.reason() == "invalid_time_zone") ++report.unknown_zone;
+        continue;
+      }
+      if (spec.interval_minutes == row[4].as<int32_t>() && spec.offset_minutes == row[5].as<int32_t>()) continue;
+      ++report.changed;
+      txn.exec_prepared(q::kReplanJobName, spec.shard, spec.id, spec.interval_minutes, spec.offset_minutes, cron,
+                        zone);
+      if (spec.calendar_slots()) {
+        const CalendarSlots& slots = spec.calendar->slots;
+        std::string codes = "{";
+        for (size_t i = 0; i < slots.codes.size(); ++i) codes += (i ? "," : "") + std::to_string(slots.codes[i]);
+        codes += "}";
+        txn.exec_prepared(q::kRegisterZoneName, zone);
+        txn.exec_prepared(q::kInsertJobSlotsName, spec.shard, spec.id, codes, slots.dom_mask, slots.month_mask,
+                          slots.dow_mask, slots.day_or, zone);
+      }
+    }
+    txn.exec_prepared(q::kSetTzdataVersionName, tzdata_version);
+    txn.commit();
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return report;
 }
 
 StatusOr<int64_t> PgJobStore::CountJobs() {

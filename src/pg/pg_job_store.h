@@ -54,6 +54,20 @@ class PgJobStore final : public JobStore {
   // trigger path: serve runs it in the background (see docs/executions.md).
   StatusOr<int64_t> SweepOneShots(int64_t before_minute, int32_t max_rows);
 
+  // After the tz database changed (docs/calendar-schedules.md, "When tzdata changes"): when
+  // `tzdata_version` differs from the one recorded in belfry_meta, re-plans every calendar job
+  // stored as a fixed UTC interval (its zone may have gained an offset change, or a new offset)
+  // with `now` and `intervals`, as a command would plan it, then records the version. Returns
+  // how many jobs changed plan; 0 when the version is unchanged.
+  struct ReplanReport {
+    bool version_changed = false;
+    int64_t checked = 0;
+    int64_t changed = 0;
+    int64_t unknown_zone = 0;  // zones this tz database no longer has: left as they were
+  };
+  StatusOr<ReplanReport> ReplanCalendarJobs(const std::string& tzdata_version, EpochMs now,
+                                            const std::vector<int32_t>& intervals);
+
  private:
   // The database's shard_count (belfry_meta), read once: jobs is partitioned by shard, and a
   // delete or pause/resume names its shard, ShardForId(id, shard_count), so that it reads one

@@ -382,6 +382,38 @@ inline constexpr const char kSetPausedSql[] =
     "WHERE j.shard = a.shard AND j.id = a.id"
     " AND NOT (j.src_partition = a.src_partition AND j.src_offset >= a.src_offset)";
 
+// ---- Re-planning calendar jobs after a tzdata change (PgJobStore::ReplanCalendarJobs). --------
+// Only a calendar job stored as a fixed UTC interval depends on its zone's offsets; one with
+// cron_slots is keyed by local time and never needs re-planning.
+inline constexpr const char kTzdataVersionName[] = "belfry_tzdata_version";
+inline constexpr const char kTzdataVersionSql[] = "SELECT value FROM belfry_meta WHERE key = 'tzdata_version'";
+inline constexpr const char kSetTzdataVersionName[] = "belfry_set_tzdata_version";
+inline constexpr const char kSetTzdataVersionSql[] =
+    "INSERT INTO belfry_meta (key, value) VALUES ('tzdata_version', $1) "
+    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value";
+inline constexpr const char kIntervalCalendarJobsName[] = "belfry_interval_calendar_jobs";
+inline constexpr const char kIntervalCalendarJobsSql[] =
+    "SELECT id, shard, cron_expr, time_zone, interval_minutes, offset_minutes,"
+    " floor(extract(epoch FROM start_at) * 1000)::bigint, floor(extract(epoch FROM end_at) * 1000)::bigint "
+    "FROM jobs WHERE cron_expr IS NOT NULL AND interval_minutes > 0";
+// $1 shard, $2 id, $3 interval, $4 offset; only if the row still holds $5 expression in $6 zone
+// (a command applied meanwhile wins).
+inline constexpr const char kReplanJobName[] = "belfry_replan_job";
+inline constexpr const char kReplanJobSql[] =
+    "UPDATE jobs SET interval_minutes = $3::int, offset_minutes = $4::int, updated_at = now() "
+    "WHERE shard = $1::smallint AND id = $2 AND cron_expr = $5 AND time_zone = $6";
+inline constexpr const char kRegisterZoneName[] = "belfry_register_zone";
+inline constexpr const char kRegisterZoneSql[] =
+    "INSERT INTO cron_zones (name) SELECT $1 WHERE NOT EXISTS (SELECT 1 FROM cron_zones WHERE name = $1) "
+    "ON CONFLICT (name) DO NOTHING";
+// $1 shard, $2 id, $3 codes int[], $4 dom, $5 month, $6 dow masks, $7 day_or, $8 zone.
+inline constexpr const char kInsertJobSlotsName[] = "belfry_insert_job_slots";
+inline constexpr const char kInsertJobSlotsSql[] =
+    "INSERT INTO cron_slots (shard, key, job_id, dom_mask, month_mask, dow_mask, day_or) "
+    "SELECT $1::smallint, z.id::bigint * 2048 + c.code, $2, $4::int, $5::int, $6::int, $7::boolean "
+    "FROM cron_zones AS z CROSS JOIN unnest($3::int[]) AS c(code) WHERE z.name = $8 "
+    "ON CONFLICT DO NOTHING";
+
 // ---- Reads (src/pg/pg_job_store.cc). ----------------------------------------------------------
 
 // Column order is decoded by PgJobStore's row reader; keep the two in step.

@@ -170,5 +170,43 @@ TEST_F(CronPgTest, CoalescedRangeReturnsEachCronJobOnceAtItsLatestFire) {
                                                  {"cron-ended", MinuteAt("2026-11-25T07:20:00Z")}}));
 }
 
+TEST_F(CronPgTest, ANewTzdataRePlansTheJobsStoredAsFixedIntervals) {
+  ASSERT_TRUE(store_->ApplyActions({CronUpsert("tokyo-6h", "0 */6 * * *", "Asia/Tokyo", 1, 0, 3),
+                                    CronUpsert("berlin-daily", "0 9 * * *", "Europe/Berlin", 2, 0, 4)})
+                  .ok());
+  EXPECT_EQ(db_->Exec("SELECT offset_minutes FROM jobs WHERE id = 'tokyo-6h'")[0][0].as<int>(), 180);
+  const EpochMs now = *ParseIsoTime("2026-11-25T00:00:00Z");
+  // The first start records the version; nothing was planned under another one.
+  StatusOr<PgJobStore::ReplanReport> r = store_->ReplanCalendarJobs("2099z", now, kCfg.intervals);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->version_changed);
+  EXPECT_EQ(r->checked, 1);
+  EXPECT_EQ(r->changed, 0);
+  // As if an older tzdata had planned them: Tokyo at another offset, Berlin without DST (as a
+  // 15-minute interval). The new version re-plans both; the slot-planned job is not looked at.
+  db_->Exec("UPDATE jobs SET offset_minutes = 0 WHERE id = 'tokyo-6h'");
+  db_->Exec("UPDATE jobs SET cron_expr = '*/15 * * * *', interval_minutes = 15, offset_minutes = 0 "
+            "WHERE id = 'berlin-daily'");
+  db_->Exec("DELETE FROM cron_slots WHERE job_id = 'berlin-daily'");
+  r = store_->ReplanCalendarJobs("2099z", now, kCfg.intervals);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->version_changed);  // same version: nothing done
+  EXPECT_EQ(db_->Exec("SELECT offset_minutes FROM jobs WHERE id = 'tokyo-6h'")[0][0].as<int>(), 0);
+  r = store_->ReplanCalendarJobs("2100a", now, kCfg.intervals);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->version_changed);
+  EXPECT_EQ(r->checked, 2);
+  EXPECT_EQ(r->changed, 2);
+  EXPECT_EQ(db_->Exec("SELECT offset_minutes FROM jobs WHERE id = 'tokyo-6h'")[0][0].as<int>(), 180);
+  EXPECT_EQ(db_->Exec("SELECT interval_minutes FROM jobs WHERE id = 'berlin-daily'")[0][0].as<int>(), 0);
+  EXPECT_EQ(Slots("berlin-daily"), 4);  // real time: minutes 0, 15, 30, 45 of every hour
+  // And it now fires by Berlin's wall clock: 10:15 CET on 2026-11-25 is 09:15Z.
+  DueQuery q{4, MinuteAt("2026-11-25T09:15:00Z"), MinuteAt("2026-11-25T09:15:00Z"), kCfg.tick_ms,
+             TermsForMinute(kCfg.intervals, MinuteAt("2026-11-25T09:15:00Z"))};
+  int found = 0;
+  ASSERT_TRUE(store_->ForEachDueJob(q, [&](const DueJob& j) { found += j.id == "berlin-daily"; }).ok());
+  EXPECT_EQ(found, 1);
+}
+
 }  // namespace
 }  // namespace belfry

@@ -44,7 +44,7 @@ struct Job {
 };
 
 uint64_t Fnv1a(const std::vector<int64_t>& minutes) {
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = 14695981039346656037ULL;
   for (int64_t m : minutes) {
     const std::string text = std::to_string(m) + "\n";
     for (unsigned char c : text) {
