@@ -11,6 +11,8 @@
 #include <string_view>
 
 #include "core/command_parser.h"
+#include "core/calendar_schedule.h"
+#include "core/cron_expression.h"
 #include "core/interval_name.h"
 #include "core/iso_time.h"
 #include "core/shard_hash.h"
@@ -63,9 +65,20 @@ void CheckAccepted(const RawCommand& raw, const Command& command) {
 
   const belfry::JobSpec& spec = command.spec;
   Check(spec.id == command.id);
-  Check(std::find(rules.intervals.begin(), rules.intervals.end(), spec.interval_minutes) !=
-        rules.intervals.end());
-  Check(spec.offset_minutes >= 0 && spec.offset_minutes < spec.interval_minutes);
+  if (spec.calendar_slots()) {  // a cron job found through cron_slots: no interval of its own
+    Check(spec.interval_minutes == 0 && spec.offset_minutes == 0);
+    Check(!spec.calendar->slots.codes.empty());
+    for (int32_t code : spec.calendar->slots.codes) Check(code >= 0 && code < 1500);
+    const belfry::StatusOr<belfry::CronExpression> again = belfry::ParseCronExpression(spec.calendar->cron);
+    Check(again.ok() && again->normalized == spec.calendar->cron);
+    Check(belfry::LocateTimeZone(spec.calendar->time_zone).ok());
+  } else if (spec.one_shot()) {
+    Check(spec.interval_minutes == 0 && spec.offset_minutes == 0);
+  } else {
+    Check(std::find(rules.intervals.begin(), rules.intervals.end(), spec.interval_minutes) !=
+          rules.intervals.end());
+    Check(spec.offset_minutes >= 0 && spec.offset_minutes < spec.interval_minutes);
+  }
   Check(spec.shard >= 0 && spec.shard < rules.shard_count);
   Check(spec.shard == belfry::ShardForId(spec.id, rules.shard_count));
   Check(rules.topic_policy->Check(spec.topic).ok());
