@@ -48,6 +48,17 @@ std::vector<PreparedStatement> JobStoreStatements() {
   };
 }
 
+// An int[] literal, "{1,2,3}".
+std::string IntArrayLiteral(const std::vector<int32_t>& values) {
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out += std::to_string(values[i]);
+  }
+  out.push_back('}');
+  return out;
+}
+
 // One row of the upsert staging table, as COPY text fields in kUpsertStageColumns order.
 class StageRow final {
  public:
@@ -119,13 +130,7 @@ StageRow UpsertStageRow(const JobAction& a) {
   }
   if (s.calendar_slots()) {
     const CalendarSlots& slots = s.calendar->slots;
-    std::string codes = "{";
-    for (size_t i = 0; i < slots.codes.size(); ++i) {
-      if (i > 0) codes.push_back(',');
-      codes += std::to_string(slots.codes[i]);
-    }
-    codes.push_back('}');
-    row.Set(c++, std::move(codes));
+    row.Set(c++, IntArrayLiteral(slots.codes));
     row.SetInt(c++, slots.dom_mask);
     row.SetInt(c++, slots.month_mask);
     row.SetInt(c++, slots.dow_mask);
@@ -429,12 +434,9 @@ StatusOr<PgJobStore::ReplanReport> PgJobStore::ReplanCalendarJobs(const std::str
                         zone);
       if (spec.calendar_slots()) {
         const CalendarSlots& slots = spec.calendar->slots;
-        std::string codes = "{";
-        for (size_t i = 0; i < slots.codes.size(); ++i) codes += (i ? "," : "") + std::to_string(slots.codes[i]);
-        codes += "}";
         txn.exec_prepared(q::kRegisterZoneName, zone);
-        txn.exec_prepared(q::kInsertJobSlotsName, spec.shard, spec.id, codes, slots.dom_mask, slots.month_mask,
-                          slots.dow_mask, slots.day_or, zone);
+        txn.exec_prepared(q::kInsertJobSlotsName, spec.shard, spec.id, IntArrayLiteral(slots.codes), slots.dom_mask,
+                          slots.month_mask, slots.dow_mask, slots.day_or, zone);
       }
     }
     txn.exec_prepared(q::kSetTzdataVersionName, tzdata_version);

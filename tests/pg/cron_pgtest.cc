@@ -23,8 +23,7 @@ namespace {
 constexpr int32_t kShard = 7;
 const SchedulerConfig kCfg;
 
-JobAction CronUpsert(const std::string& id, const std::string& cron, const std::string& zone, int64_t src_offset,
-                     int32_t priority = 0, int32_t shard = kShard) {
+JobAction Upsert(const std::string& id, int64_t src_offset, int32_t priority, int32_t shard) {
   JobAction a;
   a.id = id;
   a.spec.id = id;
@@ -32,6 +31,12 @@ JobAction CronUpsert(const std::string& id, const std::string& cron, const std::
   a.spec.topic = "t." + id;
   a.spec.priority = priority;
   a.source = SourcePosition{0, src_offset, 0};
+  return a;
+}
+
+JobAction CronUpsert(const std::string& id, const std::string& cron, const std::string& zone, int64_t src_offset,
+                     int32_t priority = 0, int32_t shard = kShard) {
+  JobAction a = Upsert(id, src_offset, priority, shard);
   const Status st = PlanCalendarJob(cron, zone, *ParseIsoTime("2026-11-01T00:00:00Z"), kCfg.intervals, &a.spec);
   EXPECT_TRUE(st.ok()) << st.ToString();
   return a;
@@ -39,16 +44,10 @@ JobAction CronUpsert(const std::string& id, const std::string& cron, const std::
 
 JobAction IntervalUpsert(const std::string& id, int32_t interval, int32_t offset, int64_t src_offset,
                          int32_t priority = 0, int32_t shard = kShard) {
-  JobAction a;
-  a.id = id;
-  a.spec.id = id;
-  a.spec.shard = shard;
-  a.spec.topic = "t." + id;
+  JobAction a = Upsert(id, src_offset, priority, shard);
   a.spec.interval_minutes = interval;
   a.spec.offset_minutes = offset;
   a.spec.offset_explicit = true;
-  a.spec.priority = priority;
-  a.source = SourcePosition{0, src_offset, 0};
   return a;
 }
 
