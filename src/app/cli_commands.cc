@@ -163,6 +163,7 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
                                   : NextJobTriggerTimes(j.spec, cfg.scheduler.tick_ms, SystemClock().NowMs(), 1);
     using OJson = nlohmann::ordered_json;
     out["nextTriggerAt"] = next_at.empty() ? OJson(nullptr) : OJson(FormatIsoTime(next_at.front()));
+    out["nextFires"] = OJson::parse(EncodeNextFires(j.spec, j.paused, cfg.scheduler.tick_ms, SystemClock().NowMs(), 3));
     out["lastOutcome"] = nullptr;
     out["consecutiveFailures"] = st ? st->consecutive_failures : 0;
     if (st && st->last_status) {
@@ -177,7 +178,6 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
     std::printf("%s\n", out.dump().c_str());
     return 0;
   }
-  const auto next = NextJobTriggerTimes(j.spec, cfg.scheduler.tick_ms, SystemClock().NowMs(), 1);
   std::printf("id:        %s\nowner:     %s\ntopic:     %s\nkey:       %s\n", j.spec.id.c_str(), j.spec.owner.c_str(),
               j.spec.topic.c_str(), j.spec.key.empty() ? "(job id)" : j.spec.key.c_str());
   if (j.spec.one_shot()) {
@@ -203,10 +203,18 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
   if (j.spec.attempt > 0) {
     std::printf("retry:     attempt %d of job %s\n", j.spec.attempt, j.spec.retry_of.c_str());
   }
-  std::printf("window:    %s .. %s\nstatus:    %s\nnext:      %s\ndetails:   %s\n",
-              FormatOptionalTime(j.spec.start_at).c_str(), FormatOptionalTime(j.spec.end_at).c_str(),
-              j.paused ? "paused" : "active",
-              j.paused || next.empty() ? "-" : FormatIsoTime(next.front()).c_str(), j.spec.details_json.c_str());
+  std::printf("window:    %s .. %s\nstatus:    %s\n", FormatOptionalTime(j.spec.start_at).c_str(),
+              FormatOptionalTime(j.spec.end_at).c_str(), j.paused ? "paused" : "active");
+  // The next fires in UTC and in the job's zone, with the DST rule that placed them, if any.
+  const nlohmann::json fires =
+      nlohmann::json::parse(EncodeNextFires(j.spec, j.paused, cfg.scheduler.tick_ms, SystemClock().NowMs(), 3));
+  if (fires.empty()) std::printf("next:      -\n");
+  for (size_t i = 0; i < fires.size(); ++i) {
+    std::printf("%s%s  %s%s%s\n", i == 0 ? "next:      " : "           ", fires[i]["at"].get<std::string>().c_str(),
+                fires[i]["local"].get<std::string>().c_str(), fires[i]["dst"].is_null() ? "" : "  dst:",
+                fires[i]["dst"].is_null() ? "" : fires[i]["dst"].get<std::string>().c_str());
+  }
+  std::printf("details:   %s\n", j.spec.details_json.c_str());
   if (st && st->last_status) {
     std::printf("last:      %s for %s (attempt %d)%s%s\nfailures:  %lld in a row; %lld succeeded, %lld failed in all\n",
                 ExecutionStatusName(*st->last_status), FormatIsoTime(st->last_scheduled_for_ms).c_str(),

@@ -31,6 +31,7 @@ constexpr std::string_view kJsonType = "application/json";
 constexpr std::string_view kMetricsType = "text/plain; version=0.0.4; charset=utf-8";
 constexpr std::string_view kJobsPrefix = "/v1/jobs/";
 constexpr std::string_view kNextSuffix = "/next";
+constexpr int kNextFiresInJob = 3;  // "nextFires" of the job view (the CLI's `jobs get` shows as many)
 constexpr std::string_view kExecutionsSuffix = "/executions";
 constexpr int32_t kDefaultListLimit = 100;
 constexpr int kDefaultNext = 10;
@@ -501,6 +502,9 @@ void AdminServer::HandleGetJob(const std::string& id, httplib::Response& res) {
       (*job)->paused ? std::vector<EpochMs>{}
                      : NextJobTriggerTimes((*job)->spec, options_.scheduler.tick_ms, deps_.clock->NowMs(), 1);
   out["nextTriggerAt"] = next.empty() ? Json(nullptr) : Json(FormatIsoTime(next.front()));
+  // The next fires with their wall time in the job's zone and any DST rule that placed them.
+  out["nextFires"] = Json::parse(EncodeNextFires((*job)->spec, (*job)->paused, options_.scheduler.tick_ms,
+                                                 deps_.clock->NowMs(), kNextFiresInJob));
   out["lastOutcome"] = nullptr;
   out["consecutiveFailures"] = 0;
   if (deps_.executions != nullptr) {

@@ -276,6 +276,7 @@ TEST_F(AdminServerTest, GetJobReturnsTheStoredJob) {
       {"updatedAt", nullptr},
       {"nextTriggerAt",
        FormatIsoTime(NextTriggerTimes(15, 7, 3, 500, s.start_at, std::nullopt, kNow, 1).at(0))},
+      {"nextFires", Json::parse(EncodeNextFires(s, false, 500, kNow, 3))},
       {"lastOutcome", nullptr},  // no execution store in this test
       {"consecutiveFailures", 0},
   };
@@ -476,6 +477,9 @@ TEST_F(AdminServerTest, CronJobShowsItsExpressionZoneAndDstMarkedFires) {
   EXPECT_EQ(job["timeZone"], "Europe/Berlin");
   EXPECT_EQ(job["intervalMinutes"], 0);
   EXPECT_EQ(job["nextTriggerAt"], "2027-03-28T01:00:01.500Z");  // 03:00 CEST, at shard 3's second
+  ASSERT_EQ(job["nextFires"].size(), 3u);
+  EXPECT_EQ(job["nextFires"][0]["local"], "2027-03-28T03:00:00+02:00");
+  EXPECT_EQ(job["nextFires"][0]["dst"], "moved_from_gap");
   Json r = Get("/v1/jobs/berlin-0230/next?n=2").json();
   EXPECT_EQ(r["cron"], "30 2 28 3 *");
   EXPECT_EQ(r["next"], Json({"2027-03-28T01:00:01.500Z", "2028-03-28T00:30:01.500Z"}));
