@@ -279,10 +279,14 @@ int RunJobsList(const Config& cfg, const std::string& owner, const std::string& 
     std::printf("%s\n", out.c_str());
     return 0;
   }
-  std::printf("%-40s %-16s %-28s %8s %6s %5s %s\n", "ID", "OWNER", "TOPIC", "INTERVAL", "OFFSET", "SHARD", "STATUS");
+  std::printf("%-40s %-16s %-28s %-24s %5s %s\n", "ID", "OWNER", "TOPIC", "SCHEDULE", "SHARD", "STATUS");
   for (const StoredJob& j : *jobs) {
-    std::printf("%-40s %-16s %-28s %7dm %6d %5d %s\n", j.spec.id.c_str(), j.spec.owner.c_str(), j.spec.topic.c_str(),
-                j.spec.interval_minutes, j.spec.offset_minutes, j.spec.shard, j.paused ? "paused" : "active");
+    const JobSpec& s = j.spec;
+    const std::string schedule = s.calendar    ? s.calendar->cron + " " + s.calendar->time_zone
+                                 : s.one_shot() ? "once " + FormatIsoTime(s.run_minute * 60'000)
+                                                : fmt::format("every {}m +{}", s.interval_minutes, s.offset_minutes);
+    std::printf("%-40s %-16s %-28s %-24s %5d %s\n", s.id.c_str(), s.owner.c_str(), s.topic.c_str(), schedule.c_str(),
+                s.shard, j.paused ? "paused" : "active");
   }
   if (!next_cursor.empty()) std::printf("more: --cursor '%s'\n", next_cursor.c_str());
   return 0;
