@@ -93,7 +93,7 @@ TEST_F(OperatorSurfaceTest, CliPutGetNextDeleteRoundTrip) {
   std::string line;
   std::vector<EpochMs> got;
   while (std::getline(lines, line)) {
-    auto t = ParseIsoTime(line);
+    auto t = ParseIsoTime(line.substr(0, line.find(' ')));  // "<UTC>  <local>[  dst:<mark>]"
     ASSERT_TRUE(t) << line;
     got.push_back(*t);
   }
@@ -112,6 +112,34 @@ TEST_F(OperatorSurfaceTest, CliPutGetNextDeleteRoundTrip) {
   ASSERT_EQ(Cli({"jobs", "delete", id}, &out), 0) << out;
   EXPECT_EQ(Cli({"jobs", "get", id}, &out), 4);
   EXPECT_NE(out.find("no job with id"), std::string::npos) << out;
+}
+
+TEST_F(OperatorSurfaceTest, CliPutsACronJobAndPreviewsItsDstRules) {
+  const std::string id = Id("cron");
+  std::string out;
+  ASSERT_EQ(Cli({"jobs", "put", "--id", id, "--cron", "30 2 * * *", "--time-zone", "America/New_York", "--topic",
+                 world_->trigger_topic},
+                &out),
+            0)
+      << out;
+  ASSERT_EQ(Cli({"jobs", "get", id, "--json"}, &out), 0) << out;
+  const Json job = Json::parse(out);
+  EXPECT_EQ(job["cron"], "30 2 * * *");
+  EXPECT_EQ(job["timeZone"], "America/New_York");
+  EXPECT_EQ(job["intervalMinutes"], 0);
+  ASSERT_EQ(job["nextFires"].size(), 3u);
+  // New York springs forward on 2027-03-14: that day's 02:30 does not exist and fires at 03:00 EDT.
+  const std::string shard_second = FormatIsoTime(ShardForId(id, 120) * 500).substr(16);  // ":SS.mmmZ"
+  ASSERT_EQ(Cli({"jobs", "next", id, "-n", "200"}, &out), 0) << out;
+  EXPECT_NE(out.find("2027-03-14T07:00" + shard_second + "  2027-03-14T03:00:00-04:00  dst:moved_from_gap"),
+            std::string::npos)
+      << out.substr(0, 2000);
+  EXPECT_NE(out.find("2027-03-15T06:30" + shard_second + "  2027-03-15T02:30:00-04:00\n"), std::string::npos);
+  ASSERT_EQ(Cli({"jobs", "get", id}, &out), 0) << out;
+  EXPECT_NE(out.find("cron:      30 2 * * * in America/New_York"), std::string::npos) << out;
+  EXPECT_NE(Cli({"jobs", "put", "--id", id, "--cron", "0 25 * * *", "--topic", world_->trigger_topic}, &out), 0);
+  EXPECT_NE(out.find("invalid_cron"), std::string::npos) << out;
+  EXPECT_NE(out.find("hour field at position 3"), std::string::npos) << out;
 }
 
 TEST_F(OperatorSurfaceTest, CliRejectsBadArgumentsWithOneLineReasons) {
