@@ -2,12 +2,25 @@
 
 #include <date/date.h>
 #include <date/tz.h>
+// ptz.h's time_zone::name() says `hh_mm_ss` under both `using namespace date` and `using namespace
+// std::chrono`, which C++20's <chrono> makes ambiguous (GCC 12): a name only date has stands in.
+namespace date {
+template <class Duration>
+using belfry_hh_mm_ss = hh_mm_ss<Duration>;
+}  // namespace date
+#define hh_mm_ss belfry_hh_mm_ss
+#include <date/ptz.h>
+#undef hh_mm_ss
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <exception>
 #include <fstream>
+#include <iterator>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 
 #include "core/iso_time.h"
 #include "core/json_writer.h"
@@ -38,6 +51,50 @@ int64_t ClampMinute(date::sys_seconds t) {
   return MinuteAtOrAfter(t);
 }
 
+// The rules after a zone's last explicit transition. A TZif file lists transitions up to 2037 and
+// ends with a POSIX TZ string ("EST5EDT,M3.2.0,M11.1.0") for every later year; the date library's
+// OS-tzdb reader stops at the list, so without this every zone would keep its 2037 offset
+// forever. nullopt when the zone has no rules there (a fixed offset) or no footer.
+using FooterRules = std::optional<Posix::time_zone>;
+
+FooterRules ReadFooterRules(const std::string& zone_name) {
+  std::ifstream file("/usr/share/zoneinfo/" + zone_name, std::ios::binary);
+  const std::string data((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (data.size() < 6 || data.compare(0, 4, "TZif") != 0 || data[4] < '2' || data.back() != '\n') return std::nullopt;
+  const size_t start = data.rfind('\n', data.size() - 2);
+  if (start == std::string::npos) return std::nullopt;
+  const std::string footer = data.substr(start + 1, data.size() - start - 2);
+  if (footer.find(',') == std::string::npos) return std::nullopt;  // no DST rules: the last offset holds
+  try {
+    return Posix::time_zone(footer);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+const FooterRules& FooterRulesOf(const date::time_zone* zone) {
+  thread_local std::unordered_map<const date::time_zone*, const FooterRules*> cache;
+  if (auto it = cache.find(zone); it != cache.end()) return *it->second;
+  static std::mutex mu;
+  static std::unordered_map<const date::time_zone*, std::unique_ptr<FooterRules>> all;  // never freed
+  std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<FooterRules>& rules = all[zone];
+  if (!rules) rules = std::make_unique<FooterRules>(ReadFooterRules(std::string(zone->name())));
+  cache.emplace(zone, rules.get());
+  return *rules;
+}
+
+// date::time_zone::get_info, continued past the zone's last listed transition by its footer.
+date::sys_info ZoneInfo(const date::time_zone* zone, date::sys_seconds t) {
+  date::sys_info info = zone->get_info(t);
+  if (ClampMinute(info.end) < kFarMinute) return info;
+  const FooterRules& footer = FooterRulesOf(zone);
+  if (!footer) return info;
+  date::sys_info later = footer->get_info(t);
+  if (later.begin < info.begin) later.begin = info.begin;  // the listed transitions rule before
+  return later;
+}
+
 // A UTC minute seen in a zone.
 struct MinuteView {
   int64_t local = 0;        // wall time of this minute, minutes since 1970-01-01T00:00 local
@@ -55,7 +112,7 @@ int32_t OffsetMinutes(const date::sys_info& info) {
 }
 
 MinuteView Inspect(const date::time_zone* zone, int64_t m) {
-  const date::sys_info info = zone->get_info(AtMinute(m));
+  const date::sys_info info = ZoneInfo(zone, AtMinute(m));
   MinuteView v;
   v.offset = OffsetMinutes(info);
   v.local = m + v.offset;
@@ -63,14 +120,14 @@ MinuteView Inspect(const date::time_zone* zone, int64_t m) {
   v.regime_end = ClampMinute(info.end);
   const int64_t begin = ClampMinute(info.begin);
   if (begin > -kFarMinute && m - begin < 2 * 1440) {
-    const date::sys_info before = zone->get_info(info.begin - seconds(1));
+    const date::sys_info before = ZoneInfo(zone, info.begin - seconds(1));
     const int32_t before_offset = OffsetMinutes(before);
     if (m == begin) v.prev_local = m - 1 + before_offset;
     const int64_t back = static_cast<int64_t>(before_offset) - v.offset;
     if (back > 0 && m - begin < back) v.repeated = true;
   }
   if (v.regime_end < kFarMinute && v.regime_end - m < 2 * 1440) {
-    const date::sys_info after = zone->get_info(AtMinute(v.regime_end));
+    const date::sys_info after = ZoneInfo(zone, AtMinute(v.regime_end));
     const int64_t back = static_cast<int64_t>(v.offset) - OffsetMinutes(after);
     if (back > 0) v.repeats_later_from = v.regime_end - back;
   }
@@ -181,7 +238,7 @@ std::string TzdataVersion() {
 }
 
 int32_t UtcOffsetMinutes(const date::time_zone* zone, int64_t utc_minute) {
-  return OffsetMinutes(zone->get_info(AtMinute(utc_minute)));
+  return OffsetMinutes(ZoneInfo(zone, AtMinute(utc_minute)));
 }
 
 CalendarSlots CalendarSlotsFor(const CronExpression& cron) {
@@ -278,7 +335,7 @@ std::optional<IntervalEquivalent> CalendarAsInterval(const CronExpression& cron,
                                                      EpochMs now, const std::vector<int32_t>& intervals) {
   if (!EveryDayMatches(cron)) return std::nullopt;
   const int64_t now_minute = EpochMinuteOf(now);
-  const date::sys_info info = zone->get_info(AtMinute(now_minute));
+  const date::sys_info info = ZoneInfo(zone, AtMinute(now_minute));
   if (ClampMinute(info.end) < kFarMinute) return std::nullopt;  // an offset change is ahead
   if (info.offset.count() % 60 != 0) return std::nullopt;
   std::vector<int32_t> times;  // local minutes of the day

@@ -88,6 +88,17 @@ TEST(CalendarScheduleTest, HalfHourDstAndQuarterHourOffsets) {
             (V{"2026-06-01T03:15:00.000Z", "2026-06-02T03:15:00.000Z"}));
 }
 
+TEST(CalendarScheduleTest, YearsPastTheListedTransitionsFollowTheZonesRules) {
+  // TZif files list transitions to 2037 only; later years come from the file's POSIX TZ footer.
+  EXPECT_EQ(Fires("30 2 * * *", "America/New_York", "2099-03-07T00:00:00Z", "2099-03-09T00:00:00Z"),
+            (V{"2099-03-07T07:30:00.000Z", "2099-03-08T07:00:00.000Z moved_from_gap"}));
+  EXPECT_EQ(UtcOffsetMinutes(Zone("America/New_York"), Minute("2099-07-01T00:00:00Z")), -240);
+  EXPECT_EQ(UtcOffsetMinutes(Zone("Australia/Lord_Howe"), Minute("2199-01-01T00:00:00Z")), 660);
+  EXPECT_EQ(UtcOffsetMinutes(Zone("Australia/Lord_Howe"), Minute("2199-07-01T00:00:00Z")), 630);
+  EXPECT_EQ(UtcOffsetMinutes(Zone("Europe/Dublin"), Minute("9999-07-01T00:00:00Z")), 60);
+  EXPECT_EQ(UtcOffsetMinutes(Zone("Asia/Tokyo"), Minute("9999-07-01T00:00:00Z")), 540);
+}
+
 TEST(CalendarScheduleTest, DayRulesUseTheLocalDate) {
   // 00:30 on Mondays in Asia/Tokyo (+09:00) is Sunday 15:30Z.
   EXPECT_EQ(Fires("30 0 * * MON", "Asia/Tokyo", "2026-11-22T00:00:00Z", "2026-11-30T00:00:00Z"),

@@ -52,6 +52,18 @@ ZONES = [
     "UTC", "Africa/Casablanca",
 ]
 
+# 2099's transitions in both hemispheres (March-April and September-November).
+FAR_WINDOWS = [(epoch_min(2099, 3, 1), epoch_min(2099, 4, 15)), (epoch_min(2099, 9, 1), epoch_min(2099, 11, 15))]
+
+# Zones whose rules changed: Moscow's last DST start (2011-03-27, then +04 all year) and its
+# return to +03 (2014-10-26); Sao Paulo's last DST (2018-11-04 to 2019-02-17, none since).
+RULE_CHANGES = [
+    ("Europe/Moscow", [(epoch_min(2011, 3, 20), epoch_min(2011, 4, 5)),
+                       (epoch_min(2014, 10, 20), epoch_min(2014, 11, 1))]),
+    ("America/Sao_Paulo", [(epoch_min(2018, 10, 28), epoch_min(2018, 11, 10)),
+                           (epoch_min(2019, 2, 10), epoch_min(2019, 2, 25))]),
+]
+
 SEED = 20260101
 
 # --------------------------------------------------------------------------------------------
@@ -506,9 +518,22 @@ def run_tool(tool, mode, wins, jobs, with_list=False):
     return [parse_result(x) for x in lines], took
 
 
+_SPAN_ORACLES = {}
+
+
+def oracle_for(oracle, wins):
+    """`oracle` if its grid spans `wins`, else one (cached) whose grid spans exactly them."""
+    lo, hi = min(a for a, _ in wins), max(b for _, b in wins)
+    if oracle.lo <= lo and hi <= oracle.hi:
+        return oracle
+    if (lo, hi) not in _SPAN_ORACLES:
+        _SPAN_ORACLES[(lo, hi)] = co.Oracle(lo, hi)
+    return _SPAN_ORACLES[(lo, hi)]
+
+
 def oracle_result(oracle, zone, expr, wins):
     try:
-        f = oracle.fires(zone, expr, wins)
+        f = oracle_for(oracle, wins).fires(zone, expr, wins)
     except co.CronError as e:
         return ("error", f"{e.reason}: {e.message}"), None
     return (len(f), f"{co.fires_hash(f):016x}", None), f
@@ -640,6 +665,11 @@ def main(argv=None) -> int:
             batches = [([(SPAN_LO, SPAN_HI)], [(z, e) for z in zones for e in exprs])]
         batches[0][1].extend((zones[0], e) for e in INVALID)
         batches[0][1].extend((z, "0 0 * * *") for z in INVALID_ZONES)
+        # Far ahead, past the transitions a TZif file lists (2037): its POSIX TZ footer rules.
+        batches.append((FAR_WINDOWS, [(z, e) for z in zones for e in exprs]))
+        # Zones that changed their rules: the listed transitions, not today's rules, apply.
+        for zone, wins in RULE_CHANGES:
+            batches.append((wins, [(zone, e) for e in exprs]))
     n_jobs = sum(len(j) for _, j in batches)
     n_exprs = len(sub) if args.tick else len(exprs)
     print(f"mode {mode}: {n_exprs} expressions x {len(zones)} zones + rejections = {n_jobs} pairs")
