@@ -31,11 +31,16 @@ struct SeedOptions {
   std::string topic_prefix = "lt.triggers.";
   size_t details_bytes = 200;
   std::string offsets = "random";
+  double cron_fraction = 0;
+  int32_t cron_zones = static_cast<int32_t>(kCronZones.size());
   std::string timeout = "10m";
   bool no_wait = false;
   uint64_t seed = 1;
   std::string plot_prefix;
 };
+
+// Delivery opaque of a cron job's upsert, so the summary can count the cron jobs published.
+constexpr uint64_t kCronOpaque = 1;
 
 int64_t SteadyNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -52,7 +57,13 @@ int RunSeed(const CommonOptions& common, const SeedOptions& options) {
   spec.details_bytes = options.details_bytes;
   spec.explicit_offsets = options.offsets == "random";
   spec.mix = IntervalMix::Parse(options.mix);
+  spec.cron_fraction = options.cron_fraction;
+  spec.cron_zones = options.cron_zones;
   const JobCommandFactory factory(spec);
+  int64_t cron_jobs = 0;
+  for (int64_t i = 0; i < options.jobs && options.cron_fraction > 0; ++i) {
+    cron_jobs += factory.IsCron(options.first + static_cast<uint64_t>(i)) ? 1 : 0;
+  }
   const int64_t timeout_ms = ParseDurationMs(options.timeout);
 
   EnsureTopics(common.brokers, factory.Topics(), options.partitions);
@@ -64,12 +75,14 @@ int RunSeed(const CommonOptions& common, const SeedOptions& options) {
   ProgressCounter* published = meter.AddCounter("published", options.jobs);
   ProgressCounter* applied = options.no_wait ? nullptr : meter.AddCounter("applied", options.jobs);
   std::atomic<int64_t> last_ack_ns{0};
+  std::atomic<int64_t> cron_published{0};
   ProducerSettings settings;
   settings.brokers = common.brokers;
   settings.client_id = "belfry-loadtest-seed";
   settings.overrides = common.kafka_properties;
   LoadtestProducer producer(settings, [&](const Delivery& d) {
     if (d.ok) published->Add();
+    if (d.ok && d.opaque == kCronOpaque) cron_published.fetch_add(1, std::memory_order_relaxed);
     last_ack_ns.store(SteadyNs(), std::memory_order_relaxed);
   });
 
@@ -81,7 +94,8 @@ int RunSeed(const CommonOptions& common, const SeedOptions& options) {
     for (int64_t i = 0; i < options.jobs; ++i) {
       const uint64_t n = options.first + static_cast<uint64_t>(i);
       const std::string id = factory.Id(n);
-      producer.Produce(common.commands_topic, id, factory.Upsert(n, 0, false, rng), {});
+      producer.Produce(common.commands_topic, id, factory.Upsert(n, 0, false, rng), {},
+                       factory.IsCron(n) ? kCronOpaque : 0);
     }
     producer.Flush(300'000);
     publishing.store(false);
@@ -130,10 +144,21 @@ int RunSeed(const CommonOptions& common, const SeedOptions& options) {
   j["id_range"] = fmt::format("{}..{}", factory.Id(options.first),
                               factory.Id(options.first + static_cast<uint64_t>(options.jobs) - 1));
   j["interval_mix"] = spec.mix.ToString();
-  j["expected_triggers_per_min"] = static_cast<double>(options.jobs) * spec.mix.FiringsPerJobMinute();
+  // Cron jobs at their mix's mean over a week: the rate of a given minute varies around it.
+  j["expected_triggers_per_min"] =
+      static_cast<double>(options.jobs - cron_jobs) * spec.mix.FiringsPerJobMinute() +
+      static_cast<double>(cron_jobs) * CronMixFiringsPerJobMinute();
   j["topics"] = fmt::format("{}0..{}", options.topic_prefix, options.topics - 1);
   j["offsets"] = options.offsets;
+  j["cron_fraction"] = options.cron_fraction;
+  if (cron_jobs > 0) {
+    j["cron_zones"] = nlohmann::ordered_json::array();
+    for (int32_t z = 0; z < options.cron_zones; ++z)
+      j["cron_zones"].push_back(kCronZones[static_cast<size_t>(z)]);
+  }
+  j["cron_jobs"] = cron_jobs;
   j["published"] = published->Get();
+  j["cron_published"] = cron_published.load();
   j["publish_failed"] = producer.failed();
   const double publish_s = static_cast<double>(last_ack_ns.load() - start_ns) / 1e9;
   j["publish_seconds"] = publish_s;
@@ -193,6 +218,14 @@ void RegisterSeedMode(CLI::App& app, CommonOptions* common, ModeRunner* run) {
   sub->add_option("--offsets", options->offsets, "random: explicit random offsetMinutes; auto: belfry's rule")
       ->capture_default_str()
       ->check(CLI::IsMember({"random", "auto"}));
+  sub->add_option("--cron-fraction", options->cron_fraction,
+                  "fraction of the jobs that are cron jobs (chosen by a hash of the job number)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--cron-zones", options->cron_zones,
+                  "cron jobs use the first N zones of the harness's list")
+      ->capture_default_str()
+      ->check(CLI::Range(1, static_cast<int32_t>(kCronZones.size())));
   sub->add_option("--timeout", options->timeout, "how long to wait for outcomes after publishing")
       ->capture_default_str();
   sub->add_flag("--no-wait", options->no_wait, "publish only; do not wait for outcomes");

@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
+#include <numeric>
 #include <set>
 #include <stdexcept>
 
+#include "core/calendar_schedule.h"
 #include "core/shard_hash.h"
 #include "core/slot_math.h"
 
@@ -97,14 +100,40 @@ void TriggerExpectations::Load(PgConnection& conn, const std::string& topic_pref
   arena_.reserve(static_cast<size_t>(approx) * 24);
 
   std::set<std::string, std::less<>> topics;
+  // Interning: each distinct expression text is parsed once, each zone located once.
+  std::unordered_map<std::string, uint32_t> expression_ids;
+  std::unordered_map<std::string, uint16_t> zone_ids;
+  const auto intern_expression = [&](std::string_view field) {
+    std::string text = CopyUnescape(field);
+    const auto it = expression_ids.find(text);
+    if (it != expression_ids.end()) return it->second;
+    const uint32_t id = static_cast<uint32_t>(expressions_.size());
+    StatusOr<CronExpression> parsed = ParseCronExpression(text);
+    expressions_.push_back(parsed.ok() ? std::optional<CronExpression>(std::move(*parsed)) : std::nullopt);
+    expression_ids.emplace(std::move(text), id);
+    return id;
+  };
+  const auto intern_zone = [&](std::string_view field) {
+    std::string name = CopyUnescape(field);
+    const auto it = zone_ids.find(name);
+    if (it != zone_ids.end()) return it->second;
+    if (zones_.size() > UINT16_MAX)
+      throw std::runtime_error("jobs table: more than 65536 distinct time zones");
+    const uint16_t id = static_cast<uint16_t>(zones_.size());
+    StatusOr<const date::time_zone*> zone = LocateTimeZone(name);
+    zones_.push_back(zone.ok() ? *zone : nullptr);
+    zone_ids.emplace(std::move(name), id);
+    return id;
+  };
+
   const std::string sql = fmt::format(
       "COPY (SELECT id, shard, interval_minutes, offset_minutes, paused,"
       " floor(extract(epoch FROM start_at) * 1000)::bigint, floor(extract(epoch FROM end_at) * 1000)::bigint,"
-      " topic FROM jobs WHERE left(topic, {}) = {}) TO STDOUT",
+      " topic, cron_expr, time_zone FROM jobs WHERE left(topic, {}) = {}) TO STDOUT",
       topic_prefix.size(), SqlLiteral(topic_prefix));
   conn.CopyOut(sql, [&](std::string_view line) {
     const std::vector<std::string_view> f = SplitCopyRow(line);
-    if (f.size() != 8) throw std::runtime_error("jobs table: unexpected COPY row");
+    if (f.size() != 10) throw std::runtime_error("jobs table: unexpected COPY row");
     JobInfo job;
     job.shard = ParseNumber<int16_t>(f[1], "shard");
     job.interval = ParseNumber<int16_t>(f[2], "interval_minutes");
@@ -112,7 +141,22 @@ void TriggerExpectations::Load(PgConnection& conn, const std::string& topic_pref
     job.paused = f[4] == "t" ? 1 : 0;
     const std::optional<EpochMs> start_at = ParseOptionalMs(f[5]);
     const std::optional<EpochMs> end_at = ParseOptionalMs(f[6]);
-    if (job.interval <= 0) throw std::runtime_error("jobs table: interval_minutes must be positive");
+    if (f[8] != "\\N") {
+      // Judged by the calendar rule, whatever interval belfry stored it with.
+      job.cron = 1;
+      CronRef ref;
+      ref.job = static_cast<uint32_t>(jobs_.size());
+      ref.expression = intern_expression(f[8]);
+      ref.zone = f[9] == "\\N" ? intern_zone("UTC") : intern_zone(f[9]);
+      if (zones_[ref.zone] == nullptr) {
+        ++cron_unknown_zone_jobs_;
+      } else if (!expressions_[ref.expression]) {
+        ++cron_invalid_jobs_;
+      }
+      cron_.push_back(ref);
+    } else if (job.interval <= 0) {
+      throw std::runtime_error("jobs table: interval_minutes must be positive");
+    }
     if (start_at || end_at) {
       job.has_dates = 1;
       dates_[static_cast<uint32_t>(jobs_.size())] = Dates{start_at, end_at};
@@ -130,6 +174,7 @@ void TriggerExpectations::Load(PgConnection& conn, const std::string& topic_pref
 }
 
 void TriggerExpectations::Intern(std::string_view id) {
+  if (jobs_.size() >= UINT32_MAX - 1) throw std::runtime_error("jobs table: too many jobs");
   if (jobs_.size() * 2 >= index_.size()) {  // grow: rehash every id
     std::vector<uint32_t> bigger(index_.size() * 2, 0);
     const size_t mask = bigger.size() - 1;
@@ -159,27 +204,98 @@ int64_t TriggerExpectations::Find(std::string_view id) const {
   return -1;
 }
 
+void TriggerExpectations::DatesOf(size_t index, std::optional<EpochMs>* start_at,
+                                  std::optional<EpochMs>* end_at) const {
+  if (!jobs_[index].has_dates) return;
+  const Dates& d = dates_.at(static_cast<uint32_t>(index));
+  *start_at = d.start_at;
+  *end_at = d.end_at;
+}
+
 bool TriggerExpectations::DueAt(size_t index, int64_t minute, EpochMs slot_ms) const {
   const JobInfo& job = jobs_[index];
   std::optional<EpochMs> start_at;
   std::optional<EpochMs> end_at;
-  if (job.has_dates) {
-    const Dates& d = dates_.at(static_cast<uint32_t>(index));
-    start_at = d.start_at;
-    end_at = d.end_at;
-  }
+  DatesOf(index, &start_at, &end_at);
   return IsDueAtSlot(job.interval, job.offset, start_at, end_at, job.paused != 0, minute, slot_ms);
+}
+
+size_t TriggerExpectations::CronPosition(size_t index) const {
+  const auto it = std::lower_bound(cron_.begin(), cron_.end(), index,
+                                   [](const CronRef& ref, size_t job) { return ref.job < job; });
+  return static_cast<size_t>(it - cron_.begin());
+}
+
+void TriggerExpectations::ComputeCronDue() {
+  const size_t minutes = static_cast<size_t>(minutes_);
+  cron_due_.assign((cron_.size() * minutes + 63) / 64, 0);
+  if (minutes == 0 || cron_.empty()) return;
+  // By (expression, zone), so each distinct schedule's fires are worked out once per window.
+  std::vector<uint32_t> order(cron_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return std::pair(cron_[a].expression, cron_[a].zone) < std::pair(cron_[b].expression, cron_[b].zone);
+  });
+  std::vector<CalendarFire> fires;
+  for (size_t g = 0; g < order.size();) {
+    const CronRef& first = cron_[order[g]];
+    size_t end = g + 1;
+    while (end < order.size() && cron_[order[end]].expression == first.expression &&
+           cron_[order[end]].zone == first.zone) {
+      ++end;
+    }
+    const std::optional<CronExpression>& cron = expressions_[first.expression];
+    const date::time_zone* zone = zones_[first.zone];
+    fires.clear();
+    if (cron && zone != nullptr) {
+      fires = NextCalendarFires(*cron, zone, first_minute_ - 1, static_cast<int>(minutes),
+                                first_minute_ + minutes_);
+    }
+    for (; g < end && !fires.empty(); ++g) {
+      const size_t position = order[g];
+      const size_t index = cron_[position].job;
+      const JobInfo& job = jobs_[index];
+      if (job.paused) continue;
+      std::optional<EpochMs> start_at;
+      std::optional<EpochMs> end_at;
+      DatesOf(index, &start_at, &end_at);
+      for (const CalendarFire& fire : fires) {
+        const EpochMs slot = SlotMs(fire.utc_minute, job.shard, tick_ms_);
+        // Interval 1, offset 0: due in every minute, so this checks start/end at the slot alone.
+        if (slot < first_ms_ || slot > last_ms_ ||
+            !IsDueAtSlot(1, 0, start_at, end_at, false, fire.utc_minute, slot)) {
+          continue;
+        }
+        const uint64_t bit = position * minutes + static_cast<size_t>(fire.utc_minute - first_minute_);
+        cron_due_[bit / 64] |= uint64_t{1} << (bit % 64);
+      }
+    }
+    g = end;
+  }
 }
 
 template <typename Fn>
 void TriggerExpectations::ForEachDueSlot(size_t index, Fn fn) const {
   const JobInfo& job = jobs_[index];
-  if (job.paused) return;
+  if (job.paused || job.cron) return;
   const int64_t last_minute = first_minute_ + minutes_ - 1;
   for (int64_t m = first_minute_ + PositiveMod(job.offset - first_minute_, job.interval); m <= last_minute;
        m += job.interval) {
     const EpochMs slot = SlotMs(m, job.shard, tick_ms_);
     if (slot >= first_ms_ && slot <= last_ms_ && DueAt(index, m, slot)) fn(m, slot);
+  }
+}
+
+template <typename Fn>
+void TriggerExpectations::ForEachCronDueSlot(size_t position, Fn fn) const {
+  const size_t minutes = static_cast<size_t>(minutes_);
+  const int32_t shard = jobs_[cron_[position].job].shard;
+  for (size_t k = 0; k < minutes; ++k) {
+    const uint64_t bit = position * minutes + k;
+    if ((cron_due_[bit / 64] >> (bit % 64)) & 1) {
+      const int64_t minute = first_minute_ + static_cast<int64_t>(k);
+      fn(minute, SlotMs(minute, shard, tick_ms_));
+    }
   }
 }
 
@@ -192,6 +308,8 @@ void TriggerExpectations::SetWindow(EpochMs first_ms, EpochMs last_ms) {
   arrived_ = 0;
   expected_ = 0;
   for (size_t i = 0; i < jobs_.size(); ++i) ForEachDueSlot(i, [&](int64_t, EpochMs) { ++expected_; });
+  ComputeCronDue();
+  for (const uint64_t word : cron_due_) expected_ += std::popcount(word);
 }
 
 TriggerExpectations::Verdict TriggerExpectations::Record(std::string_view job_id, EpochMs scheduled_for_ms) {
@@ -201,7 +319,13 @@ TriggerExpectations::Verdict TriggerExpectations::Record(std::string_view job_id
   const JobInfo& job = jobs_[static_cast<size_t>(index)];
   const int64_t minute = EpochMinuteOf(scheduled_for_ms);
   if (scheduled_for_ms != SlotMs(minute, job.shard, tick_ms_)) return Verdict::kNotDue;
-  if (!DueAt(static_cast<size_t>(index), minute, scheduled_for_ms)) return Verdict::kNotDue;
+  if (job.cron) {
+    const uint64_t due_bit = CronPosition(static_cast<size_t>(index)) * static_cast<uint64_t>(minutes_) +
+                             static_cast<uint64_t>(minute - first_minute_);
+    if (((cron_due_[due_bit / 64] >> (due_bit % 64)) & 1) == 0) return Verdict::kNotDue;
+  } else if (!DueAt(static_cast<size_t>(index), minute, scheduled_for_ms)) {
+    return Verdict::kNotDue;
+  }
   const uint64_t bit = static_cast<uint64_t>(index) * static_cast<uint64_t>(minutes_) +
                        static_cast<uint64_t>(minute - first_minute_);
   uint64_t& word = seen_[bit / 64];
@@ -214,14 +338,20 @@ TriggerExpectations::Verdict TriggerExpectations::Record(std::string_view job_id
 
 int64_t TriggerExpectations::CountMissing(std::vector<MissingTrigger>* examples, size_t limit) const {
   int64_t missing = 0;
+  size_t cron_position = 0;  // cron_ is in job order
   for (size_t i = 0; i < jobs_.size(); ++i) {
-    ForEachDueSlot(i, [&](int64_t minute, EpochMs slot) {
+    const auto check = [&](int64_t minute, EpochMs slot) {
       const uint64_t bit = static_cast<uint64_t>(i) * static_cast<uint64_t>(minutes_) +
                            static_cast<uint64_t>(minute - first_minute_);
       if ((seen_[bit / 64] >> (bit % 64)) & 1) return;
       ++missing;
       if (examples != nullptr && examples->size() < limit) examples->push_back({std::string(IdOf(i)), slot});
-    });
+    };
+    if (jobs_[i].cron) {
+      ForEachCronDueSlot(cron_position++, check);
+    } else {
+      ForEachDueSlot(i, check);
+    }
   }
   return missing;
 }

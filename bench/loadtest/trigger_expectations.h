@@ -2,9 +2,17 @@
 // worked out from the jobs table by design.md's rule (slot(M, s) = M*60 s + s*tick; due iff
 // M mod interval = offset, start_at <= slot < end_at, not paused), and which of them arrived.
 //
+// A job with cron_expr set is judged by the calendar rule instead (core/calendar_schedule.h:
+// due in M iff NextCalendarFires/CronFiresAt say it fires at M in its zone, with the same slot,
+// start/end and paused rules), whether belfry stored it with cron_slots or as a fixed interval,
+// so the interval plan is checked against the calendar rule end to end. A cron job whose zone
+// this process does not know, or whose text no longer parses, is counted and never due.
+//
 // Memory is bounded by the job count, not the trigger count: ids are interned into one arena
 // with an open-addressing index (about 40 bytes per job in all), and arrivals are one bit per
-// (job, minute of the window).
+// (job, minute of the window). Cron expression texts and zones are interned (each text parsed
+// once); a cron job adds 12 bytes of indices, and its due minutes in the window one more bit per
+// (cron job, minute).
 #pragma once
 
 #include <cstdint>
@@ -15,7 +23,12 @@
 #include <vector>
 
 #include "belfry/clock.h"
+#include "core/cron_expression.h"
 #include "loadtest/pg_connection.h"
+
+namespace date {
+class time_zone;
+}
 
 namespace belfry::loadtest {
 
@@ -38,8 +51,9 @@ class TriggerExpectations final {
   // `topic_prefix`, streamed with COPY. Throws std::runtime_error.
   void Load(PgConnection& conn, const std::string& topic_prefix);
 
-  // Fixes the window of slot times [first_ms, last_ms], counts the expected pairs and clears
-  // the arrivals. REQUIRES: Load().
+  // Fixes the window of slot times [first_ms, last_ms], works out every cron job's fires in it
+  // (each distinct expression and zone once), counts the expected pairs and clears the
+  // arrivals. REQUIRES: Load().
   void SetWindow(EpochMs first_ms, EpochMs last_ms);
 
   // Judges one arrival. REQUIRES: SetWindow().
@@ -53,6 +67,12 @@ class TriggerExpectations final {
   size_t job_count() const { return jobs_.size(); }
   int64_t paused_jobs() const { return paused_jobs_; }
   int32_t shard_count() const { return shard_count_; }
+  // Jobs with cron_expr set, of which those whose zone this process's tz database does not know
+  // and those whose text does not parse (both never due); distinct expression texts.
+  int64_t cron_jobs() const { return static_cast<int64_t>(cron_.size()); }
+  int64_t cron_unknown_zone_jobs() const { return cron_unknown_zone_jobs_; }
+  int64_t cron_invalid_jobs() const { return cron_invalid_jobs_; }
+  size_t cron_expressions() const { return expressions_.size(); }
   int64_t tick_ms() const { return tick_ms_; }
   // Distinct topics of the loaded jobs, sorted.
   const std::vector<std::string>& topics() const { return topics_; }
@@ -61,11 +81,18 @@ class TriggerExpectations final {
 
  private:
   struct JobInfo {
-    int16_t interval = 1;
+    int16_t interval = 1;  // unused for cron jobs
     int16_t offset = 0;
     int16_t shard = 0;
     uint8_t paused = 0;
-    uint8_t has_dates = 0;
+    uint8_t has_dates : 1 = 0;
+    uint8_t cron : 1 = 0;  // judged by the calendar rule: its CronRef is in cron_
+  };
+  // A cron job's schedule, as indices into expressions_ and zones_.
+  struct CronRef {
+    uint32_t job = 0;
+    uint32_t expression = 0;
+    uint16_t zone = 0;
   };
   struct Dates {
     std::optional<EpochMs> start_at;
@@ -78,16 +105,31 @@ class TriggerExpectations final {
   std::string_view IdOf(size_t index) const {
     return std::string_view(arena_).substr(id_begin_[index], id_begin_[index + 1] - id_begin_[index]);
   }
+  // Dates of job `index` (none unless has_dates).
+  void DatesOf(size_t index, std::optional<EpochMs>* start_at, std::optional<EpochMs>* end_at) const;
+  // The interval rule. REQUIRES: !jobs_[index].cron.
   bool DueAt(size_t index, int64_t minute, EpochMs slot_ms) const;
-  // Calls fn(minute, slot_ms) for every window slot at which job `index` is due.
+  // Calls fn(minute, slot_ms) for every window slot at which interval job `index` is due.
   template <typename Fn>
   void ForEachDueSlot(size_t index, Fn fn) const;
+  // The same for the cron job cron_[position], from cron_due_.
+  template <typename Fn>
+  void ForEachCronDueSlot(size_t position, Fn fn) const;
+  // Position in cron_ of cron job `index`. REQUIRES: jobs_[index].cron.
+  size_t CronPosition(size_t index) const;
+  // Fills cron_due_ for the window.
+  void ComputeCronDue();
 
   std::string arena_;
   std::vector<uint64_t> id_begin_{0};  // jobs_.size() + 1 entries
   std::vector<uint32_t> index_;        // open addressing: job index + 1, 0 = empty
   std::vector<JobInfo> jobs_;
   std::unordered_map<uint32_t, Dates> dates_;
+  std::vector<CronRef> cron_;                               // ascending by job
+  std::vector<std::optional<CronExpression>> expressions_;  // nullopt: does not parse
+  std::vector<const date::time_zone*> zones_;               // nullptr: unknown zone
+  int64_t cron_unknown_zone_jobs_ = 0;
+  int64_t cron_invalid_jobs_ = 0;
   std::vector<std::string> topics_;
   int64_t paused_jobs_ = 0;
   int32_t shard_count_ = 120;
@@ -97,7 +139,8 @@ class TriggerExpectations final {
   EpochMs last_ms_ = -1;
   int64_t first_minute_ = 0;
   int64_t minutes_ = 0;
-  std::vector<uint64_t> seen_;  // bit (job * minutes_ + minute - first_minute_)
+  std::vector<uint64_t> seen_;      // bit (job * minutes_ + minute - first_minute_)
+  std::vector<uint64_t> cron_due_;  // bit (cron position * minutes_ + minute - first_minute_)
   int64_t expected_ = 0;
   int64_t arrived_ = 0;
 };
