@@ -33,14 +33,16 @@ CREATE TABLE cron_zones (
 );
 
 -- One row per (slot-planned cron job, code). key = zone id * 2048 + code, where code is the
--- local minute of the day (0..1439) for wall-time expressions or 1440 + the local minute of the
--- hour for real-time ones (hour field "*"). Day fields as bit masks (bit d = day-of-month d,
--- bit m = month m, bit w = weekday w, 0 = Sunday); day_or is Vixie cron's OR of the two day
--- fields. Written with its job by the command consumer, never by the trigger path.
+-- local minute of the hour (0..59) for wall-time expressions or 60 + the local minute of the
+-- hour for real-time ones (hour field "*"). Hour and day fields as bit masks (bit h = hour h,
+-- bit d = day-of-month d, bit m = month m, bit w = weekday w, 0 = Sunday); day_or is Vixie
+-- cron's OR of the two day fields. A job has at most 60 rows. Written with its job by the
+-- command consumer, never by the trigger path.
 CREATE TABLE cron_slots (
   shard      smallint NOT NULL,
   key        bigint   NOT NULL,
   job_id     text     NOT NULL,
+  hour_mask  int      NOT NULL,
   dom_mask   int      NOT NULL,
   month_mask int      NOT NULL,
   dow_mask   int      NOT NULL,

@@ -31,9 +31,10 @@ struct RetryBackoff {
 };
 
 // The cron_slots rows of a slot-planned calendar job: one per code (see
-// src/core/calendar_schedule.h), all with the same day masks.
+// src/core/calendar_schedule.h), all with the same hour and day masks.
 struct CalendarSlots {
   std::vector<int32_t> codes;
+  int32_t hour_mask = 0;   // bit h: hour h (0..23)
   int32_t dom_mask = 0;    // bit d: day-of-month d (1..31)
   int32_t month_mask = 0;  // bit m: month m (1..12)
   int32_t dow_mask = 0;    // bit w: weekday w (0 = Sunday)

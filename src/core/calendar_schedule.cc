@@ -165,6 +165,7 @@ CalendarTerm TermFor(int32_t zone_id, int32_t code, int64_t local, int64_t utc_m
   const LocalFields f = FieldsOf(local);
   CalendarTerm t;
   t.key = zone_id * kCronKeyStride + code;
+  t.hour_bit = Bit(static_cast<unsigned>(f.minute_of_day / 60));
   t.dom_bit = Bit(f.day);
   t.month_bit = Bit(f.month);
   t.dow_bit = Bit(f.weekday);
@@ -172,8 +173,8 @@ CalendarTerm TermFor(int32_t zone_id, int32_t code, int64_t local, int64_t utc_m
   return t;
 }
 
-int32_t WallCode(int64_t local) { return static_cast<int32_t>(local - FloorDiv(local, 1440) * 1440); }
-int32_t RealTimeCode(int64_t local) { return kCronRealTimeCodeBase + static_cast<int32_t>(((local % 60) + 60) % 60); }
+int32_t WallCode(int64_t local) { return static_cast<int32_t>(((local % 60) + 60) % 60); }
+int32_t RealTimeCode(int64_t local) { return kCronRealTimeCodeBase + WallCode(local); }
 
 // Whether the job fires at a minute already inspected, and with which mark.
 std::optional<CalendarFire::Mark> FireAt(const CronExpression& cron, const MinuteView& v, int64_t m) {
@@ -243,17 +244,11 @@ int32_t UtcOffsetMinutes(const date::time_zone* zone, int64_t utc_minute) {
 
 CalendarSlots CalendarSlotsFor(const CronExpression& cron) {
   CalendarSlots s;
-  if (cron.hour_star) {
-    for (int m = 0; m < 60; ++m) {
-      if (cron.minutes[m]) s.codes.push_back(kCronRealTimeCodeBase + m);
-    }
-  } else {
-    for (int h = 0; h < 24; ++h) {
-      if (!cron.hours[h]) continue;
-      for (int m = 0; m < 60; ++m) {
-        if (cron.minutes[m]) s.codes.push_back(h * 60 + m);
-      }
-    }
+  for (int m = 0; m < 60; ++m) {
+    if (cron.minutes[m]) s.codes.push_back((cron.hour_star ? kCronRealTimeCodeBase : 0) + m);
+  }
+  for (unsigned h = 0; h < 24; ++h) {
+    if (cron.hours[h]) s.hour_mask |= Bit(h);
   }
   for (unsigned d = 1; d <= 31; ++d) {
     if (cron.days_of_month[d]) s.dom_mask |= Bit(d);

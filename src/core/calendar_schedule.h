@@ -3,15 +3,15 @@
 // the operating system's (Howard Hinnant's date/tz, USE_OS_TZDB), read-only after it is loaded.
 //
 // How the tick query finds cron jobs without a write per fire (docs/calendar-schedules.md,
-// "Storage"): each cron job has one `cron_slots` row per local time-of-day it can match, keyed
-// by (zone id, code), where code is
-//   - the local minute of the day, 0..1439, for wall-time expressions, or
-//   - 1440 + the local minute of the hour, for real-time expressions (hour field "*"),
-// with the job's day fields as bit masks. For each UTC minute a node computes, per zone, the
-// keys that minute stands for (CalendarTermsForMinute): one real-time key, and one wall key (or
-// none in a repeated hour, or all the skipped ones after a spring-forward gap), each with the
-// local date's day bits. The store probes cron_slots with those keys. No row depends on the
-// zone's offset, so a DST transition rewrites nothing.
+// "How the tick finds calendar jobs"): each cron job has one `cron_slots` row per local minute of
+// the hour it can match, keyed by (zone id, code), where code is
+//   - the local minute of the hour, 0..59, for wall-time expressions, or
+//   - 60 + the local minute of the hour, for real-time expressions (hour field "*"),
+// with the job's hour and day fields as bit masks. For each UTC minute a node computes, per zone,
+// the keys that minute stands for (AppendCalendarTerms): one real-time key, and one wall key (or
+// none in a repeated hour, or all the skipped ones after a spring-forward gap), each with the bits
+// of its local hour and date. The store probes cron_slots with those keys and tests the masks. No
+// row depends on the zone's offset, so a DST transition rewrites nothing.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +33,7 @@ namespace belfry {
 
 // Key layout of cron_slots.key: zone_id * kCronKeyStride + code.
 constexpr int64_t kCronKeyStride = 2048;
-constexpr int32_t kCronRealTimeCodeBase = 1440;
+constexpr int32_t kCronRealTimeCodeBase = 60;
 
 // A zone by name from the system tz database. Unknown names give invalid_time_zone, with a
 // message naming the zone. The pointer stays valid for the life of the process.
@@ -45,15 +45,17 @@ std::string TzdataVersion();
 // The UTC offset in whole minutes (floored) at `utc_minute`.
 int32_t UtcOffsetMinutes(const date::time_zone* zone, int64_t utc_minute);
 
-// The cron_slots rows of a job: the codes it can fire at and its day masks (bit d of dom_mask
-// for day-of-month d, bit m of month_mask for month m, bit w of dow_mask for weekday w, 0 =
-// Sunday; day_or = neither day field is a star, Vixie's OR rule).
+// The cron_slots rows of a job: the codes it can fire at and its masks (bit h of hour_mask for
+// hour h, bit d of dom_mask for day-of-month d, bit m of month_mask for month m, bit w of
+// dow_mask for weekday w, 0 = Sunday; day_or = neither day field is a star, Vixie's OR rule).
 CalendarSlots CalendarSlotsFor(const CronExpression& cron);
 
-// One probe of cron_slots: a key and the day bits of the local date it stands for (1 << day,
-// 1 << month, 1 << weekday). `minute` is the UTC minute it belongs to (range queries).
+// One probe of cron_slots: a key and the bits of the local hour and date it stands for
+// (1 << hour, 1 << day, 1 << month, 1 << weekday). `minute` is the UTC minute it belongs to
+// (range queries).
 struct CalendarTerm {
   int64_t key = 0;
+  int32_t hour_bit = 0;
   int32_t dom_bit = 0;
   int32_t month_bit = 0;
   int32_t dow_bit = 0;

@@ -124,7 +124,7 @@ namespace {
 
 // The four (or, for a range, five) array parameters of the cron statements.
 struct TermArrays {
-  std::string keys = "{", dom = "{", month = "{", dow = "{", minutes = "{";
+  std::string keys = "{", hour = "{", dom = "{", month = "{", dow = "{", minutes = "{";
 };
 
 TermArrays CalendarTermArrays(const std::vector<ZoneEntry>& zones, const DueQuery& q) {
@@ -133,15 +133,16 @@ TermArrays CalendarTermArrays(const std::vector<ZoneEntry>& zones, const DueQuer
   TermArrays a;
   for (size_t i = 0; i < terms.size(); ++i) {
     if (i > 0) {
-      for (std::string* s : {&a.keys, &a.dom, &a.month, &a.dow, &a.minutes}) s->push_back(',');
+      for (std::string* s : {&a.keys, &a.hour, &a.dom, &a.month, &a.dow, &a.minutes}) s->push_back(',');
     }
     AppendInt(&a.keys, terms[i].key);
+    AppendInt(&a.hour, terms[i].hour_bit);
     AppendInt(&a.dom, terms[i].dom_bit);
     AppendInt(&a.month, terms[i].month_bit);
     AppendInt(&a.dow, terms[i].dow_bit);
     AppendInt(&a.minutes, terms[i].minute);
   }
-  for (std::string* s : {&a.keys, &a.dom, &a.month, &a.dow, &a.minutes}) s->push_back('}');
+  for (std::string* s : {&a.keys, &a.hour, &a.dom, &a.month, &a.dow, &a.minutes}) s->push_back('}');
   return a;
 }
 
@@ -181,7 +182,7 @@ Status PgDueQueryStream::ForEachDueJob(const DueQuery& q, const std::function<vo
   const int64_t slot_offset_ms = static_cast<int64_t>(q.shard) * q.tick_ms;
   const std::string shard = IntText(q.shard);
   std::string params[3];
-  const char* values[10] = {shard.c_str(), phases->c_str()};
+  const char* values[11] = {shard.c_str(), phases->c_str()};
   int n_params = 3;
   if (!range) {
     params[0] = IntText(q.last_minute * 60'000 + slot_offset_ms);
@@ -207,7 +208,9 @@ Status PgDueQueryStream::ForEachDueJob(const DueQuery& q, const std::function<vo
     TermArrays terms;
     if (status.ok() && any_zone) {
       terms = CalendarTermArrays(zones_, q);
-      for (const std::string* s : {&terms.keys, &terms.dom, &terms.month, &terms.dow}) values[n_params++] = s->c_str();
+      for (const std::string* s : {&terms.keys, &terms.hour, &terms.dom, &terms.month, &terms.dow}) {
+        values[n_params++] = s->c_str();
+      }
       if (range) values[n_params++] = terms.minutes.c_str();
     }
     if (!status.ok()) {

@@ -131,12 +131,13 @@ StageRow UpsertStageRow(const JobAction& a) {
   if (s.calendar_slots()) {
     const CalendarSlots& slots = s.calendar->slots;
     row.Set(c++, IntArrayLiteral(slots.codes));
+    row.SetInt(c++, slots.hour_mask);
     row.SetInt(c++, slots.dom_mask);
     row.SetInt(c++, slots.month_mask);
     row.SetInt(c++, slots.dow_mask);
     row.SetBool(c++, slots.day_or);
   } else {
-    for (int i = 0; i < 5; ++i) row.SetOptionalInt(c++, std::nullopt);
+    for (int i = 0; i < 6; ++i) row.SetOptionalInt(c++, std::nullopt);
   }
   return row;
 }
@@ -435,8 +436,8 @@ StatusOr<PgJobStore::ReplanReport> PgJobStore::ReplanCalendarJobs(const std::str
       if (spec.calendar_slots()) {
         const CalendarSlots& slots = spec.calendar->slots;
         txn.exec_prepared(q::kRegisterZoneName, zone);
-        txn.exec_prepared(q::kInsertJobSlotsName, spec.shard, spec.id, IntArrayLiteral(slots.codes), slots.dom_mask,
-                          slots.month_mask, slots.dow_mask, slots.day_or, zone);
+        txn.exec_prepared(q::kInsertJobSlotsName, spec.shard, spec.id, IntArrayLiteral(slots.codes), slots.hour_mask,
+                          slots.dom_mask, slots.month_mask, slots.dow_mask, slots.day_or, zone);
       }
     }
     txn.exec_prepared(q::kSetTzdataVersionName, tzdata_version);

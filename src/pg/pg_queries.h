@@ -73,18 +73,20 @@ inline constexpr const char kExplainDueJobsLowSql[] =
 
 // ---- The same with calendar (cron) jobs: used once cron_zones has a zone. ----------------------
 // The interval statement above, UNION ALL the cron jobs of the shard-minute: $4 keys (bigint[]),
-// $5 / $6 / $7 the day bits of each key's local date (1 << day-of-month, 1 << month,
-// 1 << weekday), from AppendCalendarTerms (src/core/calendar_schedule.h). Each key is one probe
+// $5 / $6 / $7 / $8 the bits of each key's local hour and date (1 << hour, 1 << day-of-month,
+// 1 << month, 1 << weekday), from AppendCalendarTerms (src/core/calendar_schedule.h). Each key is one probe
 // of cron_slots' primary key (shard, key, ...); a job that several keys find (the skipped local
 // times of a spring-forward gap) fires once (DISTINCT). Its row is then read by primary key.
 #define BELFRY_CRON_DAY_MATCH                                                        \
-  "(s.month_mask & k.month_bit) <> 0 AND CASE WHEN s.day_or"                         \
+  "(s.hour_mask & k.hour_bit) <> 0 AND (s.month_mask & k.month_bit) <> 0"            \
+  " AND CASE WHEN s.day_or"                                                          \
   " THEN ((s.dom_mask & k.dom_bit) <> 0 OR (s.dow_mask & k.dow_bit) <> 0)"           \
   " ELSE ((s.dom_mask & k.dom_bit) <> 0 AND (s.dow_mask & k.dow_bit) <> 0) END"
 #define BELFRY_CRON_DUE_SELECT(priority_cond)                                                                  \
   "SELECT j.id, j.topic, j.key, j.details, j.interval_minutes, j.scheduled_for_ms, j.priority "                 \
   "FROM (SELECT DISTINCT s.job_id"                                                                             \
-  "  FROM unnest($4::bigint[], $5::int[], $6::int[], $7::int[]) AS k(key, dom_bit, month_bit, dow_bit)"         \
+  "  FROM unnest($4::bigint[], $5::int[], $6::int[], $7::int[], $8::int[])"                                   \
+  "    AS k(key, hour_bit, dom_bit, month_bit, dow_bit)"                                                        \
   "  JOIN cron_slots AS s ON s.shard = $1::smallint AND s.key = k.key"                                         \
   "  WHERE " BELFRY_CRON_DAY_MATCH ") AS c "                                                                    \
   "JOIN jobs AS j ON j.shard = $1::smallint AND j.id = c.job_id "                                              \
@@ -160,8 +162,8 @@ inline constexpr DueCursor kDueJobsRangeCursor = {
     BELFRY_DUE_RANGE_SELECT ") AS r ORDER BY priority DESC",
     BELFRY_DUE_FETCH "belfry_due_range"};
 
-// The same with cron jobs: $6 keys, $7 / $8 / $9 day bits, $10 the UTC minute of each key (all
-// the minutes of [$3, $4], from AppendCalendarTerms). Each cron job due at least once comes
+// The same with cron jobs: $6 keys, $7 / $8 / $9 / $10 hour and day bits, $11 the UTC minute of
+// each key (all the minutes of [$3, $4], from AppendCalendarTerms). Each cron job due at least once comes
 // back once, at its latest minute whose slot is within start_at / end_at.
 inline constexpr DueCursor kDueJobsRangeWithCronCursor = {
     "DECLARE belfry_due_range NO SCROLL CURSOR FOR "
@@ -171,8 +173,8 @@ inline constexpr DueCursor kDueJobsRangeWithCronCursor = {
     "  SELECT DISTINCT ON (j.id) j.id, j.topic, j.key, j.details, j.interval_minutes, j.scheduled_for_ms,"
     "    c.minute AS due_minute, j.priority"
     "  FROM (SELECT s.job_id, k.minute"
-    "    FROM unnest($6::bigint[], $7::int[], $8::int[], $9::int[], $10::bigint[])"
-    "      AS k(key, dom_bit, month_bit, dow_bit, minute)"
+    "    FROM unnest($6::bigint[], $7::int[], $8::int[], $9::int[], $10::int[], $11::bigint[])"
+    "      AS k(key, hour_bit, dom_bit, month_bit, dow_bit, minute)"
     "    JOIN cron_slots AS s ON s.shard = $1::smallint AND s.key = k.key"
     "    WHERE " BELFRY_CRON_DAY_MATCH ") AS c"
     "  JOIN jobs AS j ON j.shard = $1::smallint AND j.id = c.job_id"
@@ -216,7 +218,7 @@ inline constexpr const char* kUpsertStageColumns[] = {
     "details", "start_ms", "end_ms", "priority", "paused", "replace_fresh", "src_partition",
     "src_offset", "run_at_ms", "run_minute", "late_limit", "scheduled_for_ms", "max_retries",
     "retry_initial_ms", "retry_multiplier", "retry_max_ms", "cron_expr", "time_zone", "cron_codes",
-    "dom_mask", "month_mask", "dow_mask", "day_or"};
+    "hour_mask", "dom_mask", "month_mask", "dow_mask", "day_or"};
 // clang-format on
 inline constexpr const char kCreateUpsertStageSql[] =
     "CREATE TEMPORARY TABLE belfry_upsert_stage (id text, shard smallint, interval_minutes int,"
@@ -225,7 +227,8 @@ inline constexpr const char kCreateUpsertStageSql[] =
     " src_partition int, src_offset bigint, run_at_ms bigint, run_minute bigint, late_limit bigint,"
     " scheduled_for_ms bigint, max_retries int, retry_initial_ms bigint,"
     " retry_multiplier double precision, retry_max_ms bigint, cron_expr text, time_zone text,"
-    " cron_codes int[], dom_mask int, month_mask int, dow_mask int, day_or boolean) ON COMMIT DELETE ROWS";
+    " cron_codes int[], hour_mask int, dom_mask int, month_mask int, dow_mask int, day_or boolean)"
+    " ON COMMIT DELETE ROWS";
 
 // Run (SET LOCAL: this transaction only) before the staged statements. The staging table's row
 // count is known to the planner (json_to_recordset's was a fixed guess of 100), and for a batch
@@ -338,8 +341,9 @@ inline constexpr const char kDeleteStagedSlotsSql[] =
     " AND j.src_partition = a.src_partition AND j.src_offset = a.src_offset";
 inline constexpr const char kInsertStagedSlotsName[] = "belfry_insert_staged_slots";
 inline constexpr const char kInsertStagedSlotsSql[] =
-    "INSERT INTO cron_slots (shard, key, job_id, dom_mask, month_mask, dow_mask, day_or) "
-    "SELECT a.shard, z.id::bigint * 2048 + c.code, a.id, a.dom_mask, a.month_mask, a.dow_mask, a.day_or "
+    "INSERT INTO cron_slots (shard, key, job_id, hour_mask, dom_mask, month_mask, dow_mask, day_or) "
+    "SELECT a.shard, z.id::bigint * 2048 + c.code, a.id, a.hour_mask, a.dom_mask, a.month_mask, a.dow_mask,"
+    " a.day_or "
     "FROM belfry_upsert_stage AS a"
     " JOIN jobs AS j ON j.shard = a.shard AND j.id = a.id"
     "  AND j.src_partition = a.src_partition AND j.src_offset = a.src_offset"
@@ -406,12 +410,12 @@ inline constexpr const char kRegisterZoneName[] = "belfry_register_zone";
 inline constexpr const char kRegisterZoneSql[] =
     "INSERT INTO cron_zones (name) SELECT $1 WHERE NOT EXISTS (SELECT 1 FROM cron_zones WHERE name = $1) "
     "ON CONFLICT (name) DO NOTHING";
-// $1 shard, $2 id, $3 codes int[], $4 dom, $5 month, $6 dow masks, $7 day_or, $8 zone.
+// $1 shard, $2 id, $3 codes int[], $4 hour, $5 dom, $6 month, $7 dow masks, $8 day_or, $9 zone.
 inline constexpr const char kInsertJobSlotsName[] = "belfry_insert_job_slots";
 inline constexpr const char kInsertJobSlotsSql[] =
-    "INSERT INTO cron_slots (shard, key, job_id, dom_mask, month_mask, dow_mask, day_or) "
-    "SELECT $1::smallint, z.id::bigint * 2048 + c.code, $2, $4::int, $5::int, $6::int, $7::boolean "
-    "FROM cron_zones AS z CROSS JOIN unnest($3::int[]) AS c(code) WHERE z.name = $8 "
+    "INSERT INTO cron_slots (shard, key, job_id, hour_mask, dom_mask, month_mask, dow_mask, day_or) "
+    "SELECT $1::smallint, z.id::bigint * 2048 + c.code, $2, $4::int, $5::int, $6::int, $7::int, $8::boolean "
+    "FROM cron_zones AS z CROSS JOIN unnest($3::int[]) AS c(code) WHERE z.name = $9 "
     "ON CONFLICT DO NOTHING";
 
 // ---- Reads (src/pg/pg_job_store.cc). ----------------------------------------------------------

@@ -145,14 +145,17 @@ TEST(CalendarScheduleTest, FixedIntervalsInFixedZonesBecomeIntervalJobs) {
 }
 
 // The tick query's rule, evaluated here over plain values: a job fires at a minute iff some term
-// of the minute has one of its codes as key and passes its day masks.
+// of the minute has one of its codes as key and passes its hour and day masks.
 bool TermsFind(const CalendarSlots& slots, int32_t zone_id, const std::vector<CalendarTerm>& terms) {
   for (const CalendarTerm& t : terms) {
     const int64_t code = t.key - zone_id * kCronKeyStride;
     if (t.key / kCronKeyStride != zone_id) continue;
     if (std::find(slots.codes.begin(), slots.codes.end(), code) == slots.codes.end()) continue;
     const bool dom = (slots.dom_mask & t.dom_bit) != 0, dow = (slots.dow_mask & t.dow_bit) != 0;
-    if ((slots.month_mask & t.month_bit) != 0 && (slots.day_or ? (dom || dow) : (dom && dow))) return true;
+    if ((slots.hour_mask & t.hour_bit) != 0 && (slots.month_mask & t.month_bit) != 0 &&
+        (slots.day_or ? (dom || dow) : (dom && dow))) {
+      return true;
+    }
   }
   return false;
 }

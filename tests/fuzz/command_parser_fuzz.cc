@@ -68,7 +68,8 @@ void CheckAccepted(const RawCommand& raw, const Command& command) {
   if (spec.calendar_slots()) {  // a cron job found through cron_slots: no interval of its own
     Check(spec.interval_minutes == 0 && spec.offset_minutes == 0);
     Check(!spec.calendar->slots.codes.empty());
-    for (int32_t code : spec.calendar->slots.codes) Check(code >= 0 && code < 1500);
+    for (int32_t code : spec.calendar->slots.codes) Check(code >= 0 && code < 120);
+    Check(spec.calendar->slots.hour_mask != 0 && spec.calendar->slots.codes.size() <= 60);
     const belfry::StatusOr<belfry::CronExpression> again = belfry::ParseCronExpression(spec.calendar->cron);
     Check(again.ok() && again->normalized == spec.calendar->cron);
     Check(belfry::LocateTimeZone(spec.calendar->time_zone).ok());

@@ -99,12 +99,12 @@ TEST_F(CronPgTest, SlotsFollowTheJobThroughUpsertsReplaysAndDeletes) {
   EXPECT_EQ(Slots("c2"), 0);
   EXPECT_EQ(db_->Exec("SELECT interval_minutes FROM jobs WHERE id = 'c2'")[0][0].as<int>(), 15);
   // Changing the expression replaces the slots.
-  ASSERT_TRUE(store_->ApplyActions({CronUpsert("c1", "15 8,12,18 * * *", "Europe/Berlin", 12, 0, s1)}).ok());
-  EXPECT_EQ(Slots("c1"), 3);
+  ASSERT_TRUE(store_->ApplyActions({CronUpsert("c1", "15,45 8,12,18 * * *", "Europe/Berlin", 12, 0, s1)}).ok());
+  EXPECT_EQ(Slots("c1"), 2);  // minutes 15 and 45 of the hours in its hour mask
   // A replayed older command changes nothing, slots included.
   ASSERT_TRUE(store_->ApplyActions({CronUpsert("c1", "* * * * *", "Europe/Berlin", 10, 0, s1)}).ok());
-  EXPECT_EQ(Slots("c1"), 3);
-  EXPECT_EQ(db_->Exec("SELECT cron_expr FROM jobs WHERE id = 'c1'")[0][0].as<std::string>(), "15 8,12,18 * * *");
+  EXPECT_EQ(Slots("c1"), 2);
+  EXPECT_EQ(db_->Exec("SELECT cron_expr FROM jobs WHERE id = 'c1'")[0][0].as<std::string>(), "15,45 8,12,18 * * *");
   // Becoming an interval job drops them; becoming a cron job again brings them back.
   ASSERT_TRUE(store_->ApplyActions({IntervalUpsert("c1", 5, 1, 13, 0, s1)}).ok());
   EXPECT_EQ(Slots("c1"), 0);
