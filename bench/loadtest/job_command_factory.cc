@@ -71,6 +71,7 @@ bool JobCommandFactory::IsCron(uint64_t n) const {
 }
 
 std::string_view JobCommandFactory::CronZone(uint64_t n) const {
+  if (!spec_.cron_zone.empty()) return spec_.cron_zone;
   const uint64_t zones = static_cast<uint64_t>(
       std::clamp<int32_t>(spec_.cron_zones, 1, static_cast<int32_t>(kCronZones.size())));
   return kCronZones[Mix64(n ^ kZoneSalt) % zones];

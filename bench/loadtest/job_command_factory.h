@@ -61,6 +61,9 @@ struct JobCommandSpec {
   double cron_fraction = 0;
   // Cron jobs use the first `cron_zones` of kCronZones. REQUIRES: 1..kCronZones.size().
   int32_t cron_zones = 20;
+  // Non-empty: every cron job is in this one zone instead (e.g. a whole fleet in one zone, to
+  // measure the transition that moves all of it).
+  std::string cron_zone;
 };
 
 // The cron expressions, a realistic mix drawn per job (minutes M, hours H, day D uniform):

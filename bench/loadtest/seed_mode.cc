@@ -33,6 +33,7 @@ struct SeedOptions {
   std::string offsets = "random";
   double cron_fraction = 0;
   int32_t cron_zones = static_cast<int32_t>(kCronZones.size());
+  std::string cron_zone;  // non-empty: every cron job in this zone
   std::string timeout = "10m";
   bool no_wait = false;
   uint64_t seed = 1;
@@ -59,6 +60,7 @@ int RunSeed(const CommonOptions& common, const SeedOptions& options) {
   spec.mix = IntervalMix::Parse(options.mix);
   spec.cron_fraction = options.cron_fraction;
   spec.cron_zones = options.cron_zones;
+  spec.cron_zone = options.cron_zone;
   const JobCommandFactory factory(spec);
   int64_t cron_jobs = 0;
   for (int64_t i = 0; i < options.jobs && options.cron_fraction > 0; ++i) {
@@ -153,8 +155,12 @@ int RunSeed(const CommonOptions& common, const SeedOptions& options) {
   j["cron_fraction"] = options.cron_fraction;
   if (cron_jobs > 0) {
     j["cron_zones"] = nlohmann::ordered_json::array();
-    for (int32_t z = 0; z < options.cron_zones; ++z)
-      j["cron_zones"].push_back(kCronZones[static_cast<size_t>(z)]);
+    if (!options.cron_zone.empty()) {
+      j["cron_zones"].push_back(options.cron_zone);
+    } else {
+      for (int32_t z = 0; z < options.cron_zones; ++z)
+        j["cron_zones"].push_back(kCronZones[static_cast<size_t>(z)]);
+    }
   }
   j["cron_jobs"] = cron_jobs;
   j["published"] = published->Get();
@@ -226,6 +232,8 @@ void RegisterSeedMode(CLI::App& app, CommonOptions* common, ModeRunner* run) {
                   "cron jobs use the first N zones of the harness's list")
       ->capture_default_str()
       ->check(CLI::Range(1, static_cast<int32_t>(kCronZones.size())));
+  sub->add_option("--cron-zone", options->cron_zone,
+                  "put every cron job in this one IANA zone instead of the list (overrides --cron-zones)");
   sub->add_option("--timeout", options->timeout, "how long to wait for outcomes after publishing")
       ->capture_default_str();
   sub->add_flag("--no-wait", options->no_wait, "publish only; do not wait for outcomes");
