@@ -60,7 +60,8 @@ using FooterRules = std::optional<Posix::time_zone>;
 FooterRules ReadFooterRules(const std::string& zone_name) {
   std::ifstream file("/usr/share/zoneinfo/" + zone_name, std::ios::binary);
   const std::string data((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (data.size() < 6 || data.compare(0, 4, "TZif") != 0 || data[4] < '2' || data.back() != '\n') return std::nullopt;
+  if (data.size() < 6 || data.compare(0, 4, "TZif") != 0 || data[4] < '2' || data.back() != '\n')
+    return std::nullopt;
   const size_t start = data.rfind('\n', data.size() - 2);
   if (start == std::string::npos) return std::nullopt;
   const std::string footer = data.substr(start + 1, data.size() - start - 2);
@@ -97,9 +98,9 @@ date::sys_info ZoneInfo(const date::time_zone* zone, date::sys_seconds t) {
 
 // A UTC minute seen in a zone.
 struct MinuteView {
-  int64_t local = 0;        // wall time of this minute, minutes since 1970-01-01T00:00 local
-  int64_t prev_local = 0;   // wall time of the minute before
-  bool repeated = false;    // this wall time already happened (a fall-back repeat)
+  int64_t local = 0;       // wall time of this minute, minutes since 1970-01-01T00:00 local
+  int64_t prev_local = 0;  // wall time of the minute before
+  bool repeated = false;   // this wall time already happened (a fall-back repeat)
   // Wall times [first_of_repeat_from, regime_end - 1] (UTC minutes) happen again after the next
   // transition; kFarMinute when the next transition repeats nothing.
   int64_t repeats_later_from = kFarMinute;
@@ -190,7 +191,8 @@ std::optional<CalendarFire::Mark> FireAt(const CronExpression& cron, const Minut
       if (!here) return std::nullopt;
       return CalendarFire::Mark::kNone;
     }
-    return skipped + (here ? 1 : 0) > 1 ? CalendarFire::Mark::kMergedInGap : CalendarFire::Mark::kMovedFromGap;
+    return skipped + (here ? 1 : 0) > 1 ? CalendarFire::Mark::kMergedInGap
+                                        : CalendarFire::Mark::kMovedFromGap;
   }
   if (v.repeated || !Matches(cron, v.local)) return std::nullopt;
   return m >= v.repeats_later_from ? CalendarFire::Mark::kFirstOfRepeated : CalendarFire::Mark::kNone;
@@ -204,7 +206,9 @@ bool EveryDayMatches(const CronExpression& cron) {
   return all_months && (day_or ? (all_dom || all_dow) : (all_dom && all_dow));
 }
 
-Status Reject(std::string reason, std::string message) { return Status::Invalid(std::move(reason), std::move(message)); }
+Status Reject(std::string reason, std::string message) {
+  return Status::Invalid(std::move(reason), std::move(message));
+}
 
 }  // namespace
 
@@ -263,12 +267,14 @@ CalendarSlots CalendarSlotsFor(const CronExpression& cron) {
   return s;
 }
 
-void AppendCalendarTerms(const std::vector<ZoneEntry>& zones, int64_t utc_minute, std::vector<CalendarTerm>* out) {
+void AppendCalendarTerms(const std::vector<ZoneEntry>& zones, int64_t utc_minute,
+                         std::vector<CalendarTerm>* out) {
   for (const ZoneEntry& z : zones) {
     const MinuteView v = Inspect(z.zone, utc_minute);
     out->push_back(TermFor(z.id, RealTimeCode(v.local), v.local, utc_minute));
     if (v.local - v.prev_local > 1) {
-      for (int64_t l = v.prev_local + 1; l <= v.local; ++l) out->push_back(TermFor(z.id, WallCode(l), l, utc_minute));
+      for (int64_t l = v.prev_local + 1; l <= v.local; ++l)
+        out->push_back(TermFor(z.id, WallCode(l), l, utc_minute));
     } else if (!v.repeated) {
       out->push_back(TermFor(z.id, WallCode(v.local), v.local, utc_minute));
     }
@@ -363,14 +369,15 @@ Status PlanCalendarJob(std::string_view cron_text, std::string_view zone_name, E
                   fmt::format("cron \"{}\" names no date that exists (day-of-month and month never meet)",
                               cron->normalized));
   }
-  const int64_t from = std::max(EpochMinuteOf(now), spec->start_at ? EpochMinuteOf(*spec->start_at) : INT64_MIN);
+  const int64_t from =
+      std::max(EpochMinuteOf(now), spec->start_at ? EpochMinuteOf(*spec->start_at) : INT64_MIN);
   if (spec->end_at) {
     const int64_t before = EpochMinuteOf(*spec->end_at) + 1;
     if (NextCalendarFires(*cron, *zone, from - 1, 1, before).empty()) {
-      return Reject("cron_never_fires",
-                    fmt::format("cron \"{}\" in {} has no fire time between {} and endDateTime {}",
-                                cron->normalized, zone_name, FormatIsoTime(from * kMsPerMinute),
-                                FormatIsoTime(*spec->end_at)));
+      return Reject(
+          "cron_never_fires",
+          fmt::format("cron \"{}\" in {} has no fire time between {} and endDateTime {}", cron->normalized,
+                      zone_name, FormatIsoTime(from * kMsPerMinute), FormatIsoTime(*spec->end_at)));
     }
   }
   CalendarSpec cal;
@@ -390,14 +397,16 @@ Status PlanCalendarJob(std::string_view cron_text, std::string_view zone_name, E
   return Status::Ok();
 }
 
-std::vector<CalendarFire> NextCalendarJobFires(const JobSpec& spec, int64_t tick_ms, EpochMs after_ms, int n) {
+std::vector<CalendarFire> NextCalendarJobFires(const JobSpec& spec, int64_t tick_ms, EpochMs after_ms,
+                                               int n) {
   if (!spec.calendar) return {};
   StatusOr<CronExpression> cron = ParseCronExpression(spec.calendar->cron);
   if (!cron.ok()) return {};
   StatusOr<const date::time_zone*> zone = LocateTimeZone(spec.calendar->time_zone);
   if (!zone.ok()) return {};
   int64_t after = LastSlotMinuteAtOrBefore(after_ms, spec.shard, tick_ms);
-  if (spec.start_at) after = std::max(after, LastSlotMinuteAtOrBefore(*spec.start_at - 1, spec.shard, tick_ms));
+  if (spec.start_at)
+    after = std::max(after, LastSlotMinuteAtOrBefore(*spec.start_at - 1, spec.shard, tick_ms));
   const int64_t before =
       spec.end_at ? LastSlotMinuteAtOrBefore(*spec.end_at - 1, spec.shard, tick_ms) + 1 : INT64_MAX / 2;
   return NextCalendarFires(*cron, *zone, after, n, before);
@@ -410,7 +419,8 @@ std::string FormatLocalTime(int64_t local_minute, int32_t utc_offset_minutes) {
   const int32_t abs_offset = utc_offset_minutes < 0 ? -utc_offset_minutes : utc_offset_minutes;
   return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:00{}{:02}:{:02}", static_cast<int>(ymd.year()),
                      static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()), minute_of_day / 60,
-                     minute_of_day % 60, utc_offset_minutes < 0 ? '-' : '+', abs_offset / 60, abs_offset % 60);
+                     minute_of_day % 60, utc_offset_minutes < 0 ? '-' : '+', abs_offset / 60,
+                     abs_offset % 60);
 }
 
 std::string EncodeNextFires(const JobSpec& spec, bool paused, int64_t tick_ms, EpochMs now, int n) {

@@ -68,7 +68,8 @@ struct ZoneEntry {
 };
 
 // Appends the terms of UTC minute `utc_minute` for every zone (docs/calendar-schedules.md).
-void AppendCalendarTerms(const std::vector<ZoneEntry>& zones, int64_t utc_minute, std::vector<CalendarTerm>* out);
+void AppendCalendarTerms(const std::vector<ZoneEntry>& zones, int64_t utc_minute,
+                         std::vector<CalendarTerm>* out);
 
 // True iff a job with this expression in this zone fires at `utc_minute` (start/end and paused
 // not considered). The reference rule; the tick query's terms agree with it by construction and

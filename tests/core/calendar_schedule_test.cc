@@ -31,7 +31,8 @@ const date::time_zone* Zone(const char* name) {
 // Fires in [from, to) as ISO strings with their marks ("2026-03-08T07:00:00.000Z moved_from_gap").
 std::vector<std::string> Fires(const char* cron, const char* zone, const char* from, const char* to) {
   std::vector<std::string> out;
-  for (const CalendarFire& f : NextCalendarFires(Cron(cron), Zone(zone), Minute(from) - 1, 1000, Minute(to))) {
+  for (const CalendarFire& f :
+       NextCalendarFires(Cron(cron), Zone(zone), Minute(from) - 1, 1000, Minute(to))) {
     std::string s = FormatIsoTime(f.utc_minute * kMsPerMinute);
     if (f.mark != CalendarFire::Mark::kNone) s += std::string(" ") + CalendarMarkName(f.mark);
     out.push_back(s);
@@ -43,8 +44,9 @@ using V = std::vector<std::string>;
 
 TEST(CalendarScheduleTest, WallTimeInASpringForwardGapFiresOnceAtTheFirstMinuteAfterIt) {
   // America/New_York, 2026-03-08: 02:00 EST becomes 03:00 EDT at 07:00Z.
-  EXPECT_EQ(Fires("30 2 * * *", "America/New_York", "2026-03-07T00:00:00Z", "2026-03-10T00:00:00Z"),
-            (V{"2026-03-07T07:30:00.000Z", "2026-03-08T07:00:00.000Z moved_from_gap", "2026-03-09T06:30:00.000Z"}));
+  EXPECT_EQ(
+      Fires("30 2 * * *", "America/New_York", "2026-03-07T00:00:00Z", "2026-03-10T00:00:00Z"),
+      (V{"2026-03-07T07:30:00.000Z", "2026-03-08T07:00:00.000Z moved_from_gap", "2026-03-09T06:30:00.000Z"}));
   // Two matching times in the gap, and 03:00 itself: one fire.
   EXPECT_EQ(Fires("0,30 2,3 * * *", "America/New_York", "2026-03-08T00:00:00Z", "2026-03-08T12:00:00Z"),
             (V{"2026-03-08T07:00:00.000Z merged_in_gap", "2026-03-08T07:30:00.000Z"}));
@@ -76,8 +78,8 @@ TEST(CalendarScheduleTest, HalfHourDstAndQuarterHourOffsets) {
   // 02:15 local on the 4th is in the gap: it fires at 02:30 +11:00; on the 5th, 02:15 +11:00.
   EXPECT_EQ(Fires("15 2 * * *", "Australia/Lord_Howe", "2026-10-03T00:00:00Z", "2026-10-05T00:00:00Z"),
             (V{"2026-10-03T15:30:00.000Z moved_from_gap", "2026-10-04T15:15:00.000Z"}));
-  const std::vector<CalendarFire> f = NextCalendarFires(Cron("15 2 * * *"), Zone("Australia/Lord_Howe"),
-                                                        Minute("2026-10-03T16:00:00Z"), 1);
+  const std::vector<CalendarFire> f =
+      NextCalendarFires(Cron("15 2 * * *"), Zone("Australia/Lord_Howe"), Minute("2026-10-03T16:00:00Z"), 1);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(FormatIsoTime(f[0].utc_minute * kMsPerMinute), "2026-10-04T15:15:00.000Z");
   // 2026-04-05 02:00 +11 -> 01:30 +10:30 (15:00Z on the 4th): 01:45 happens twice, fires once.
@@ -114,7 +116,9 @@ TEST(CalendarScheduleTest, DayRulesUseTheLocalDate) {
 TEST(CalendarScheduleTest, FixedIntervalsInFixedZonesBecomeIntervalJobs) {
   const SchedulerConfig cfg;
   const EpochMs now = *ParseIsoTime("2026-11-25T00:00:00Z");
-  auto as_interval = [&](const char* cron, const char* zone) { return CalendarAsInterval(Cron(cron), Zone(zone), now, cfg.intervals); };
+  auto as_interval = [&](const char* cron, const char* zone) {
+    return CalendarAsInterval(Cron(cron), Zone(zone), now, cfg.intervals);
+  };
   ASSERT_TRUE(as_interval("*/15 * * * *", "UTC"));
   EXPECT_EQ(as_interval("*/15 * * * *", "UTC")->interval_minutes, 15);
   EXPECT_EQ(as_interval("*/15 * * * *", "UTC")->offset_minutes, 0);
@@ -137,7 +141,8 @@ TEST(CalendarScheduleTest, FixedIntervalsInFixedZonesBecomeIntervalJobs) {
       ASSERT_TRUE(eq) << cron << " " << zone;
       const int64_t from = EpochMinuteOf(now);
       for (int64_t m = from; m < from + 3 * 1440; ++m) {
-        ASSERT_EQ(IsDueInMinute(eq->interval_minutes, eq->offset_minutes, m), CronFiresAt(Cron(cron), Zone(zone), m))
+        ASSERT_EQ(IsDueInMinute(eq->interval_minutes, eq->offset_minutes, m),
+                  CronFiresAt(Cron(cron), Zone(zone), m))
             << cron << " " << zone << " " << FormatIsoTime(m * kMsPerMinute);
       }
     }
@@ -162,9 +167,9 @@ bool TermsFind(const CalendarSlots& slots, int32_t zone_id, const std::vector<Ca
 
 TEST(CalendarScheduleTest, TickTermsAgreeWithTheRuleAcrossTransitions) {
   const char* zones[] = {"America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "America/Santiago",
-                         "Pacific/Chatham", "Europe/Dublin", "Asia/Kathmandu"};
-  const char* crons[] = {"30 2 * * *",  "0,30 1,2,3 * * *", "*/30 * * * *", "0 0 * * *",  "59 23 * * *",
-                         "15 2 * * 0",  "45 1 1-7 * SUN",   "0 * * * *",    "*/7 0-4 * * *", "30 0 1 * *"};
+                         "Pacific/Chatham",  "Europe/Dublin", "Asia/Kathmandu"};
+  const char* crons[] = {"30 2 * * *", "0,30 1,2,3 * * *", "*/30 * * * *", "0 0 * * *",     "59 23 * * *",
+                         "15 2 * * 0", "45 1 1-7 * SUN",   "0 * * * *",    "*/7 0-4 * * *", "30 0 1 * *"};
   // Two days around each zone's 2026 transitions, found by scanning for offset changes.
   std::vector<ZoneEntry> entries;
   for (int i = 0; i < static_cast<int>(std::size(zones)); ++i) entries.push_back({i + 1, Zone(zones[i])});
@@ -241,9 +246,10 @@ TEST(CalendarScheduleTest, NextFiresJsonShowsLocalTimesAndMarks) {
   JobSpec spec;
   ASSERT_TRUE(PlanCalendarJob("30 2 * * *", "America/New_York", 0, cfg.intervals, &spec).ok());
   spec.shard = 0;
-  EXPECT_EQ(EncodeNextFires(spec, false, 500, *ParseIsoTime("2026-03-07T12:00:00Z"), 2),
-            R"([{"at":"2026-03-08T07:00:00.000Z","local":"2026-03-08T03:00:00-04:00","dst":"moved_from_gap"},)"
-            R"({"at":"2026-03-09T06:30:00.000Z","local":"2026-03-09T02:30:00-04:00","dst":null}])");
+  EXPECT_EQ(
+      EncodeNextFires(spec, false, 500, *ParseIsoTime("2026-03-07T12:00:00Z"), 2),
+      R"([{"at":"2026-03-08T07:00:00.000Z","local":"2026-03-08T03:00:00-04:00","dst":"moved_from_gap"},)"
+      R"({"at":"2026-03-09T06:30:00.000Z","local":"2026-03-09T02:30:00-04:00","dst":null}])");
   EXPECT_EQ(EncodeNextFires(spec, true, 500, 0, 2), "[]");
   EXPECT_EQ(FormatLocalTime(Minute("2026-06-01T03:15:00Z") + 345, 345), "2026-06-01T09:00:00+05:45");
 }

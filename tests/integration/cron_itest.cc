@@ -35,7 +35,8 @@ namespace {
 
 using Fired = std::set<std::pair<std::string, EpochMs>>;  // (job id, scheduledFor)
 
-Fired TriggersOf(const std::vector<TailRecord>& records, const std::string& id_prefix, std::string* problems) {
+Fired TriggersOf(const std::vector<TailRecord>& records, const std::string& id_prefix,
+                 std::string* problems) {
   Fired out;
   for (const TailRecord& r : records) {
     const auto id = r.headers.find("belfry-job-id");
@@ -89,12 +90,14 @@ TEST(CronItest, CronJobsFireThroughBelfryAtTheirShardSecond) {
   };
   const StatusOr<const date::time_zone*> ny = LocateTimeZone("America/New_York");
   const int64_t ny_local = target + UtcOffsetMinutes(*ny, target);
-  const int ny_weekday = static_cast<int>((((ny_local / 1440) + 4) % 7 + 7) % 7);  // 1970-01-01 was a Thursday
+  const int ny_weekday =
+      static_cast<int>((((ny_local / 1440) + 4) % 7 + 7) % 7);  // 1970-01-01 was a Thursday
   const std::string other_weekday = std::to_string((ny_weekday + 3) % 7);
 
   const std::vector<CronCase> cases = {
       {"cron-berlin-daily", at_local("Europe/Berlin", "*"), "Europe/Berlin"},
-      {"cron-ny-weekday", at_local("America/New_York", std::to_string(ny_weekday).c_str()), "America/New_York"},
+      {"cron-ny-weekday", at_local("America/New_York", std::to_string(ny_weekday).c_str()),
+       "America/New_York"},
       {"cron-ny-other-weekday", at_local("America/New_York", other_weekday.c_str()), "America/New_York"},
       {"cron-lordhowe-daily", at_local("Australia/Lord_Howe", "*"), "Australia/Lord_Howe"},
       {"cron-berlin-every-2", "*/2 * * * *", "Europe/Berlin"},
@@ -103,8 +106,8 @@ TEST(CronItest, CronJobsFireThroughBelfryAtTheirShardSecond) {
   };
   for (const CronCase& c : cases) {
     const std::string value = R"({"id":")" + c.id + R"(","cron":")" + c.cron + R"(","timeZone":")" + c.zone +
-                              R"(","topic":")" + world->trigger_topic + R"(","jobDetails":{"zone":")" + c.zone +
-                              R"("}})";
+                              R"(","topic":")" + world->trigger_topic + R"(","jobDetails":{"zone":")" +
+                              c.zone + R"("}})";
     EXPECT_GE(producer.Send(world->commands_topic, c.id, value).second, 0);
   }
   ASSERT_TRUE(WaitFor(
@@ -116,19 +119,22 @@ TEST(CronItest, CronJobsFireThroughBelfryAtTheirShardSecond) {
         return applied == static_cast<int>(cases.size());
       },
       30'000))
-      << "outcomes: " << results.size() << "\n" << server.Log();
+      << "outcomes: " << results.size() << "\n"
+      << server.Log();
   const EpochMs from = WallMs() + 1000;
   ASSERT_LT(from, target * kMsPerMinute) << "the commands took too long to apply";
 
   // Slot-planned jobs have cron_slots rows; the fixed-interval ones have none.
   for (const CronCase& c : cases) {
-    const int64_t slots = CountFresh(world->db->url(), "SELECT count(*) FROM cron_slots WHERE job_id = '" + c.id + "'");
+    const int64_t slots =
+        CountFresh(world->db->url(), "SELECT count(*) FROM cron_slots WHERE job_id = '" + c.id + "'");
     EXPECT_EQ(slots > 0, c.slots) << c.id << " has " << slots << " slot rows";
   }
   const std::string versions_sql =
       "SELECT string_agg(id || ':' || xmin::text, ',' ORDER BY id) FROM jobs WHERE id LIKE 'cron-%'";
   const std::string slot_versions_sql =
-      "SELECT string_agg(job_id || ':' || key || ':' || xmin::text, ',' ORDER BY job_id, key) FROM cron_slots";
+      "SELECT string_agg(job_id || ':' || key || ':' || xmin::text, ',' ORDER BY job_id, key) FROM "
+      "cron_slots";
   const auto versions_before = QueryFresh(world->db->url(), versions_sql);
   const auto slot_versions_before = QueryFresh(world->db->url(), slot_versions_sql);
   ASSERT_TRUE(versions_before && slot_versions_before);
@@ -155,7 +161,8 @@ TEST(CronItest, CronJobsFireThroughBelfryAtTheirShardSecond) {
   EXPECT_EQ(problems, "");
   EXPECT_EQ(Describe(want, got), "");
   // The daily ones fire exactly at the target minute, at their shard's second; the other weekday not.
-  for (const char* id : {"cron-berlin-daily", "cron-ny-weekday", "cron-lordhowe-daily", "cron-kathmandu-daily"}) {
+  for (const char* id :
+       {"cron-berlin-daily", "cron-ny-weekday", "cron-lordhowe-daily", "cron-kathmandu-daily"}) {
     EXPECT_TRUE(got.count({id, SlotMs(target, ShardForId(id, 120), 500)})) << id;
   }
   for (const auto& g : got) EXPECT_NE(g.first, "cron-ny-other-weekday");
@@ -199,8 +206,8 @@ TEST(CronItest, DstTransitionsOnTheRealServers) {
     a.spec.topic = world->trigger_topic;
     a.spec.shard = ShardForId(a.id, cfg.shard_count);
     a.source = SourcePosition{0, static_cast<int64_t>(i), 0};
-    ASSERT_TRUE(PlanCalendarJob(cases[i].cron, cases[i].zone, *ParseIsoTime("2026-01-01T00:00:00Z"), cfg.intervals,
-                                &a.spec)
+    ASSERT_TRUE(PlanCalendarJob(cases[i].cron, cases[i].zone, *ParseIsoTime("2026-01-01T00:00:00Z"),
+                                cfg.intervals, &a.spec)
                     .ok());
     shards.insert(a.spec.shard);
     actions.push_back(std::move(a));
@@ -229,20 +236,23 @@ TEST(CronItest, DstTransitionsOnTheRealServers) {
   for (const Window& w : windows) {
     const int64_t first = MinuteAt(w.from), last = MinuteAt(w.to) - 1;
     // A fresh watermark per window: the first firing of a shard plans just its target minute.
-    ASSERT_GE(CountFresh(world->db->url(),
-                         "WITH u AS (UPDATE shard_state SET fired_through = NULL, claim_node = NULL, claim_until = "
-                         "NULL RETURNING 1) SELECT count(*) FROM u"),
-              0);
+    ASSERT_GE(
+        CountFresh(world->db->url(),
+                   "WITH u AS (UPDATE shard_state SET fired_through = NULL, claim_node = NULL, claim_until = "
+                   "NULL RETURNING 1) SELECT count(*) FROM u"),
+        0);
     FakeClock clock(SlotMs(first, 0, cfg.tick_ms));
     auto store = std::make_unique<PgJobStore>(world->db->url());
     auto ledger = std::make_unique<PgShardLedger>(world->db->url());
-    auto firer = std::make_unique<ShardFirer>(cfg, "dst-node", *store, *ledger, **sink, policy, clock, observer);
+    auto firer =
+        std::make_unique<ShardFirer>(cfg, "dst-node", *store, *ledger, **sink, policy, clock, observer);
     for (int64_t m = first; m <= last; ++m) {
       if (m == MinuteAt(w.restart_at)) {
         firer.reset();
         store = std::make_unique<PgJobStore>(world->db->url());
         ledger = std::make_unique<PgShardLedger>(world->db->url());
-        firer = std::make_unique<ShardFirer>(cfg, "dst-node-2", *store, *ledger, **sink, policy, clock, observer);
+        firer =
+            std::make_unique<ShardFirer>(cfg, "dst-node-2", *store, *ledger, **sink, policy, clock, observer);
       }
       for (int32_t shard : shards) {
         clock.Set(SlotMs(m, shard, cfg.tick_ms) + 50);
@@ -252,7 +262,8 @@ TEST(CronItest, DstTransitionsOnTheRealServers) {
       }
     }
     for (const JobAction& a : actions) {
-      for (const CalendarFire& f : NextCalendarJobFires(a.spec, cfg.tick_ms, SlotMs(first, 0, cfg.tick_ms) - 1, 1000)) {
+      for (const CalendarFire& f :
+           NextCalendarJobFires(a.spec, cfg.tick_ms, SlotMs(first, 0, cfg.tick_ms) - 1, 1000)) {
         if (f.utc_minute > last) break;
         want.emplace(a.id, SlotMs(f.utc_minute, a.spec.shard, cfg.tick_ms));
       }
@@ -263,15 +274,15 @@ TEST(CronItest, DstTransitionsOnTheRealServers) {
     return std::make_pair(std::string(id), SlotMs(MinuteAt(iso), ShardForId(id, 120), 500));
   };
   const Fired hand = {
-      slot("dst-ny-0230", "2026-03-08T07:00:00Z"),          // [03:00 EDT] moved from 02:30
-      slot("dst-ny-merged", "2026-03-08T07:00:00Z"),        // [03:00 EDT] 02:00 and 02:30 merged
-      slot("dst-ny-0130", "2026-03-08T06:30:00Z"),          // [01:30 EST]
-      slot("dst-ny-0130", "2026-11-01T05:30:00Z"),          // [01:30 EDT], not 06:30Z [01:30 EST]
-      slot("dst-ny-0230", "2026-11-01T07:30:00Z"),          // [02:30 EST]
-      slot("dst-ny-half-hourly", "2026-11-01T05:30:00Z"),   // [01:30 EDT]
-      slot("dst-ny-half-hourly", "2026-11-01T06:30:00Z"),   // [01:30 EST] as well
-      slot("dst-lordhowe-0215", "2026-10-03T15:30:00Z"),    // [02:30 +11] moved from 02:15
-      slot("dst-lordhowe-0145", "2026-04-04T14:45:00Z"),    // [01:45 +11], not 15:15Z [01:45 +10:30]
+      slot("dst-ny-0230", "2026-03-08T07:00:00Z"),         // [03:00 EDT] moved from 02:30
+      slot("dst-ny-merged", "2026-03-08T07:00:00Z"),       // [03:00 EDT] 02:00 and 02:30 merged
+      slot("dst-ny-0130", "2026-03-08T06:30:00Z"),         // [01:30 EST]
+      slot("dst-ny-0130", "2026-11-01T05:30:00Z"),         // [01:30 EDT], not 06:30Z [01:30 EST]
+      slot("dst-ny-0230", "2026-11-01T07:30:00Z"),         // [02:30 EST]
+      slot("dst-ny-half-hourly", "2026-11-01T05:30:00Z"),  // [01:30 EDT]
+      slot("dst-ny-half-hourly", "2026-11-01T06:30:00Z"),  // [01:30 EST] as well
+      slot("dst-lordhowe-0215", "2026-10-03T15:30:00Z"),   // [02:30 +11] moved from 02:15
+      slot("dst-lordhowe-0145", "2026-04-04T14:45:00Z"),   // [01:45 +11], not 15:15Z [01:45 +10:30]
   };
   for (const auto& h : hand) EXPECT_TRUE(want.count(h)) << h.first << " @ " << FormatIsoTime(h.second);
   EXPECT_FALSE(want.count(slot("dst-ny-0130", "2026-11-01T06:30:00Z")));

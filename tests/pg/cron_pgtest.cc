@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,10 +34,11 @@ JobAction Upsert(const std::string& id, int64_t src_offset, int32_t priority, in
   return a;
 }
 
-JobAction CronUpsert(const std::string& id, const std::string& cron, const std::string& zone, int64_t src_offset,
-                     int32_t priority = 0, int32_t shard = kShard) {
+JobAction CronUpsert(const std::string& id, const std::string& cron, const std::string& zone,
+                     int64_t src_offset, int32_t priority = 0, int32_t shard = kShard) {
   JobAction a = Upsert(id, src_offset, priority, shard);
-  const Status st = PlanCalendarJob(cron, zone, *ParseIsoTime("2026-11-01T00:00:00Z"), kCfg.intervals, &a.spec);
+  const Status st =
+      PlanCalendarJob(cron, zone, *ParseIsoTime("2026-11-01T00:00:00Z"), kCfg.intervals, &a.spec);
   EXPECT_TRUE(st.ok()) << st.ToString();
   return a;
 }
@@ -75,10 +76,12 @@ class CronPgTest : public ::testing::Test {
 
   // (id, due minute) in the order the store returned them.
   std::vector<std::pair<std::string, int64_t>> Due(int64_t first, int64_t last) {
-    DueQuery q{kShard, first, last, kCfg.tick_ms,
-               first == last ? TermsForMinute(kCfg.intervals, last) : TermsForRange(kCfg.intervals, first, last)};
+    DueQuery q{
+        kShard, first, last, kCfg.tick_ms,
+        first == last ? TermsForMinute(kCfg.intervals, last) : TermsForRange(kCfg.intervals, first, last)};
     std::vector<std::pair<std::string, int64_t>> out;
-    const Status st = store_->ForEachDueJob(q, [&](const DueJob& j) { out.emplace_back(std::string(j.id), j.due_minute); });
+    const Status st =
+        store_->ForEachDueJob(q, [&](const DueJob& j) { out.emplace_back(std::string(j.id), j.due_minute); });
     EXPECT_TRUE(st.ok()) << st.ToString();
     return out;
   }
@@ -92,19 +95,22 @@ int64_t MinuteAt(const char* iso) { return EpochMinuteOf(*ParseIsoTime(iso)); }
 TEST_F(CronPgTest, SlotsFollowTheJobThroughUpsertsReplaysAndDeletes) {
   // Deletes and pauses find a job by ShardForId, as for every job a command stores.
   const int32_t s1 = ShardForId("c1", 120), s2 = ShardForId("c2", 120);
-  ASSERT_TRUE(store_->ApplyActions({CronUpsert("c1", "0,30 9 * * MON-FRI", "Europe/Berlin", 10, 0, s1)}).ok());
+  ASSERT_TRUE(
+      store_->ApplyActions({CronUpsert("c1", "0,30 9 * * MON-FRI", "Europe/Berlin", 10, 0, s1)}).ok());
   EXPECT_EQ(Slots("c1"), 2);
   // A fixed UTC interval in a zone without offset changes is an interval job: no slots.
   ASSERT_TRUE(store_->ApplyActions({CronUpsert("c2", "*/15 * * * *", "UTC", 11, 0, s2)}).ok());
   EXPECT_EQ(Slots("c2"), 0);
   EXPECT_EQ(db_->Exec("SELECT interval_minutes FROM jobs WHERE id = 'c2'")[0][0].as<int>(), 15);
   // Changing the expression replaces the slots.
-  ASSERT_TRUE(store_->ApplyActions({CronUpsert("c1", "15,45 8,12,18 * * *", "Europe/Berlin", 12, 0, s1)}).ok());
+  ASSERT_TRUE(
+      store_->ApplyActions({CronUpsert("c1", "15,45 8,12,18 * * *", "Europe/Berlin", 12, 0, s1)}).ok());
   EXPECT_EQ(Slots("c1"), 2);  // minutes 15 and 45 of the hours in its hour mask
   // A replayed older command changes nothing, slots included.
   ASSERT_TRUE(store_->ApplyActions({CronUpsert("c1", "* * * * *", "Europe/Berlin", 10, 0, s1)}).ok());
   EXPECT_EQ(Slots("c1"), 2);
-  EXPECT_EQ(db_->Exec("SELECT cron_expr FROM jobs WHERE id = 'c1'")[0][0].as<std::string>(), "15,45 8,12,18 * * *");
+  EXPECT_EQ(db_->Exec("SELECT cron_expr FROM jobs WHERE id = 'c1'")[0][0].as<std::string>(),
+            "15,45 8,12,18 * * *");
   // Becoming an interval job drops them; becoming a cron job again brings them back.
   ASSERT_TRUE(store_->ApplyActions({IntervalUpsert("c1", 5, 1, 13, 0, s1)}).ok());
   EXPECT_EQ(Slots("c1"), 0);
@@ -129,15 +135,16 @@ TEST_F(CronPgTest, SlotsFollowTheJobThroughUpsertsReplaysAndDeletes) {
 TEST_F(CronPgTest, TickFindsCronJobsInPriorityOrderWithIntervalJobs) {
   // 2026-11-25 08:00 in Berlin (+01:00) is 07:00Z, a Wednesday.
   const int64_t m = MinuteAt("2026-11-25T07:00:00Z");
-  ASSERT_TRUE(store_
-                  ->ApplyActions({CronUpsert("cron-high", "0 8 * * WED", "Europe/Berlin", 1, 5),
-                                  CronUpsert("cron-zero", "0 8 25 * *", "Europe/Berlin", 2),
-                                  CronUpsert("cron-low", "0 8 * * *", "Europe/Berlin", 3, -5),
-                                  CronUpsert("cron-not-today", "0 8 * * THU", "Europe/Berlin", 4),
-                                  CronUpsert("cron-other-zone", "0 8 * * *", "America/New_York", 5),
-                                  IntervalUpsert("int-high", 60, 0, 6, 9), IntervalUpsert("int-low", 1, 0, 7, -9),
-                                  IntervalUpsert("int-zero", 15, 0, 8)})
-                  .ok());
+  ASSERT_TRUE(
+      store_
+          ->ApplyActions({CronUpsert("cron-high", "0 8 * * WED", "Europe/Berlin", 1, 5),
+                          CronUpsert("cron-zero", "0 8 25 * *", "Europe/Berlin", 2),
+                          CronUpsert("cron-low", "0 8 * * *", "Europe/Berlin", 3, -5),
+                          CronUpsert("cron-not-today", "0 8 * * THU", "Europe/Berlin", 4),
+                          CronUpsert("cron-other-zone", "0 8 * * *", "America/New_York", 5),
+                          IntervalUpsert("int-high", 60, 0, 6, 9), IntervalUpsert("int-low", 1, 0, 7, -9),
+                          IntervalUpsert("int-zero", 15, 0, 8)})
+          .ok());
   const std::vector<std::pair<std::string, int64_t>> due = Due(m, m);
   std::vector<std::string> ids;
   for (const auto& d : due) ids.push_back(d.first);
@@ -146,9 +153,11 @@ TEST_F(CronPgTest, TickFindsCronJobsInPriorityOrderWithIntervalJobs) {
   EXPECT_EQ(ids[1], "cron-high");
   EXPECT_EQ(ids[4], "cron-low");
   EXPECT_EQ(ids[5], "int-low");
-  EXPECT_EQ(std::set<std::string>(ids.begin() + 2, ids.begin() + 4), (std::set<std::string>{"cron-zero", "int-zero"}));
+  EXPECT_EQ(std::set<std::string>(ids.begin() + 2, ids.begin() + 4),
+            (std::set<std::string>{"cron-zero", "int-zero"}));
   // The New York one is due at 13:00Z.
-  EXPECT_EQ(Due(MinuteAt("2026-11-25T13:00:00Z"), MinuteAt("2026-11-25T13:00:00Z")).size(), 4u);  // + the 3 interval jobs
+  EXPECT_EQ(Due(MinuteAt("2026-11-25T13:00:00Z"), MinuteAt("2026-11-25T13:00:00Z")).size(),
+            4u);  // + the 3 interval jobs
 }
 
 TEST_F(CronPgTest, CoalescedRangeReturnsEachCronJobOnceAtItsLatestFire) {
@@ -170,8 +179,9 @@ TEST_F(CronPgTest, CoalescedRangeReturnsEachCronJobOnceAtItsLatestFire) {
 }
 
 TEST_F(CronPgTest, ANewTzdataRePlansTheJobsStoredAsFixedIntervals) {
-  ASSERT_TRUE(store_->ApplyActions({CronUpsert("tokyo-6h", "0 */6 * * *", "Asia/Tokyo", 1, 0, 3),
-                                    CronUpsert("berlin-daily", "0 9 * * *", "Europe/Berlin", 2, 0, 4)})
+  ASSERT_TRUE(store_
+                  ->ApplyActions({CronUpsert("tokyo-6h", "0 */6 * * *", "Asia/Tokyo", 1, 0, 3),
+                                  CronUpsert("berlin-daily", "0 9 * * *", "Europe/Berlin", 2, 0, 4)})
                   .ok());
   EXPECT_EQ(db_->Exec("SELECT offset_minutes FROM jobs WHERE id = 'tokyo-6h'")[0][0].as<int>(), 180);
   const EpochMs now = *ParseIsoTime("2026-11-25T00:00:00Z");
@@ -184,8 +194,9 @@ TEST_F(CronPgTest, ANewTzdataRePlansTheJobsStoredAsFixedIntervals) {
   // As if an older tzdata had planned them: Tokyo at another offset, Berlin without DST (as a
   // 15-minute interval). The new version re-plans both; the slot-planned job is not looked at.
   db_->Exec("UPDATE jobs SET offset_minutes = 0 WHERE id = 'tokyo-6h'");
-  db_->Exec("UPDATE jobs SET cron_expr = '*/15 * * * *', interval_minutes = 15, offset_minutes = 0 "
-            "WHERE id = 'berlin-daily'");
+  db_->Exec(
+      "UPDATE jobs SET cron_expr = '*/15 * * * *', interval_minutes = 15, offset_minutes = 0 "
+      "WHERE id = 'berlin-daily'");
   db_->Exec("DELETE FROM cron_slots WHERE job_id = 'berlin-daily'");
   r = store_->ReplanCalendarJobs("2099z", now, kCfg.intervals);
   ASSERT_TRUE(r.ok());

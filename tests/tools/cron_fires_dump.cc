@@ -97,11 +97,11 @@ int RunTick(std::vector<Job>& jobs, const std::vector<Window>& windows) {
   for (const Window& w : windows) {
     for (int64_t m = w.from; m < w.to; ++m) {
       DueQuery q{0, m, m, cfg.tick_ms, TermsForMinute(cfg.intervals, m)};
-      Status st = store.ForEachDueJob(q, [&](const DueJob& due) {
-        jobs[index.at(std::string(due.id))].fires.push_back(m);
-      });
+      Status st = store.ForEachDueJob(
+          q, [&](const DueJob& due) { jobs[index.at(std::string(due.id))].fires.push_back(m); });
       if (!st.ok()) {
-        std::fprintf(stderr, "cron_fires_dump: tick query for minute %" PRId64 ": %s\n", m, st.ToString().c_str());
+        std::fprintf(stderr, "cron_fires_dump: tick query for minute %" PRId64 ": %s\n", m,
+                     st.ToString().c_str());
         return 2;
       }
     }
@@ -144,7 +144,8 @@ int Main(int argc, char** argv) {
     job.spec.id = "j" + std::to_string(jobs.size() - 1);
     job.spec.topic = "t";
     // Planned at the first window's start, as a command produced then would be.
-    if (Status st = PlanCalendarJob(expr, zone, windows.front().from * kMsPerMinute, cfg.intervals, &job.spec);
+    if (Status st =
+            PlanCalendarJob(expr, zone, windows.front().from * kMsPerMinute, cfg.intervals, &job.spec);
         !st.ok()) {
       job.error = st.ToString();
       continue;
