@@ -614,9 +614,9 @@ def compare(tool, mode, jobs_by_wins, oracle, max_explain=5, lists=False):
 
 
 def tick_windows(oracle, zone):
-    """The 24 hours around each 2026 offset change of `zone`, plus half an ordinary day
+    """The 24 hours around each 2026 and 2027 offset change of `zone`, plus half an ordinary day
     (2026-07-15, 00:00-12:00Z). Kept short: the tool runs one real tick query per minute."""
-    lo, hi = epoch_min(2026, 1, 1), epoch_min(2027, 1, 1)
+    lo, hi = epoch_min(2026, 1, 1), epoch_min(2028, 1, 1)
     wins = [(t - 720, t + 720) for t in oracle.grid(zone).transitions(lo, hi)]
     wins.append((epoch_min(2026, 7, 15), epoch_min(2026, 7, 15) + 720))
     return co.merge_windows(wins)
