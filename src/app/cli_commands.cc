@@ -61,6 +61,12 @@ int PublishCommand(const Config& cfg, const std::string& id, const std::optional
 
 std::string FormatOptionalTime(const std::optional<EpochMs>& t) { return t ? FormatIsoTime(*t) : "-"; }
 
+// "<prefix><UTC slot>  <local wall time>[  dst:<mark>]", one line of `jobs next` and `jobs get`.
+void PrintNextFire(const char* prefix, const NextFire& f) {
+  const char* mark = CalendarMarkName(f.mark);
+  std::printf("%s%s  %s%s%s\n", prefix, FormatIsoTime(f.at).c_str(), f.local.c_str(), *mark ? "  dst:" : "", mark);
+}
+
 }  // namespace
 
 int RunMigrate(const Config& cfg, bool create_topics) {
@@ -157,13 +163,12 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
   auto stats = executions.GetJobStats(id);
   if (!stats.ok()) return Fail(stats.status().message());
   const std::optional<JobStats> st = *stats;
+  const std::vector<NextFire> fires = NextFires(j.spec, j.paused, cfg.scheduler.tick_ms, SystemClock().NowMs(), 3);
   if (json) {
     nlohmann::ordered_json out = nlohmann::ordered_json::parse(EncodeJobJson(j));
-    const auto next_at = j.paused ? std::vector<EpochMs>{}
-                                  : NextJobTriggerTimes(j.spec, cfg.scheduler.tick_ms, SystemClock().NowMs(), 1);
     using OJson = nlohmann::ordered_json;
-    out["nextTriggerAt"] = next_at.empty() ? OJson(nullptr) : OJson(FormatIsoTime(next_at.front()));
-    out["nextFires"] = OJson::parse(EncodeNextFires(j.spec, j.paused, cfg.scheduler.tick_ms, SystemClock().NowMs(), 3));
+    out["nextTriggerAt"] = fires.empty() ? OJson(nullptr) : OJson(FormatIsoTime(fires.front().at));
+    out["nextFires"] = OJson::parse(EncodeNextFires(fires));
     out["lastOutcome"] = nullptr;
     out["consecutiveFailures"] = st ? st->consecutive_failures : 0;
     if (st && st->last_status) {
@@ -205,15 +210,8 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
   }
   std::printf("window:    %s .. %s\nstatus:    %s\n", FormatOptionalTime(j.spec.start_at).c_str(),
               FormatOptionalTime(j.spec.end_at).c_str(), j.paused ? "paused" : "active");
-  // The next fires in UTC and in the job's zone, with the DST rule that placed them, if any.
-  const nlohmann::json fires =
-      nlohmann::json::parse(EncodeNextFires(j.spec, j.paused, cfg.scheduler.tick_ms, SystemClock().NowMs(), 3));
   if (fires.empty()) std::printf("next:      -\n");
-  for (size_t i = 0; i < fires.size(); ++i) {
-    std::printf("%s%s  %s%s%s\n", i == 0 ? "next:      " : "           ", fires[i]["at"].get<std::string>().c_str(),
-                fires[i]["local"].get<std::string>().c_str(), fires[i]["dst"].is_null() ? "" : "  dst:",
-                fires[i]["dst"].is_null() ? "" : fires[i]["dst"].get<std::string>().c_str());
-  }
+  for (size_t i = 0; i < fires.size(); ++i) PrintNextFire(i == 0 ? "next:      " : "           ", fires[i]);
   std::printf("details:   %s\n", j.spec.details_json.c_str());
   if (st && st->last_status) {
     std::printf("last:      %s for %s (attempt %d)%s%s\nfailures:  %lld in a row; %lld succeeded, %lld failed in all\n",
@@ -302,12 +300,8 @@ int RunJobsNext(const Config& cfg, const std::string& id, int n) {
     std::printf("job '%s' is paused: it has no next triggers until resumed\n", id.c_str());
     return 0;
   }
-  // One line per fire: UTC, the job's local wall time, and the DST rule that moved it, if any.
-  const nlohmann::json fires =
-      nlohmann::json::parse(EncodeNextFires(j.spec, j.paused, cfg.scheduler.tick_ms, SystemClock().NowMs(), n));
-  for (const nlohmann::json& f : fires) {
-    std::printf("%s  %s%s%s\n", f["at"].get<std::string>().c_str(), f["local"].get<std::string>().c_str(),
-                f["dst"].is_null() ? "" : "  dst:", f["dst"].is_null() ? "" : f["dst"].get<std::string>().c_str());
+  for (const NextFire& f : NextFires(j.spec, j.paused, cfg.scheduler.tick_ms, SystemClock().NowMs(), n)) {
+    PrintNextFire("", f);
   }
   return 0;
 }

@@ -423,32 +423,37 @@ std::string FormatLocalTime(int64_t local_minute, int32_t utc_offset_minutes) {
                      abs_offset % 60);
 }
 
-std::string EncodeNextFires(const JobSpec& spec, bool paused, int64_t tick_ms, EpochMs now, int n) {
-  std::string out = "[";
-  if (paused) return out + "]";
-  auto append = [&](EpochMs at, const std::string& local, const char* mark) {
-    if (out.size() > 1) out.push_back(',');
-    out.append("{\"at\":");
-    AppendJsonString(&out, FormatIsoTime(at));
-    out.append(",\"local\":");
-    AppendJsonString(&out, local);
-    out.append(",\"dst\":");
-    if (*mark == '\0') {
-      out.append("null");
-    } else {
-      AppendJsonString(&out, mark);
-    }
-    out.push_back('}');
-  };
+std::vector<NextFire> NextFires(const JobSpec& spec, bool paused, int64_t tick_ms, EpochMs now, int n) {
+  std::vector<NextFire> out;
+  if (paused) return out;
   if (spec.calendar) {
     for (const CalendarFire& f : NextCalendarJobFires(spec, tick_ms, now, n)) {
-      const EpochMs at = SlotMs(f.utc_minute, spec.shard, tick_ms);
-      append(at, FormatLocalTime(f.local_minute, f.utc_offset_minutes), CalendarMarkName(f.mark));
+      out.push_back(NextFire{SlotMs(f.utc_minute, spec.shard, tick_ms),
+                             FormatLocalTime(f.local_minute, f.utc_offset_minutes), f.mark});
     }
   } else {
     for (EpochMs at : NextJobTriggerTimes(spec, tick_ms, now, n)) {
-      append(at, FormatLocalTime(EpochMinuteOf(at), 0), "");
+      out.push_back(NextFire{at, FormatLocalTime(EpochMinuteOf(at), 0), CalendarFire::Mark::kNone});
     }
+  }
+  return out;
+}
+
+std::string EncodeNextFires(const std::vector<NextFire>& fires) {
+  std::string out = "[";
+  for (const NextFire& f : fires) {
+    if (out.size() > 1) out.push_back(',');
+    out.append("{\"at\":");
+    AppendJsonString(&out, FormatIsoTime(f.at));
+    out.append(",\"local\":");
+    AppendJsonString(&out, f.local);
+    out.append(",\"dst\":");
+    if (f.mark == CalendarFire::Mark::kNone) {
+      out.append("null");
+    } else {
+      AppendJsonString(&out, CalendarMarkName(f.mark));
+    }
+    out.push_back('}');
   }
   out.push_back(']');
   return out;

@@ -94,11 +94,21 @@ struct CalendarFire {
 // A fire's local wall time with its UTC offset, "2026-03-08T03:00:00-04:00".
 std::string FormatLocalTime(int64_t local_minute, int32_t utc_offset_minutes);
 
-// The JSON array of a job's next `n` fires after `now` (none when paused), one object each:
-// {"at": slot in UTC, "local": the wall time in the job's zone (UTC for non-calendar jobs),
-//  "dst": null or the CalendarMarkName of a DST rule that moved or merged it}. Shared by the CLI
-// and the admin API.
-std::string EncodeNextFires(const JobSpec& spec, bool paused, int64_t tick_ms, EpochMs now, int n);
+// One upcoming trigger of a job of any kind, for previews: its slot, its wall time in the job's
+// zone (UTC for jobs without one) and the DST rule that placed it, if any.
+struct NextFire {
+  EpochMs at = 0;
+  std::string local;  // FormatLocalTime
+  CalendarFire::Mark mark = CalendarFire::Mark::kNone;
+};
+
+// A job's next `n` fires strictly after `now`; none when paused. The one preview shared by the
+// CLI and the admin API (`next`, `nextTriggerAt` and `nextFires` all come from it).
+std::vector<NextFire> NextFires(const JobSpec& spec, bool paused, int64_t tick_ms, EpochMs now, int n);
+
+// The JSON array of `fires`, one object each: {"at": the slot in UTC, "local": the wall time,
+// "dst": null or the CalendarMarkName}.
+std::string EncodeNextFires(const std::vector<NextFire>& fires);
 
 // "moved_from_gap", "merged_in_gap", "first_of_repeated", "repeated", or "" for kNone.
 const char* CalendarMarkName(CalendarFire::Mark mark);

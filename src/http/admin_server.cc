@@ -498,13 +498,11 @@ void AdminServer::HandleGetJob(const std::string& id, httplib::Response& res) {
   if (!job.ok()) return SendStoreError(res, "job store", job.status());
   if (!job->has_value()) return SendError(res, 404, "job \"" + id + "\" not found");
   Json out = JobJson(**job);
-  const std::vector<EpochMs> next =
-      (*job)->paused ? std::vector<EpochMs>{}
-                     : NextJobTriggerTimes((*job)->spec, options_.scheduler.tick_ms, deps_.clock->NowMs(), 1);
-  out["nextTriggerAt"] = next.empty() ? Json(nullptr) : Json(FormatIsoTime(next.front()));
   // The next fires with their wall time in the job's zone and any DST rule that placed them.
-  out["nextFires"] = Json::parse(EncodeNextFires((*job)->spec, (*job)->paused, options_.scheduler.tick_ms,
-                                                 deps_.clock->NowMs(), kNextFiresInJob));
+  const std::vector<NextFire> fires =
+      NextFires((*job)->spec, (*job)->paused, options_.scheduler.tick_ms, deps_.clock->NowMs(), kNextFiresInJob);
+  out["nextTriggerAt"] = fires.empty() ? Json(nullptr) : Json(FormatIsoTime(fires.front().at));
+  out["nextFires"] = Json::parse(EncodeNextFires(fires));
   out["lastOutcome"] = nullptr;
   out["consecutiveFailures"] = 0;
   if (deps_.executions != nullptr) {
@@ -593,15 +591,10 @@ void AdminServer::HandleNext(const std::string& id, const httplib::Request& req,
   if (!job.ok()) return SendStoreError(res, "job store", job.status());
   if (!job->has_value()) return SendError(res, 404, "job \"" + id + "\" not found");
   const StoredJob& j = **job;
+  const std::vector<NextFire> fires = NextFires(j.spec, j.paused, options_.scheduler.tick_ms, deps_.clock->NowMs(), n);
   Json times = Json::array();
-  if (!j.paused) {
-    const JobSpec& s = j.spec;
-    for (EpochMs t : NextJobTriggerTimes(s, options_.scheduler.tick_ms, deps_.clock->NowMs(), n)) {
-      times.push_back(FormatIsoTime(t));
-    }
-  }
-  Json fires = Json::parse(EncodeNextFires(j.spec, j.paused, options_.scheduler.tick_ms, deps_.clock->NowMs(), n));
-  Json out{{"id", id}, {"paused", j.paused}, {"next", std::move(times)}, {"fires", std::move(fires)}};
+  for (const NextFire& f : fires) times.push_back(FormatIsoTime(f.at));
+  Json out{{"id", id}, {"paused", j.paused}, {"next", std::move(times)}, {"fires", Json::parse(EncodeNextFires(fires))}};
   if (j.spec.calendar) {
     out["cron"] = j.spec.calendar->cron;
     out["timeZone"] = j.spec.calendar->time_zone;

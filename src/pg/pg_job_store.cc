@@ -73,6 +73,7 @@ class StageRow final {
       null_.set(column);
     }
   }
+  void SetNull(size_t column) { null_.set(column); }
   void SetBool(size_t column, bool v) { values_[column] = v ? "t" : "f"; }
   void SetOptionalBool(size_t column, std::optional<bool> v) {
     if (v) {
@@ -125,8 +126,8 @@ StageRow UpsertStageRow(const JobAction& a) {
     row.Set(c++, s.calendar->cron);
     row.Set(c++, s.calendar->time_zone);
   } else {
-    row.SetOptionalInt(c++, std::nullopt);
-    row.SetOptionalInt(c++, std::nullopt);
+    row.SetNull(c++);
+    row.SetNull(c++);
   }
   if (s.calendar_slots()) {
     const CalendarSlots& slots = s.calendar->slots;
@@ -137,7 +138,7 @@ StageRow UpsertStageRow(const JobAction& a) {
     row.SetInt(c++, slots.dow_mask);
     row.SetBool(c++, slots.day_or);
   } else {
-    for (int i = 0; i < 6; ++i) row.SetOptionalInt(c++, std::nullopt);
+    for (int i = 0; i < 6; ++i) row.SetNull(c++);
   }
   return row;
 }
@@ -424,7 +425,8 @@ StatusOr<PgJobStore::ReplanReport> PgJobStore::ReplanCalendarJobs(const std::str
       spec.shard = row[1].as<int32_t>();
       const std::string cron = row[2].as<std::string>();
       const std::string zone = row[3].as<std::string>();
-      spec.start_at = OptionalInt64(row[6]);  // no end: a job already past its end keeps its plan
+      // Planned with neither start nor end: those only decide whether it can still fire, and a
+      // job already past its end keeps its plan.
       if (Status planned = PlanCalendarJob(cron, zone, now, intervals, &spec); !planned.ok()) {
         if (planned.reason() == "invalid_time_zone") ++report.unknown_zone;
         continue;

@@ -397,8 +397,7 @@ inline constexpr const char kSetTzdataVersionSql[] =
     "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value";
 inline constexpr const char kIntervalCalendarJobsName[] = "belfry_interval_calendar_jobs";
 inline constexpr const char kIntervalCalendarJobsSql[] =
-    "SELECT id, shard, cron_expr, time_zone, interval_minutes, offset_minutes,"
-    " floor(extract(epoch FROM start_at) * 1000)::bigint "
+    "SELECT id, shard, cron_expr, time_zone, interval_minutes, offset_minutes "
     "FROM jobs WHERE cron_expr IS NOT NULL AND interval_minutes > 0";
 // $1 shard, $2 id, $3 interval, $4 offset; only if the row still holds $5 expression in $6 zone
 // (a command applied meanwhile wins).

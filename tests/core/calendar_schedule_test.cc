@@ -247,10 +247,10 @@ TEST(CalendarScheduleTest, NextFiresJsonShowsLocalTimesAndMarks) {
   ASSERT_TRUE(PlanCalendarJob("30 2 * * *", "America/New_York", 0, cfg.intervals, &spec).ok());
   spec.shard = 0;
   EXPECT_EQ(
-      EncodeNextFires(spec, false, 500, *ParseIsoTime("2026-03-07T12:00:00Z"), 2),
+      EncodeNextFires(NextFires(spec, false, 500, *ParseIsoTime("2026-03-07T12:00:00Z"), 2)),
       R"([{"at":"2026-03-08T07:00:00.000Z","local":"2026-03-08T03:00:00-04:00","dst":"moved_from_gap"},)"
       R"({"at":"2026-03-09T06:30:00.000Z","local":"2026-03-09T02:30:00-04:00","dst":null}])");
-  EXPECT_EQ(EncodeNextFires(spec, true, 500, 0, 2), "[]");
+  EXPECT_EQ(EncodeNextFires(NextFires(spec, true, 500, 0, 2)), "[]");
   EXPECT_EQ(FormatLocalTime(Minute("2026-06-01T03:15:00Z") + 345, 345), "2026-06-01T09:00:00+05:45");
 }
 

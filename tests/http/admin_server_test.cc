@@ -276,7 +276,7 @@ TEST_F(AdminServerTest, GetJobReturnsTheStoredJob) {
       {"updatedAt", nullptr},
       {"nextTriggerAt",
        FormatIsoTime(NextTriggerTimes(15, 7, 3, 500, s.start_at, std::nullopt, kNow, 1).at(0))},
-      {"nextFires", Json::parse(EncodeNextFires(s, false, 500, kNow, 3))},
+      {"nextFires", Json::parse(EncodeNextFires(NextFires(s, false, 500, kNow, 3)))},
       {"lastOutcome", nullptr},  // no execution store in this test
       {"consecutiveFailures", 0},
   };
