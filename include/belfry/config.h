@@ -55,8 +55,10 @@ struct CommandsConfig {
 
 struct ExecutionsConfig {
   bool enabled = true;          // run the execution consumer in `belfry serve`
-  int32_t keep_per_job = 100;   // history rows kept per job by the trim sweep
-  int64_t trim_interval_ms = 5 * 60 * 1000;
+  // History is kept by time: daily partitions of `executions`, dropped whole once the day is
+  // older than `retention` (docs/executions.md, "History"). Replaces keep_per_job (issue 16).
+  int64_t retention_ms = 7LL * 24 * 60 * 60 * 1000;
+  int64_t trim_interval_ms = 5 * 60 * 1000;  // how often the history sweep runs
   int32_t batch_max = 5000;     // reports per database transaction
   int64_t max_error_bytes = 4096;
 };

@@ -48,7 +48,8 @@ constexpr Key kKeys[] = {
     {"commands.max_details_bytes", Kind::kInt},
     {"commands.allowed_topics", Kind::kStringList},
     {"executions.enabled", Kind::kString},
-    {"executions.keep_per_job", Kind::kInt},
+    {"executions.keep_per_job", Kind::kInt},  // removed in issue 16: an error naming executions.retention
+    {"executions.retention", Kind::kDuration},
     {"executions.trim_interval", Kind::kDuration},
     {"executions.batch_max", Kind::kInt},
     {"executions.max_error_bytes", Kind::kInt},
@@ -134,7 +135,10 @@ Status Apply(const Key& key, const YAML::Node& n, Config* c) {
     if (s == "true") c->executions.enabled = true;
     else if (s == "false") c->executions.enabled = false;
     else return Bad(path, fmt::format("'{}' is not true or false", s));
-  } else if (path == "executions.keep_per_job") c->executions.keep_per_job = static_cast<int32_t>(i);
+  } else if (path == "executions.keep_per_job") {
+    return Bad(path, "removed: history is now kept by time, in daily partitions; set executions.retention "
+                     "(a duration, default 7d) instead (docs/executions.md, \"History\")");
+  } else if (path == "executions.retention") c->executions.retention_ms = i;
   else if (path == "executions.trim_interval") c->executions.trim_interval_ms = i;
   else if (path == "executions.batch_max") c->executions.batch_max = static_cast<int32_t>(i);
   else if (path == "executions.max_error_bytes") c->executions.max_error_bytes = i;
@@ -272,8 +276,8 @@ Status ValidateConfig(const Config& c) {
     return Bad("scheduler.max_catchup", "must be at least scheduler.misfire_threshold");
   }
   if (s.claim_lease_ms < 500) return Bad("scheduler.claim_lease", "must be at least 500ms");
-  if (c.executions.keep_per_job < 1 || c.executions.keep_per_job > 1'000'000) {
-    return Bad("executions.keep_per_job", "must be in 1..1000000");
+  if (c.executions.retention_ms < 86'400'000 || c.executions.retention_ms > 3660LL * 86'400'000) {
+    return Bad("executions.retention", "must be in 1d..3660d (whole days are dropped at a time)");
   }
   if (c.executions.trim_interval_ms < 1000) return Bad("executions.trim_interval", "must be at least 1s");
   if (c.executions.batch_max < 1 || c.executions.batch_max > 100'000) {

@@ -199,22 +199,23 @@ int RunServe(const Config& cfg) {
     ShardTicker ticker(cfg.scheduler, clock, *pool, /*scan_every_ticks=*/1);
     ticker.Run(stop);
   });
-  // The sweeps: one-shot retention and the execution history trim. Off the trigger path and
-  // idempotent, so every node may run them.
+  // The sweeps: one-shot retention and the execution history's daily partitions. Off the
+  // trigger path and idempotent, so every node may run them.
   std::thread sweep_thread([&] {
     PgJobStore sweep_store(cfg.database_url);
-    PgExecutionStore trim_store(cfg.database_url, MakeRetryRules(cfg), clock);
+    PgExecutionStore history_store(cfg.database_url, MakeRetryRules(cfg), clock);
     const int64_t retention_minutes = cfg.scheduler.one_shot_retention_ms / 60'000;
-    int64_t next_trim_ms = clock.NowMs() + cfg.executions.trim_interval_ms;
-    while (stop.WaitFor(std::chrono::seconds(60))) {
-      if (clock.NowMs() >= next_trim_ms) {
-        next_trim_ms = clock.NowMs() + cfg.executions.trim_interval_ms;
-        StatusOr<int64_t> trimmed = trim_store.TrimHistory(cfg.executions.keep_per_job);
-        if (!trimmed.ok()) {
-          spdlog::warn("execution history trim: {}", trimmed.status().message());
-        } else if (*trimmed > 0) {
-          spdlog::info("execution history trim: deleted {} reports beyond the newest {} per job", *trimmed,
-                       cfg.executions.keep_per_job);
+    int64_t next_history_sweep_ms = clock.NowMs();  // at once: reports need today's partition
+    do {
+      if (clock.NowMs() >= next_history_sweep_ms) {
+        next_history_sweep_ms = clock.NowMs() + cfg.executions.trim_interval_ms;
+        StatusOr<PartitionSweep> swept =
+            history_store.MaintainPartitions(cfg.executions.retention_ms, /*days_ahead=*/3);
+        if (!swept.ok()) {
+          spdlog::warn("execution history sweep: {}", swept.status().message());
+        } else if (swept->created > 0 || swept->dropped > 0 || swept->default_rows_deleted > 0) {
+          spdlog::info("execution history sweep: created {} and dropped {} daily partitions, deleted {} expired "
+                       "reports outside them", swept->created, swept->dropped, swept->default_rows_deleted);
         }
       }
       const int64_t before = clock.NowMs() / 60'000 - retention_minutes;
@@ -227,7 +228,7 @@ int RunServe(const Config& cfg) {
         if (*n > 0) spdlog::info("one-shot sweep: deleted {} one-shots older than minute {}", *n, before);
         if (*n < 10'000 || stop.requested()) break;
       }
-    }
+    } while (stop.WaitFor(std::chrono::seconds(60)));
   });
   spdlog::info("belfry serving");
 

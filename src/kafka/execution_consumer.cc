@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <utility>
 #include <vector>
 
@@ -84,44 +85,74 @@ class ExecutionConsumer::Impl {
     return Status::Ok();
   }
 
+  // Two stages: this thread polls and parses batch n+1 while a second one stores batch n (and
+  // sends its rejects to the DLQ). Offsets are committed here, in batch order, only once their
+  // batch is stored: a crash re-reads whatever was not durably stored, never skips it.
   void Run(StopSignal& stop) {
+    std::future<bool> in_flight;  // true iff the batch was stored (false: stop was requested)
+    InFlightBatch previous;
+    const auto finish_previous = [&]() -> bool {
+      if (!in_flight.valid()) return true;
+      if (!in_flight.get()) return false;
+      Commit(previous.messages);
+      if (options_.on_batch) options_.on_batch(previous.report);
+      previous = InFlightBatch{};
+      return true;
+    };
     while (!stop.requested()) {
-      std::vector<MessagePtr> batch = Poll(stop);
-      if (batch.empty()) continue;
-      ExecutionBatchReport report;
-      report.size = batch.size();
-      std::vector<ExecutionReport> valid;
-      std::vector<std::pair<const RdKafka::Message*, Status>> rejected;
-      for (const MessagePtr& m : batch) {
-        RawExecution raw;
-        if (m->key_pointer() != nullptr)
-          raw.key.emplace(static_cast<const char*>(m->key_pointer()), m->key_len());
-        if (m->payload() != nullptr) raw.value.emplace(static_cast<const char*>(m->payload()), m->len());
-        raw.source = SourcePosition{m->partition(), m->offset(), m->timestamp().timestamp};
-        StatusOr<ExecutionReport> r = ParseExecutionReport(raw, rules_);
-        if (r.ok()) {
-          valid.push_back(std::move(r.value()));
-        } else {
-          ++report.rejected_by_reason[r.status().reason()];
-          rejected.emplace_back(m.get(), r.status());
-        }
+      InFlightBatch next;
+      next.messages = Poll(stop);
+      if (next.messages.empty()) {
+        if (!finish_previous()) return;
+        continue;
       }
-      report.stored = valid.size();
-      const bool stored = Retry(stop, "storing execution reports", [&] {
-        StatusOr<ExecutionApplyResult> applied = store_.ApplyReports(valid);
-        if (!applied.ok()) return applied.status();
-        report.applied = applied.value();
-        return Status::Ok();
-      });
-      if (!stored) return;
-      if (!Retry(stop, "publishing to the executions DLQ", [&] { return PublishRejections(rejected); }))
-        return;
-      Commit(batch);
-      if (options_.on_batch) options_.on_batch(report);
+      Parse(&next);
+      if (!finish_previous()) return;
+      previous = std::move(next);
+      in_flight = std::async(std::launch::async, [this, &stop, batch = &previous] { return Store(stop, batch); });
     }
+    finish_previous();
   }
 
  private:
+  struct InFlightBatch {
+    std::vector<MessagePtr> messages;
+    ExecutionBatchReport report;
+    std::vector<ExecutionReport> valid;
+    std::vector<std::pair<const RdKafka::Message*, Status>> rejected;
+  };
+
+  void Parse(InFlightBatch* batch) {
+    batch->report.size = batch->messages.size();
+    batch->valid.reserve(batch->messages.size());
+    for (const MessagePtr& m : batch->messages) {
+      RawExecution raw;
+      if (m->key_pointer() != nullptr) raw.key.emplace(static_cast<const char*>(m->key_pointer()), m->key_len());
+      if (m->payload() != nullptr) raw.value.emplace(static_cast<const char*>(m->payload()), m->len());
+      raw.source = SourcePosition{m->partition(), m->offset(), m->timestamp().timestamp};
+      StatusOr<ExecutionReport> r = ParseExecutionReport(raw, rules_);
+      if (r.ok()) {
+        batch->valid.push_back(std::move(r.value()));
+      } else {
+        ++batch->report.rejected_by_reason[r.status().reason()];
+        batch->rejected.emplace_back(m.get(), r.status());
+      }
+    }
+    batch->report.stored = batch->valid.size();
+  }
+
+  // Stores the batch, then publishes its rejects; false iff stop was requested first.
+  bool Store(StopSignal& stop, InFlightBatch* batch) {
+    const bool stored = Retry(stop, "storing execution reports", [&] {
+      StatusOr<ExecutionApplyResult> applied = store_.ApplyReports(batch->valid);
+      if (!applied.ok()) return applied.status();
+      batch->report.applied = applied.value();
+      return Status::Ok();
+    });
+    if (!stored) return false;
+    return Retry(stop, "publishing to the executions DLQ", [&] { return PublishRejections(batch->rejected); });
+  }
+
   std::vector<MessagePtr> Poll(StopSignal& stop) {
     std::vector<MessagePtr> batch;
     const auto deadline =

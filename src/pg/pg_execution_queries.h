@@ -9,18 +9,48 @@
 
 namespace belfry::pg_queries {
 
-// $1 = JSON array of reports. Inserts the new ones and returns them (a repeat returns nothing).
-inline constexpr const char kInsertExecutionsName[] = "belfry_insert_executions";
-inline constexpr const char kInsertExecutionsSql[] =
+// ---- Storing a batch (PgExecutionStore::ApplyReports). -------------------------------------
+// Reports and folded counters are streamed with COPY into per-session temporary staging tables
+// (created on first use in each session: a temporary table cannot live in migrations/; emptied
+// at every commit, so their rows exist only inside the transaction of one batch), then applied
+// with one set-based statement each. The tables are not logged, being temporary; what they feed
+// (executions, job_stats) is. Why COPY rather than a JSON parameter: docs/executions.md,
+// "Ingestion throughput".
+
+inline constexpr const char kExecutionStageTable[] = "belfry_execution_stage";
+// The COPY column order; PgExecutionStore writes each row's fields in this order.
+inline constexpr const char* kExecutionStageColumns[] = {
+    "job_id", "scheduled_for_ms", "attempt", "status", "error", "started_ms", "finished_ms", "worker",
+    "src_partition", "src_offset"};
+inline constexpr const char kJobStatsStageTable[] = "belfry_job_stats_stage";
+inline constexpr const char* kJobStatsStageColumns[] = {
+    "job_id", "last_status", "last_scheduled_for_ms", "last_attempt", "last_error", "last_finished_ms",
+    "consecutive_failures", "total_succeeded", "total_failed", "last_success_scheduled_for_ms"};
+inline constexpr const char kCreateExecutionStagesSql[] =
+    "CREATE TEMPORARY TABLE belfry_execution_stage (job_id text, scheduled_for_ms bigint, attempt int,"
+    " status text, error text, started_ms bigint, finished_ms bigint, worker text, src_partition int,"
+    " src_offset bigint) ON COMMIT DELETE ROWS;"
+    "CREATE TEMPORARY TABLE belfry_job_stats_stage (job_id text, last_status text,"
+    " last_scheduled_for_ms bigint, last_attempt int, last_error text, last_finished_ms bigint,"
+    " consecutive_failures bigint, total_succeeded bigint, total_failed bigint,"
+    " last_success_scheduled_for_ms bigint) ON COMMIT DELETE ROWS";
+inline constexpr const char kExecutionStagesExistName[] = "belfry_execution_stages_exist";
+inline constexpr const char kExecutionStagesExistSql[] =
+    "SELECT to_regclass('pg_temp.belfry_job_stats_stage') IS NOT NULL";
+
+// Inserts the staged reports that are new and returns their keys (a repeat returns nothing;
+// `executions`' primary key holds its partition key, scheduled_for_ms, so a repeat always meets
+// its first copy in the same partition).
+inline constexpr const char kInsertStagedExecutionsName[] = "belfry_insert_staged_executions";
+inline constexpr const char kInsertStagedExecutionsSql[] =
     "INSERT INTO executions (job_id, scheduled_for_ms, attempt, status, error, started_at, finished_at, worker,"
     " src_partition, src_offset) "
     "SELECT a.job_id, a.scheduled_for_ms, a.attempt, a.status, a.error,"
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.started_ms") ", " BELFRY_MS_TO_TIMESTAMPTZ("a.finished_ms") ","
     " a.worker, a.src_partition, a.src_offset "
-    "FROM json_to_recordset($1::json) AS a(job_id text, scheduled_for_ms bigint, attempt int, status text,"
-    " error text, started_ms bigint, finished_ms bigint, worker text, src_partition int, src_offset bigint) "
+    "FROM belfry_execution_stage AS a "
     "ON CONFLICT DO NOTHING "
-    "RETURNING job_id, scheduled_for_ms, attempt, status, error, " BELFRY_TS_TO_MS("finished_at");
+    "RETURNING job_id, scheduled_for_ms, attempt, status";
 
 // $1 = text[] of job ids. Locks the rows, so concurrent batches fold in turn.
 #define BELFRY_STATS_COLUMNS                                                                \
@@ -37,18 +67,16 @@ inline constexpr const char kGetJobStatsSql[] =
     "SELECT " BELFRY_STATS_COLUMNS " FROM job_stats WHERE job_id = $1";
 #undef BELFRY_STATS_COLUMNS
 
-// $1 = JSON array of folded stats (whole rows).
-inline constexpr const char kUpsertJobStatsName[] = "belfry_upsert_job_stats";
-inline constexpr const char kUpsertJobStatsSql[] =
+// Writes the staged folded counters (whole rows) over job_stats.
+inline constexpr const char kUpsertStagedJobStatsName[] = "belfry_upsert_staged_job_stats";
+inline constexpr const char kUpsertStagedJobStatsSql[] =
     "INSERT INTO job_stats AS s (job_id, last_status, last_scheduled_for_ms, last_attempt, last_error,"
     " last_finished_at, consecutive_failures, total_succeeded, total_failed, last_success_scheduled_for_ms,"
     " updated_at) "
     "SELECT a.job_id, a.last_status, a.last_scheduled_for_ms, a.last_attempt, a.last_error,"
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.last_finished_ms") ", a.consecutive_failures, a.total_succeeded,"
     " a.total_failed, a.last_success_scheduled_for_ms, now() "
-    "FROM json_to_recordset($1::json) AS a(job_id text, last_status text, last_scheduled_for_ms bigint,"
-    " last_attempt int, last_error text, last_finished_ms bigint, consecutive_failures bigint,"
-    " total_succeeded bigint, total_failed bigint, last_success_scheduled_for_ms bigint) "
+    "FROM belfry_job_stats_stage AS a "
     "ON CONFLICT (job_id) DO UPDATE SET last_status = EXCLUDED.last_status,"
     " last_scheduled_for_ms = EXCLUDED.last_scheduled_for_ms, last_attempt = EXCLUDED.last_attempt,"
     " last_error = EXCLUDED.last_error, last_finished_at = EXCLUDED.last_finished_at,"
@@ -111,18 +139,13 @@ inline constexpr const char kListExecutionsAfterSql[] =
     "ORDER BY scheduled_for_ms DESC, attempt DESC, status DESC LIMIT $2";
 #undef BELFRY_EXECUTION_COLUMNS
 
-// The trim sweep: keeps the newest $1 reports of every job. A window over the whole table,
-// run periodically (not per insert); see docs/executions.md for its cost.
-inline constexpr const char kTrimExecutionsName[] = "belfry_trim_executions";
-inline constexpr const char kTrimExecutionsSql[] =
-    "DELETE FROM executions e USING ("
-    "  SELECT job_id, scheduled_for_ms, attempt, status FROM ("
-    "    SELECT job_id, scheduled_for_ms, attempt, status, row_number() OVER ("
-    "      PARTITION BY job_id ORDER BY scheduled_for_ms DESC, attempt DESC, status DESC) AS rn"
-    "    FROM executions) AS ranked"
-    "  WHERE rn > $1::int) AS old "
-    "WHERE e.job_id = old.job_id AND e.scheduled_for_ms = old.scheduled_for_ms AND e.attempt = old.attempt"
-    " AND e.status = old.status";
+// The history sweep (migrations/0007_execution_partitions.sql, docs/executions.md "History"):
+// $1 = now (epoch ms), $2 = retention (ms), $3 = days of partitions to create ahead of today.
+// Creates the missing daily partitions, drops the ones wholly older than now - retention.
+// Returns (created, dropped, default_rows_deleted).
+inline constexpr const char kMaintainExecutionPartitionsName[] = "belfry_maintain_execution_partitions";
+inline constexpr const char kMaintainExecutionPartitionsSql[] =
+    "SELECT created, dropped, default_rows_deleted FROM belfry_execution_partitions($1::bigint, $2::bigint, $3::int)";
 
 }  // namespace belfry::pg_queries
 

@@ -8,12 +8,14 @@
 #include <type_traits>
 #include <pqxx/nontransaction>
 #include <pqxx/result>
+#include <pqxx/stream_to>
 #include <pqxx/transaction>
 #include <utility>
 
 #include "core/execution_report.h"
 #include "core/json_writer.h"
 #include "core/retry_planner.h"
+#include "pg/copy_row.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_execution_queries.h"
 
@@ -23,13 +25,12 @@ namespace {
 std::vector<PreparedStatement> ExecutionStatements() {
   namespace q = pg_queries;
   return {
-      {q::kInsertExecutionsName, q::kInsertExecutionsSql},
+      {q::kExecutionStagesExistName, q::kExecutionStagesExistSql},
       {q::kLockJobStatsName, q::kLockJobStatsSql},
       {q::kGetJobStatsName, q::kGetJobStatsSql},
-      {q::kUpsertJobStatsName, q::kUpsertJobStatsSql},
       {q::kListExecutionsName, q::kListExecutionsSql},
       {q::kListExecutionsAfterName, q::kListExecutionsAfterSql},
-      {q::kTrimExecutionsName, q::kTrimExecutionsSql},
+      {q::kMaintainExecutionPartitionsName, q::kMaintainExecutionPartitionsSql},
       {q::kRetryTargetsName, q::kRetryTargetsSql},
       {q::kLockShardStatesName, q::kLockShardStatesSql},
       {q::kInsertRetriesName, q::kInsertRetriesSql},
@@ -81,6 +82,53 @@ JobStats StatsFromRow(const pqxx::row& row) {
   return s;
 }
 
+using ExecutionStageRow = CopyRow<std::size(pg_queries::kExecutionStageColumns)>;
+using JobStatsStageRow = CopyRow<std::size(pg_queries::kJobStatsStageColumns)>;
+
+ExecutionStageRow StageRowOf(const ExecutionReport& r) {
+  ExecutionStageRow row;
+  size_t c = 0;  // kExecutionStageColumns order
+  row.Set(c++, r.job_id);
+  row.SetInt(c++, r.scheduled_for_ms);
+  row.SetInt(c++, r.attempt);
+  row.Set(c++, ExecutionStatusName(r.status));
+  row.Set(c++, r.error);
+  row.SetOptionalInt(c++, r.started_at);
+  row.SetOptionalInt(c++, r.finished_at);
+  row.Set(c++, r.worker);
+  row.SetInt(c++, r.source.partition);
+  row.SetInt(c++, r.source.offset);
+  return row;
+}
+
+JobStatsStageRow StageRowOf(const JobStats& s) {
+  JobStatsStageRow row;
+  size_t c = 0;  // kJobStatsStageColumns order
+  row.Set(c++, s.job_id);
+  if (s.last_status) {
+    row.Set(c++, ExecutionStatusName(*s.last_status));
+  } else {
+    row.SetNull(c++);
+  }
+  row.SetInt(c++, s.last_scheduled_for_ms);
+  row.SetInt(c++, s.last_attempt);
+  row.Set(c++, s.last_error);
+  row.SetOptionalInt(c++, s.last_finished_at);
+  row.SetInt(c++, s.consecutive_failures);
+  row.SetInt(c++, s.total_succeeded);
+  row.SetInt(c++, s.total_failed);
+  row.SetOptionalInt(c++, s.last_success_scheduled_for_ms);
+  return row;
+}
+
+// COPYs `rows` into the staging table `table` with columns `columns`.
+template <typename Row, size_t N>
+void Stage(pqxx::work& txn, const char* table, const char* const (&columns)[N], const std::vector<Row>& rows) {
+  pqxx::stream_to stage(txn, table, std::vector<std::string>(std::begin(columns), std::end(columns)));
+  for (const Row& row : rows) stage << row.Fields();
+  stage.complete();
+}
+
 }  // namespace
 
 std::string ExecutionCursor(const ExecutionReport& r) {
@@ -113,83 +161,68 @@ StatusOr<ExecutionApplyResult> PgExecutionStore::ApplyReports(const std::vector<
   if (reports.empty()) return result;
   // Sorted by key so that concurrent batches lock in the same order.
   std::vector<const ExecutionReport*> sorted;
+  sorted.reserve(reports.size());
   for (const ExecutionReport& r : reports) sorted.push_back(&r);
   const auto key = [](const ExecutionReport& r) {
     return std::make_tuple(std::string_view(r.job_id), r.scheduled_for_ms, r.attempt, static_cast<int>(r.status));
   };
   std::sort(sorted.begin(), sorted.end(),
             [&](const ExecutionReport* x, const ExecutionReport* y) { return key(*x) < key(*y); });
-  JsonArrayChunks rows;
-  for (const ExecutionReport* r : sorted) {
-    rows.BeginObject();
-    rows.String("job_id", r->job_id);
-    rows.Int("scheduled_for_ms", r->scheduled_for_ms);
-    rows.Int("attempt", r->attempt);
-    rows.String("status", ExecutionStatusName(r->status));
-    rows.String("error", r->error);
-    rows.OptionalInt("started_ms", r->started_at);
-    rows.OptionalInt("finished_ms", r->finished_at);
-    rows.String("worker", r->worker);
-    rows.Int("src_partition", r->source.partition);
-    rows.Int("src_offset", r->source.offset);
-    rows.EndObject();
-  }
-  const std::vector<std::string> chunks = rows.Finish();
+  std::vector<ExecutionStageRow> staged;
+  staged.reserve(sorted.size());
+  for (const ExecutionReport* r : sorted) staged.push_back(StageRowOf(*r));
 
   Status st = session_.Run("apply execution reports", [&](pqxx::connection& conn) {
+    namespace q = pg_queries;
     result = ExecutionApplyResult{};
+    // Registering is idempotent in libpqxx; each new connection prepares them on first use, by
+    // which time this transaction has created the staging tables.
+    conn.prepare(q::kInsertStagedExecutionsName, q::kInsertStagedExecutionsSql);
+    conn.prepare(q::kUpsertStagedJobStatsName, q::kUpsertStagedJobStatsSql);
     pqxx::work txn(conn, "apply_execution_reports");
+    if (!txn.exec_prepared(q::kExecutionStagesExistName)[0][0].as<bool>()) txn.exec(q::kCreateExecutionStagesSql);
+    Stage(txn, q::kExecutionStageTable, q::kExecutionStageColumns, staged);
     // The new reports, as given (the message timestamp is not stored but dates a failure).
     std::vector<ExecutionReport> fresh;
-    for (const std::string& chunk : chunks) {
-      for (const pqxx::row& row : txn.exec_prepared(pg_queries::kInsertExecutionsName, chunk)) {
-        ExecutionReport r;
-        r.job_id = row[0].as<std::string>();
-        r.scheduled_for_ms = row[1].as<int64_t>();
-        r.attempt = row[2].as<int32_t>();
-        r.status = StatusFromName(row[3].as<std::string>()).value_or(ExecutionStatus::kRunning);
-        const auto given = std::lower_bound(
-            sorted.begin(), sorted.end(), key(r), [&](const ExecutionReport* x, const auto& k) { return key(*x) < k; });
-        if (given != sorted.end() && key(**given) == key(r)) fresh.push_back(**given);
-      }
+    for (const pqxx::row& row : txn.exec_prepared(q::kInsertStagedExecutionsName)) {
+      const auto k = std::make_tuple(std::string_view(row[0].c_str(), row[0].size()), row[1].as<int64_t>(), row[2].as<int32_t>(),
+                                     static_cast<int>(StatusFromName(std::string_view(row[3].c_str(), row[3].size()))
+                                                          .value_or(ExecutionStatus::kRunning)));
+      const auto given = std::lower_bound(sorted.begin(), sorted.end(), k,
+                                          [&](const ExecutionReport* x, const auto& kk) { return key(*x) < kk; });
+      if (given != sorted.end() && key(**given) == k) fresh.push_back(**given);
     }
     result.stored = static_cast<int64_t>(fresh.size());
     std::map<std::string, std::vector<ExecutionReport>> terminal;
     for (const ExecutionReport& r : fresh) {
       if (r.status != ExecutionStatus::kRunning) terminal[r.job_id].push_back(r);
     }
-    std::map<std::string, std::optional<EpochMs>> latest_success;
     if (!terminal.empty()) {
       std::vector<std::string_view> terminal_ids;
+      terminal_ids.reserve(terminal.size());
       for (const auto& [id, unused] : terminal) terminal_ids.push_back(id);
-      const std::string ids = ArrayLiteral(terminal_ids);
       std::map<std::string, JobStats> current;
-      for (const pqxx::row& row : txn.exec_prepared(pg_queries::kLockJobStatsName, ids)) {
+      for (const pqxx::row& row : txn.exec_prepared(q::kLockJobStatsName, ArrayLiteral(terminal_ids))) {
         JobStats s = StatsFromRow(row);
         current.emplace(s.job_id, std::move(s));
       }
-      JsonArrayChunks upserts;
+      // The latest success of each job that has ever failed: only such a job can have retries
+      // to supersede (a retry row is written only in the transaction that counts its failure,
+      // and counters are never reset).
+      std::map<std::string, std::optional<EpochMs>> latest_success;
+      std::vector<JobStatsStageRow> folded;
+      folded.reserve(terminal.size());
       for (auto& [id, reports_of_job] : terminal) {
         auto it = current.find(id);
         const JobStats s =
             FoldJobStats(it == current.end() ? std::nullopt : std::optional<JobStats>(it->second), id,
                          std::move(reports_of_job));
-        latest_success[id] = s.last_success_scheduled_for_ms;
-        upserts.BeginObject();
-        upserts.String("job_id", s.job_id);
-        upserts.String("last_status", s.last_status ? ExecutionStatusName(*s.last_status) : "");
-        upserts.Int("last_scheduled_for_ms", s.last_scheduled_for_ms);
-        upserts.Int("last_attempt", s.last_attempt);
-        upserts.String("last_error", s.last_error);
-        upserts.OptionalInt("last_finished_ms", s.last_finished_at);
-        upserts.Int("consecutive_failures", s.consecutive_failures);
-        upserts.Int("total_succeeded", s.total_succeeded);
-        upserts.Int("total_failed", s.total_failed);
-        upserts.OptionalInt("last_success_scheduled_for_ms", s.last_success_scheduled_for_ms);
-        upserts.EndObject();
+        if (s.total_failed > 0) latest_success[id] = s.last_success_scheduled_for_ms;
+        folded.push_back(StageRowOf(s));
       }
-      for (const std::string& chunk : upserts.Finish()) txn.exec_prepared(pg_queries::kUpsertJobStatsName, chunk);
-      ApplyRetries(txn, fresh, latest_success, &result);
+      Stage(txn, q::kJobStatsStageTable, q::kJobStatsStageColumns, folded);
+      txn.exec_prepared(q::kUpsertStagedJobStatsName);
+      if (!latest_success.empty()) ApplyRetries(txn, fresh, latest_success, &result);
     }
     txn.commit();
     return Status::Ok();
@@ -322,15 +355,21 @@ StatusOr<std::optional<JobStats>> PgExecutionStore::GetJobStats(const std::strin
   return stats;
 }
 
-StatusOr<int64_t> PgExecutionStore::TrimHistory(int32_t keep_per_job) {
-  int64_t deleted = 0;
-  Status st = session_.Run("trim execution history", [&](pqxx::connection& conn) {
-    pqxx::nontransaction txn(conn);
-    deleted = txn.exec_prepared(pg_queries::kTrimExecutionsName, keep_per_job).affected_rows();
+StatusOr<PartitionSweep> PgExecutionStore::MaintainPartitions(int64_t retention_ms, int32_t days_ahead) {
+  PartitionSweep sweep;
+  const int64_t now_ms = clock_.NowMs();
+  Status st = session_.Run("maintain execution partitions", [&](pqxx::connection& conn) {
+    pqxx::work txn(conn, "maintain_execution_partitions");
+    const pqxx::row row =
+        txn.exec_prepared1(pg_queries::kMaintainExecutionPartitionsName, now_ms, retention_ms, days_ahead);
+    sweep.created = row[0].as<int32_t>();
+    sweep.dropped = row[1].as<int32_t>();
+    sweep.default_rows_deleted = row[2].as<int64_t>();
+    txn.commit();
     return Status::Ok();
   });
   if (!st.ok()) return st;
-  return deleted;
+  return sweep;
 }
 
 }  // namespace belfry

@@ -16,6 +16,12 @@
 
 namespace belfry {
 
+struct PartitionSweep {
+  int32_t created = 0;
+  int32_t dropped = 0;
+  int64_t default_rows_deleted = 0;  // expired reports that had landed outside the daily partitions
+};
+
 // Thread-compatible: one instance per thread. One libpqxx connection, opened on first use.
 class PgExecutionStore final : public ExecutionStore {
  public:
@@ -26,17 +32,21 @@ class PgExecutionStore final : public ExecutionStore {
   PgExecutionStore& operator=(const PgExecutionStore&) = delete;
   ~PgExecutionStore() override;
 
-  // One transaction, a fixed number of set-based statements whatever the batch size: insert the
-  // reports (ON CONFLICT DO NOTHING RETURNING the new ones), lock the touched job_stats rows, fold
-  // the new reports into them (FoldJobStats), upsert the rows; then drop the retries new successes
+  // One transaction, a fixed number of set-based statements whatever the batch size: COPY the
+  // reports into a staging table and insert them (ON CONFLICT DO NOTHING RETURNING the new ones),
+  // lock the touched job_stats rows, fold the new reports into them (FoldJobStats), COPY and
+  // upsert the rows; then, for jobs that have ever failed, drop the retries new successes
   // supersede, and schedule the retries new failures call for (PlanRetries).
   StatusOr<ExecutionApplyResult> ApplyReports(const std::vector<ExecutionReport>& reports) override;
   StatusOr<ExecutionPage> ListExecutions(const std::string& job_id, int32_t limit,
                                          const std::string& cursor) override;
   StatusOr<std::optional<JobStats>> GetJobStats(const std::string& job_id) override;
 
-  // The trim sweep: deletes all but the newest keep_per_job reports of every job. Returns the count.
-  StatusOr<int64_t> TrimHistory(int32_t keep_per_job);
+  // The history sweep: creates the daily partitions of `executions` from the oldest day still
+  // within `retention_ms` of the clock's now through `days_ahead` days after today, and drops
+  // the partitions wholly older than now - retention_ms (docs/executions.md, "History").
+  // Idempotent; concurrent sweeps of several nodes take turns (an advisory lock).
+  StatusOr<PartitionSweep> MaintainPartitions(int64_t retention_ms, int32_t days_ahead);
 
  private:
   // Inside ApplyReports' transaction: the retry part.

@@ -1,6 +1,9 @@
-// PgExecutionStore on the real server: dedupe, counters, keyset pages, the trim sweep.
+// PgExecutionStore on the real server: dedupe, counters, keyset pages, the daily partitions and
+// their sweep.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -103,20 +106,93 @@ TEST_F(PgExecutionStoreTest, HistoryPaginatesNewestFirst) {
   EXPECT_EQ(store_->ListExecutions("p", 10, "garbage").status().code(), Status::Code::kInvalid);
 }
 
-TEST_F(PgExecutionStoreTest, TrimKeepsTheNewestPerJob) {
-  std::vector<ExecutionReport> batch;
-  for (int i = 0; i < 12; ++i) batch.push_back(Report("t", 60'000 * (i + 1), 0, kOk, i));
-  for (int i = 0; i < 3; ++i) batch.push_back(Report("u", 60'000 * (i + 1), 0, kOk, 100 + i));
+constexpr int64_t kDayMs = 86'400'000;
+
+// The partition each stored report of `job` is in, by scheduledFor.
+std::map<EpochMs, std::string> PartitionsOf(PgTestDatabase& db, const std::string& job) {
+  std::map<EpochMs, std::string> out;
+  for (const auto& row : db.Exec("SELECT scheduled_for_ms, tableoid::regclass::text FROM executions WHERE job_id = '" +
+                                 job + "'")) {
+    out[row[0].as<int64_t>()] = row[1].as<std::string>();
+  }
+  return out;
+}
+
+TEST_F(PgExecutionStoreTest, HistoryIsKeptInDailyPartitionsDroppedWhole) {
+  // clock_ starts at 2023-11-14T22:13:20Z: day 19675 since the epoch.
+  const EpochMs today = clock_.NowMs() / kDayMs * kDayMs;
+  // Before any sweep every report lands in executions_default.
+  const std::vector<ExecutionReport> batch = {
+      Report("h", today + 1000, 0, kOk, 1), Report("h", today - 2 * kDayMs, 0, kFail, 2),
+      Report("h", today - 10 * kDayMs, 0, kOk, 3), Report("h", today + 30 * kDayMs, 0, kOk, 4)};
   ASSERT_TRUE(store_->ApplyReports(batch).ok());
-  auto n = store_->TrimHistory(5);
-  ASSERT_TRUE(n.ok()) << n.status().ToString();
-  EXPECT_EQ(*n, 7);
-  auto page = store_->ListExecutions("t", 100, "");
+  for (const auto& [sf, partition] : PartitionsOf(*db_, "h")) EXPECT_EQ(partition, "executions_default") << sf;
+
+  auto swept = store_->MaintainPartitions(7 * kDayMs, 3);
+  ASSERT_TRUE(swept.ok()) << swept.status().ToString();
+  EXPECT_EQ(swept->created, 11);  // days D-7 .. D+3
+  EXPECT_EQ(swept->dropped, 0);
+  EXPECT_EQ(swept->default_rows_deleted, 1);  // the report of day D-10, past the retention
+  std::map<EpochMs, std::string> where = PartitionsOf(*db_, "h");
+  ASSERT_EQ(where.size(), 3u);
+  EXPECT_EQ(where[today + 1000], "executions_20231114");
+  EXPECT_EQ(where[today - 2 * kDayMs], "executions_20231112");
+  EXPECT_EQ(where[today + 30 * kDayMs], "executions_default");  // beyond the days created ahead
+
+  // Repeats still meet their first copy: stored and counted once.
+  auto again = store_->ApplyReports(batch);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->stored, 1);  // only the D-10 report, deleted by the sweep, is new again
+  EXPECT_EQ(db_->Exec("SELECT count(*) FROM executions WHERE job_id = 'h'")[0][0].as<int>(), 4);
+  const JobStats before = **store_->GetJobStats("h");
+  EXPECT_EQ(before.total_failed, 1);
+
+  // A second sweep at the same time has nothing to do but the D-10 report again.
+  swept = store_->MaintainPartitions(7 * kDayMs, 3);
+  ASSERT_TRUE(swept.ok());
+  EXPECT_EQ(swept->created, 0);
+  EXPECT_EQ(swept->dropped, 0);
+  EXPECT_EQ(swept->default_rows_deleted, 1);
+
+  // Three days on, days D-7 .. D-5 are wholly older than the retention: dropped whole.
+  clock_.Advance(3 * kDayMs);
+  swept = store_->MaintainPartitions(7 * kDayMs, 3);
+  ASSERT_TRUE(swept.ok());
+  EXPECT_EQ(swept->dropped, 3);
+  EXPECT_EQ(swept->created, 3);
+  EXPECT_EQ(db_->Exec("SELECT to_regclass('executions_20231107') IS NULL")[0][0].as<bool>(), true);
+  EXPECT_EQ(db_->Exec("SELECT to_regclass('executions_20231110') IS NOT NULL")[0][0].as<bool>(), true);
+  EXPECT_EQ(PartitionsOf(*db_, "h").size(), 3u);
+
+  // Day D-2 goes once D-2 + 1 day is more than 7 days ago; the counters stay.
+  clock_.Advance(4 * kDayMs);
+  swept = store_->MaintainPartitions(7 * kDayMs, 3);
+  ASSERT_TRUE(swept.ok());
+  where = PartitionsOf(*db_, "h");
+  EXPECT_EQ(where.count(today - 2 * kDayMs), 0u);
+  EXPECT_EQ(where.count(today + 1000), 1u);
+  const JobStats after = **store_->GetJobStats("h");
+  EXPECT_EQ(after.total_failed, before.total_failed);
+  EXPECT_EQ(after.total_succeeded, before.total_succeeded);
+  auto page = store_->ListExecutions("h", 100, "");
   ASSERT_TRUE(page.ok());
-  ASSERT_EQ(page->records.size(), 5u);
-  EXPECT_EQ(page->records.back().report.scheduled_for_ms, 60'000 * 8);
-  EXPECT_EQ(store_->ListExecutions("u", 100, "")->records.size(), 3u);
-  EXPECT_EQ((*store_->GetJobStats("t"))->total_succeeded, 12);  // counters survive the trim
+  ASSERT_EQ(page->records.size(), 2u);
+  EXPECT_EQ(page->records[0].report.scheduled_for_ms, today + 30 * kDayMs);
+  EXPECT_EQ(page->records[1].report.scheduled_for_ms, today + 1000);
+}
+
+TEST_F(PgExecutionStoreTest, AStoredSuccessSupersedesRetriesOnlyWhereTheJobHasFailed) {
+  // A job that never failed has no retries to supersede, and the store does not look; one that
+  // failed is looked at. Both keep exact counters and the latest success.
+  ASSERT_TRUE(store_->ApplyReports({Report("never", 60'000, 0, kOk, 1), Report("once", 60'000, 0, kFail, 2)}).ok());
+  ASSERT_TRUE(store_->ApplyReports({Report("never", 120'000, 0, kOk, 3), Report("once", 120'000, 0, kOk, 4)}).ok());
+  const JobStats never = **store_->GetJobStats("never");
+  const JobStats once = **store_->GetJobStats("once");
+  EXPECT_EQ(never.total_succeeded, 2);
+  EXPECT_EQ(*never.last_success_scheduled_for_ms, 120'000);
+  EXPECT_EQ(once.total_failed, 1);
+  EXPECT_EQ(once.consecutive_failures, 0);
+  EXPECT_EQ(*once.last_success_scheduled_for_ms, 120'000);
 }
 
 }  // namespace
