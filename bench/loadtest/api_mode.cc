@@ -72,7 +72,7 @@ class ApiTally final {
     std::string_view error_kind;
     int status = 0;
     if (!result.ok) {
-      error_kind = "transport";
+      error_kind = result.unanswered_at_end ? "unanswered_at_end" : "transport";
     } else {
       status = result.response->status();
       if (status != request.expected_status) {
@@ -95,6 +95,7 @@ class ApiTally final {
     ++requests_[r];
     if (result.ok) {
       all_.Record(us);
+      from_send_.Record((result.done_ns - result.sent_ns) / 1000);
       by_route_[r].Record(us);
       ++statuses_[status];
       if (status == 503) {
@@ -138,7 +139,7 @@ class ApiTally final {
   }
 
   // REQUIRES: the client threads have ended.
-  void Summarize(nlohmann::ordered_json& j, const ApiRouteMix& mix) const {
+  void Summarize(nlohmann::ordered_json& j, const ApiRouteMix& mix, bool rate_mode) const {
     int64_t requests = 0, errors = 0;
     for (size_t r = 0; r < kApiRouteCount; ++r) {
       requests += requests_[r];
@@ -160,6 +161,7 @@ class ApiTally final {
     for (const auto& [value, n] : retry_after_) retry_after[value] = n;
     j["retry_after_seen"] = retry_after;
     j["latency"] = LatencySummaryMs(all_);
+    if (rate_mode) j["latency_from_send"] = LatencySummaryMs(from_send_);
     nlohmann::ordered_json routes = nlohmann::ordered_json::object();
     for (size_t r = 0; r < kApiRouteCount; ++r) {
       if (mix.weight(static_cast<ApiRoute>(r)) == 0 && requests_[r] == 0) continue;
@@ -198,6 +200,7 @@ class ApiTally final {
   std::array<int64_t, kApiRouteCount> errors_{};
   std::array<LatencyHistogram, kApiRouteCount> by_route_;
   LatencyHistogram all_;
+  LatencyHistogram from_send_;  // differs from all_ in rate mode only
   std::map<int, int64_t> statuses_;
   std::map<std::string, int64_t> errors_by_kind_;
   std::map<std::string, int64_t> retry_after_;
@@ -353,7 +356,7 @@ int RunApi(const ApiOptions& options) {
   j["duration_s"] = static_cast<double>(duration_ms) / 1000.0;
   j["warmup_s"] = options.warmup_s;
   j["measured_s"] = measured_s;
-  tally.Summarize(j, requests.mix());
+  tally.Summarize(j, requests.mix(), options.rate > 0);
   j["requests_per_s"] = static_cast<double>(tally.requests()) / measured_s;
   int64_t opened = 0, server_close = 0, idle_close = 0, error_reconnects = 0, connect_failures = 0, bytes_in = 0,
           bytes_out = 0, late = 0;

@@ -19,6 +19,7 @@ namespace {
 constexpr int64_t kReopenDelayNs = 100'000'000;  // after a transport error
 constexpr int64_t kLateStartNs = 5'000'000;      // rate mode: a start this late counts as late
 constexpr size_t kReadBufferBytes = 64 * 1024;
+constexpr int64_t kMinRateWaitNs = 200'000;
 
 }  // namespace
 
@@ -299,6 +300,16 @@ void HttpKeepAliveClient::Fail(Connection& c, std::string_view error, int64_t no
   c.reopen_at_ns = now + kReopenDelayNs;
 }
 
+int HttpKeepAliveClient::Wait(epoll_event* events, int max_events, int64_t wait_ns) {
+  if (precise_wait_) {
+    timespec timeout{static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
+    const int n = epoll_pwait2(epoll_fd_, events, max_events, &timeout, nullptr);
+    if (n >= 0 || errno != ENOSYS) return n;
+    precise_wait_ = false;  // a kernel before 5.11: millisecond timeouts
+  }
+  return epoll_wait(epoll_fd_, events, max_events, static_cast<int>((wait_ns + 999'999) / 1'000'000));
+}
+
 void HttpKeepAliveClient::Run(int64_t stop_ns, int64_t drain_until_ns, const std::atomic<bool>* abort) {
   stop_ns_ = stop_ns;
   abort_ = abort;
@@ -316,7 +327,9 @@ void HttpKeepAliveClient::Run(int64_t stop_ns, int64_t drain_until_ns, const std
     int64_t wait_ns = 100'000'000;
     if (sending) {
       StartParked(now);
-      if (!parked_.empty()) wait_ns = std::min(wait_ns, next_intended_ns_ - now);
+      // Rate mode: wake for the next intended start, but at most every kMinRateWaitNs, starting
+      // whatever fell due meanwhile together.
+      if (!parked_.empty()) wait_ns = std::min(wait_ns, std::max(kMinRateWaitNs, next_intended_ns_ - now));
       for (auto& c : connections_) {
         if (c->state != Connection::State::kDown || c->has_request) continue;
         if (c->reopen_at_ns <= now) {
@@ -329,8 +342,7 @@ void HttpKeepAliveClient::Run(int64_t stop_ns, int64_t drain_until_ns, const std
     } else {
       wait_ns = std::min(wait_ns, drain_until_ns - now);
     }
-    const int timeout_ms = static_cast<int>(std::max<int64_t>(0, (wait_ns + 999'999) / 1'000'000));
-    const int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), timeout_ms);
+    const int n = Wait(events.data(), static_cast<int>(events.size()), std::max<int64_t>(0, wait_ns));
     if (n < 0) {
       if (errno == EINTR) continue;
       throw std::runtime_error(fmt::format("epoll_wait: {}", std::strerror(errno)));
@@ -366,6 +378,7 @@ void HttpKeepAliveClient::Run(int64_t stop_ns, int64_t drain_until_ns, const std
     if (c->has_request) {
       HttpResult r;
       r.error = "no response before the end of the run";
+      r.unanswered_at_end = true;
       r.intended_ns = c->intended_ns;
       r.sent_ns = c->sent_ns;
       r.done_ns = now;

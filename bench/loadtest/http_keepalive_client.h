@@ -29,6 +29,8 @@
 
 #include "loadtest/http_response_parser.h"
 
+struct epoll_event;
+
 namespace belfry::loadtest {
 
 // A resolved server address. Throws std::invalid_argument / std::runtime_error.
@@ -46,6 +48,7 @@ struct HttpResult {
   bool ok = false;                                // a whole response was read
   const HttpResponseParser* response = nullptr;   // when ok: status, body, headers
   std::string_view error;                         // when !ok: what went wrong
+  bool unanswered_at_end = false;                 // !ok because the run ended first
   int64_t intended_ns = 0;                        // when it should have started (= sent_ns in a closed loop)
   int64_t sent_ns = 0;                            // when its first byte was written
   int64_t done_ns = 0;                            // when its last byte was read (or the error seen)
@@ -85,8 +88,8 @@ class HttpKeepAliveClient final {
   int64_t bytes_in() const { return bytes_in_.load(std::memory_order_relaxed); }
   int64_t bytes_out() const { return bytes_out_.load(std::memory_order_relaxed); }
   int64_t connections_opened() const { return opened_.load(std::memory_order_relaxed); }
-  // Rate mode: requests that started more than 1 ms after their intended time because no
-  // connection was free.
+  // Rate mode: requests that started more than 5 ms after their intended time (no connection
+  // was free, or the client thread was not scheduled).
   int64_t late_starts() const { return late_starts_.load(std::memory_order_relaxed); }
 
  private:
@@ -105,6 +108,8 @@ class HttpKeepAliveClient final {
   void Finish(Connection& c, int64_t now);
   void SetWantWrite(Connection& c, bool want);
   void StartParked(int64_t now);
+  // epoll_wait with a nanosecond timeout (epoll_pwait2 where the kernel has it).
+  int Wait(epoll_event* events, int max_events, int64_t wait_ns);
   bool Sending(int64_t now) const { return now < stop_ns_ && !(abort_ != nullptr && abort_->load()); }
 
   const HttpClientOptions options_;
@@ -119,6 +124,7 @@ class HttpKeepAliveClient final {
   int64_t interval_ns_ = 0;  // rate mode: between intended starts
   int64_t next_intended_ns_ = 0;
   int in_flight_ = 0;
+  bool precise_wait_ = true;
 
   std::atomic<int64_t> server_close_{0};
   std::atomic<int64_t> idle_close_{0};
