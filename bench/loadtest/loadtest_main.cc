@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
   if (const char* t = std::getenv("BELFRY_KAFKA_RESULTS_TOPIC"); t != nullptr && *t != 0)
     common.results_topic = t;
 
-  CLI::App app{"belfry-loadtest: load-test harness for belfry (raw, seed, crud, verify, burst, executions)"};
+  CLI::App app{"belfry-loadtest: load-test harness for belfry (raw, seed, crud, verify, burst, executions, api)"};
   app.require_subcommand(1);
   ModeRunner run;
   RegisterRawMode(app, &common, &run);
@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
   RegisterCrudMode(app, &common, &run);
   RegisterVerifyMode(app, &common, &run);
   RegisterBurstMode(app, &common, &run);
+  RegisterApiMode(app, &common, &run);
   RegisterExecutionsMode(app, &common, &run);
   CLI11_PARSE(app, argc, argv);
   if (!run) return 2;
