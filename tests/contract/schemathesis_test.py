@@ -51,6 +51,7 @@ def main():
                 "--phases", "examples,coverage,fuzzing",
                 "--max-examples", str(args.max_examples),
                 "--workers", "1",
+                "--continue-on-failure",
                 "--request-timeout", "10",
                 "--generation-database", "none",
                 "--no-color",
