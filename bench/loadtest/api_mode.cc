@@ -255,6 +255,7 @@ int RunApi(const ApiOptions& options) {
   if (options.threads < 1 || options.threads > options.connections)
     throw std::invalid_argument("--threads must be in 1..--connections");
   const HttpEndpoint endpoint = HttpEndpoint::Resolve(ConnectAddress(options.admin));
+  if (const std::string error = endpoint.TryConnect(); !error.empty()) throw std::runtime_error(error);
 
   JobCommandSpec spec;
   spec.id_prefix = options.id_prefix;

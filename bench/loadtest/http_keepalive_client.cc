@@ -51,6 +51,15 @@ HttpEndpoint HttpEndpoint::Resolve(const std::string& host_port) {
   return e;
 }
 
+std::string HttpEndpoint::TryConnect() const {
+  const int fd = ::socket(reinterpret_cast<const sockaddr*>(&address)->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fmt::format("socket: {}", std::strerror(errno));
+  const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), address_len);
+  const int err = errno;
+  ::close(fd);
+  return rc == 0 ? "" : fmt::format("connect to {}: {}", host_header, std::strerror(err));
+}
+
 struct HttpKeepAliveClient::Connection {
   enum class State { kDown, kConnecting, kFree, kBusy };
 

@@ -41,6 +41,8 @@ struct HttpEndpoint {
 
   // "host:port" (IPv4, IPv6 in brackets, or a name).
   static HttpEndpoint Resolve(const std::string& host_port);
+  // Opens and closes one blocking connection: "" if it connected, else why not.
+  std::string TryConnect() const;
 };
 
 // One finished request, as handed to the completion callback.
