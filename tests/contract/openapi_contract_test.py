@@ -608,6 +608,35 @@ def check_views(c, views, ids):
     expect("unicode", lambda v: v["owner"] == "ünïcode", "a UTF-8 owner")
 
 
+def check_cli_view(c, node, ids):
+    """`belfry jobs get --json` prints the same document as GET /v1/jobs/{id} (one job view)."""
+    schema = {"$ref": "#/components/schemas/JobView"}
+    for role, job_id in ids.items():
+        what = f"belfry jobs get {job_id!r} --json"
+        r = node.belfry(["jobs", "get", job_id, "--json"], check=False)
+        if r.returncode != 0:
+            c.fail(what, f"exit {r.returncode}: {r.stderr.strip()}")
+            continue
+        try:
+            cli = json.loads(r.stdout)
+        except ValueError as e:
+            c.fail(what, f"not JSON ({e}): {r.stdout[:200]!r}")
+            continue
+        c.validate(what, "output", cli, schema)
+        resp = c.call("GET", f"/v1/jobs/{q(job_id)}", 200)
+        if resp.status_code != 200:
+            continue
+        http_view = resp.json()
+        # The next fires move on with the clock between the two reads; everything else must match.
+        for k in ("nextTriggerAt", "nextFires"):
+            cli.pop(k, None)
+            http_view.pop(k, None)
+        if cli != http_view:
+            diff = sorted(k for k in set(cli) | set(http_view) if cli.get(k, "<absent>") != http_view.get(k, "<absent>"))
+            c.fail(what, "differs from GET /v1/jobs/{id} in " + ", ".join(
+                f"{k}: cli {cli.get(k, '<absent>')!r} vs http {http_view.get(k, '<absent>')!r}" for k in diff))
+
+
 def database_gone(c, node, ids):
     """The database disappears under the node: the /v1 routes and /readyz must answer 503."""
     node.drop_database()
@@ -660,7 +689,8 @@ def main():
         ids = seed(node)
         print(f"seeded {len(ids)} jobs and their executions in {time.monotonic() - started:.1f}s", flush=True)
         exercise(c, node, ids)
-        print(f"exercised every route in {time.monotonic() - started:.1f}s", flush=True)
+        check_cli_view(c, node, ids)
+        print(f"exercised every route and the CLI's view in {time.monotonic() - started:.1f}s", flush=True)
         # A second node on the same database and topics: no token, execution history disabled.
         with BelfryNode(args.belfry, args.source_dir, "openapi-plain", share=node,
                         extra_env={"BELFRY_EXECUTIONS_ENABLED": "false"}) as plain:
