@@ -156,7 +156,12 @@ void HttpKeepAliveClient::SetWantWrite(Connection& c, bool want) {
 
 void HttpKeepAliveClient::BecomeFree(Connection& c, int64_t now) {
   c.state = Connection::State::kFree;
-  if (!Sending(now)) return;
+  if (!Sending(now)) {
+    // Done with it: close at once, so that a server with a thread per connection can serve the
+    // connections still waiting for an answer instead of waiting for this one's next request.
+    Close(c);
+    return;
+  }
   if (interval_ns_ == 0) {
     StartRequest(c, now, now);
   } else if (next_intended_ns_ <= now) {
@@ -246,7 +251,8 @@ void HttpKeepAliveClient::Read(Connection& c, int64_t now) {
           Fail(c, "bytes after the response (one request was in flight)", now);
         } else if (close) {
           server_close_.fetch_add(1, std::memory_order_relaxed);
-          Open(c, now);
+          if (Sending(now)) Open(c, now);
+          else Close(c);
         } else {
           c.reused = true;
           BecomeFree(c, now);
@@ -260,7 +266,8 @@ void HttpKeepAliveClient::Read(Connection& c, int64_t now) {
     const std::string what = n == 0 ? std::string("connection closed") : fmt::format("recv: {}", std::strerror(errno));
     if (!c.has_request) {  // closed while idle: re-open now, so the next request does not pay for it
       idle_close_.fetch_add(1, std::memory_order_relaxed);
-      Open(c, now);
+      if (Sending(now)) Open(c, now);
+      else Close(c);
       return;
     }
     if (c.parser.empty() && c.reused && !c.resent) {
@@ -272,7 +279,8 @@ void HttpKeepAliveClient::Read(Connection& c, int64_t now) {
     if (n == 0 && c.parser.FinishOnEof() == HttpResponseParser::State::kComplete) {
       Finish(c, now);
       server_close_.fetch_add(1, std::memory_order_relaxed);
-      Open(c, now);
+      if (Sending(now)) Open(c, now);
+      else Close(c);
       return;
     }
     Fail(c, c.parser.error().empty() ? what : c.parser.error(), now);
@@ -328,11 +336,18 @@ void HttpKeepAliveClient::Run(int64_t stop_ns, int64_t drain_until_ns, const std
   next_intended_ns_ = now;
   for (auto& c : connections_) Open(*c, now);
   std::vector<epoll_event> events(256);
+  bool stopped = false;
   while (true) {
     now = MonotonicNs();
     const bool sending = Sending(now);
     if (abort_ != nullptr && abort_->load()) break;
     if (!sending && (in_flight_ == 0 || now >= drain_until_ns)) break;
+    if (!sending && !stopped) {
+      stopped = true;
+      for (auto& c : connections_) {
+        if (c->state == Connection::State::kFree) Close(*c);
+      }
+    }
     int64_t wait_ns = 100'000'000;
     if (sending) {
       StartParked(now);
