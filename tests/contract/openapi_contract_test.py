@@ -38,6 +38,8 @@ UNREACHABLE = {
     ("*", "500"): "an internal failure (a bug) cannot be provoked on purpose",
     ("/v1/jobs/{id}/executions", "404"): "the handler's 'history not enabled' answer: belfry serve "
     "always gives the admin server the execution store, even with executions.enabled false",
+    ("/healthz", "503"): "load shedding (every connection worker busy) is not provoked here",
+    ("/metrics", "503"): "load shedding (every connection worker busy) is not provoked here",
 }
 
 
