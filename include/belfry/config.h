@@ -66,6 +66,13 @@ struct ExecutionsConfig {
 struct AdminConfig {
   std::string listen = "127.0.0.1:8080";
   std::string token;  // required when listen is not a loopback address
+  // The read side (docs/operations.md, "Limits"). Database sessions the API reads through: up to
+  // this many requests read at once, each session with its own connections and prepared statements.
+  int32_t db_sessions = 4;
+  int64_t read_wait_ms = 250;          // longest wait for a free session, then 503 + Retry-After
+  int64_t statement_timeout_ms = 2000;  // PostgreSQL statement_timeout of the API's sessions
+  int32_t worker_threads = 64;          // connections served at once (kept-alive ones hold theirs)
+  int32_t max_queued_connections = 64;  // then new connections get 503 + Retry-After
 };
 
 struct LogConfig {

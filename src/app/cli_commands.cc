@@ -165,22 +165,7 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
   const std::optional<JobStats> st = *stats;
   const std::vector<NextFire> fires = NextFires(j.spec, j.paused, cfg.scheduler.tick_ms, SystemClock().NowMs(), 3);
   if (json) {
-    nlohmann::ordered_json out = nlohmann::ordered_json::parse(EncodeJobJson(j));
-    using OJson = nlohmann::ordered_json;
-    out["nextTriggerAt"] = fires.empty() ? OJson(nullptr) : OJson(FormatIsoTime(fires.front().at));
-    out["nextFires"] = OJson::parse(EncodeNextFires(fires));
-    out["lastOutcome"] = nullptr;
-    out["consecutiveFailures"] = st ? st->consecutive_failures : 0;
-    if (st && st->last_status) {
-      out["lastOutcome"] = {{"status", ExecutionStatusName(*st->last_status)},
-                            {"scheduledFor", FormatIsoTime(st->last_scheduled_for_ms)},
-                            {"attempt", st->last_attempt},
-                            {"error", st->last_error.empty() ? OJson(nullptr) : OJson(st->last_error)},
-                            {"finishedAt", st->last_finished_at ? OJson(FormatIsoTime(*st->last_finished_at)) : OJson(nullptr)}};
-      out["totalSucceeded"] = st->total_succeeded;
-      out["totalFailed"] = st->total_failed;
-    }
-    std::printf("%s\n", out.dump().c_str());
+    std::printf("%s\n", EncodeJobDetailJson(j, st, fires).c_str());
     return 0;
   }
   std::printf("id:        %s\nowner:     %s\ntopic:     %s\nkey:       %s\n", j.spec.id.c_str(), j.spec.owner.c_str(),

@@ -55,6 +55,11 @@ constexpr Key kKeys[] = {
     {"executions.max_error_bytes", Kind::kInt},
     {"admin.listen", Kind::kString},
     {"admin.token", Kind::kString},
+    {"admin.db_sessions", Kind::kInt},
+    {"admin.read_wait", Kind::kDuration},
+    {"admin.statement_timeout", Kind::kDuration},
+    {"admin.worker_threads", Kind::kInt},
+    {"admin.max_queued_connections", Kind::kInt},
     {"log.level", Kind::kString},
     {"log.format", Kind::kString},
 };
@@ -190,6 +195,11 @@ Status Apply(const Key& key, const YAML::Node& n, Config* c) {
     }
   } else if (path == "admin.listen") c->admin.listen = s;
   else if (path == "admin.token") c->admin.token = s;
+  else if (path == "admin.db_sessions") c->admin.db_sessions = static_cast<int32_t>(i);
+  else if (path == "admin.read_wait") c->admin.read_wait_ms = i;
+  else if (path == "admin.statement_timeout") c->admin.statement_timeout_ms = i;
+  else if (path == "admin.worker_threads") c->admin.worker_threads = static_cast<int32_t>(i);
+  else if (path == "admin.max_queued_connections") c->admin.max_queued_connections = static_cast<int32_t>(i);
   else if (path == "log.level") c->log.level = s;
   else if (path == "log.format") c->log.format = s;
   return Status::Ok();
@@ -296,6 +306,15 @@ Status ValidateConfig(const Config& c) {
   if (c.kafka.command_batch_max < 1) return Bad("kafka.command_batch_max", "must be positive");
   if (c.commands.max_details_bytes < 2 || c.commands.max_details_bytes > 900 * 1024) {
     return Bad("commands.max_details_bytes", "must be in 2..921600");
+  }
+  if (c.admin.db_sessions < 1 || c.admin.db_sessions > 256) return Bad("admin.db_sessions", "must be in 1..256");
+  if (c.admin.read_wait_ms < 1 || c.admin.read_wait_ms > 60'000) return Bad("admin.read_wait", "must be in 1ms..60s");
+  if (c.admin.statement_timeout_ms < 10 || c.admin.statement_timeout_ms > 600'000) {
+    return Bad("admin.statement_timeout", "must be in 10ms..10m");
+  }
+  if (c.admin.worker_threads < 1 || c.admin.worker_threads > 4096) return Bad("admin.worker_threads", "must be in 1..4096");
+  if (c.admin.max_queued_connections < 0 || c.admin.max_queued_connections > 65'536) {
+    return Bad("admin.max_queued_connections", "must be in 0..65536");
   }
   if (c.log.format != "text" && c.log.format != "json") return Bad("log.format", "must be text or json");
   static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error", "critical", "off"};

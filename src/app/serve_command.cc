@@ -18,6 +18,8 @@
 #include "core/shard_firer.h"
 #include "core/shard_ticker.h"
 #include "http/admin_server.h"
+#include "http/reader_pool.h"
+#include "pg/connection_options.h"
 #include "http/metrics_registry.h"
 #include "kafka/command_consumer.h"
 #include "kafka/execution_consumer.h"
@@ -152,9 +154,25 @@ int RunServe(const Config& cfg) {
     execution_consumer = std::move(execution_or.value());
   }
 
-  PgJobStore admin_store(cfg.database_url);
-  PgShardLedger admin_ledger(cfg.database_url);
-  PgExecutionStore admin_executions(cfg.database_url, MakeRetryRules(cfg), clock);
+  // The admin API's read sessions: each a job store, a ledger and an execution store over its own
+  // lazily opened connections, every statement bounded by admin.statement_timeout.
+  StatusOr<std::string> admin_url =
+      WithSessionSetting(cfg.database_url, "statement_timeout", std::to_string(cfg.admin.statement_timeout_ms));
+  if (!admin_url.ok()) {
+    spdlog::error("{}", admin_url.status().ToString());
+    return 1;
+  }
+  std::vector<std::unique_ptr<PgJobStore>> admin_stores;
+  std::vector<std::unique_ptr<PgShardLedger>> admin_ledgers;
+  std::vector<std::unique_ptr<PgExecutionStore>> admin_executions;
+  std::vector<ReadSession> read_sessions;
+  for (int32_t i = 0; i < cfg.admin.db_sessions; ++i) {
+    admin_stores.push_back(std::make_unique<PgJobStore>(*admin_url));
+    admin_ledgers.push_back(std::make_unique<PgShardLedger>(*admin_url));
+    admin_executions.push_back(std::make_unique<PgExecutionStore>(*admin_url, MakeRetryRules(cfg), clock));
+    read_sessions.push_back({admin_stores.back().get(), admin_ledgers.back().get(), admin_executions.back().get()});
+  }
+  ReaderPool readers(std::move(read_sessions), std::chrono::milliseconds(cfg.admin.read_wait_ms));
   metrics.SetSampler([&sink, &consumer](MetricsRegistry& m) {
     m.SetProducerQueue(sink->queue_length());
     m.SetConsumerLag(consumer->Stats().consumer_lag);
@@ -163,10 +181,10 @@ int RunServe(const Config& cfg) {
   admin_options.listen = cfg.admin.listen;
   admin_options.token = cfg.admin.token;
   admin_options.scheduler = cfg.scheduler;
+  admin_options.worker_threads = cfg.admin.worker_threads;
+  admin_options.max_queued_connections = cfg.admin.max_queued_connections;
   AdminDeps deps;
-  deps.store = &admin_store;
-  deps.ledger = &admin_ledger;
-  deps.executions = &admin_executions;
+  deps.readers = &readers;
   deps.metrics = &metrics;
   deps.clock = &clock;
   deps.node_id = node_id;

@@ -11,7 +11,11 @@ std::string EncodeJobJson(const StoredJob& job) {
   std::string out = "{\"id\":";
   AppendJsonString(&out, s.id);
   out.append(",\"owner\":");
-  AppendJsonString(&out, s.owner);
+  if (s.owner.empty()) {
+    out.append("null");
+  } else {
+    AppendJsonString(&out, s.owner);
+  }
   out.append(",\"topic\":");
   AppendJsonString(&out, s.topic);
   out.append(",\"key\":");
@@ -55,6 +59,38 @@ std::string EncodeJobJson(const StoredJob& job) {
   out.append(",\"updatedAt\":");
   AppendJsonTimeOrNull(&out, job.updated_at ? std::optional<EpochMs>(job.updated_at) : std::nullopt);
   out.push_back('}');
+  return out;
+}
+
+std::string EncodeJobDetailJson(const StoredJob& job, const std::optional<JobStats>& stats,
+                                const std::vector<NextFire>& fires) {
+  std::string out = EncodeJobJson(job);
+  out.pop_back();  // the closing brace: the detail fields follow
+  out.append(",\"nextTriggerAt\":");
+  AppendJsonTimeOrNull(&out, fires.empty() ? std::nullopt : std::optional<EpochMs>(fires.front().at));
+  out.append(",\"nextFires\":");
+  out.append(EncodeNextFires(fires));
+  out.append(",\"lastOutcome\":");
+  if (stats && stats->last_status) {
+    out.append("{\"status\":");
+    AppendJsonString(&out, ExecutionStatusName(*stats->last_status));
+    out.append(",\"scheduledFor\":");
+    AppendJsonTimeOrNull(&out, stats->last_scheduled_for_ms);
+    fmt::format_to(std::back_inserter(out), ",\"attempt\":{},\"error\":", stats->last_attempt);
+    if (stats->last_error.empty()) {
+      out.append("null");
+    } else {
+      AppendJsonString(&out, stats->last_error);
+    }
+    out.append(",\"finishedAt\":");
+    AppendJsonTimeOrNull(&out, stats->last_finished_at);
+    out.push_back('}');
+  } else {
+    out.append("null");
+  }
+  fmt::format_to(std::back_inserter(out), ",\"consecutiveFailures\":{},\"totalSucceeded\":{},\"totalFailed\":{}}}",
+                 stats ? stats->consecutive_failures : 0, stats ? stats->total_succeeded : 0,
+                 stats ? stats->total_failed : 0);
   return out;
 }
 

@@ -1,15 +1,30 @@
-// The JSON view of a stored job, shared by the CLI and the admin API:
-// {"id","owner","topic","key","intervalMinutes","offsetMinutes","shard","cron","timeZone","startDateTime",
-//  "endDateTime","paused","priority","jobDetails","createdAt","updatedAt"}
+// The JSON views of a stored job, one for both the CLI (`jobs get --json`, `jobs list -o json`) and
+// the admin API (GET /v1/jobs/{id}, GET /v1/jobs). The schema is docs/openapi.yaml's Job and
+// JobDetail.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "belfry/execution.h"
 #include "belfry/job.h"
+#include "core/calendar_schedule.h"
 
 namespace belfry {
 
-// jobDetails is embedded as the stored JSON object; absent dates are null.
+// The job as stored (an item of a job listing):
+// {"id","owner","topic","key","intervalMinutes","offsetMinutes","shard","cron","timeZone",
+//  "startDateTime","endDateTime","paused","priority","runAt","scheduledFor","maxRetries",
+//  "retryBackoff",["retryOf","attempt" on retry rows],"jobDetails","createdAt","updatedAt"}.
+// jobDetails is embedded as the stored JSON object; an empty owner or key, and absent dates,
+// are null.
 std::string EncodeJobJson(const StoredJob& job);
+
+// One job with what is known about it: EncodeJobJson's fields, then "nextTriggerAt", "nextFires"
+// (EncodeNextFires of `fires`), "lastOutcome" (null until a terminal report arrives),
+// "consecutiveFailures", "totalSucceeded" and "totalFailed" (0 without stats).
+std::string EncodeJobDetailJson(const StoredJob& job, const std::optional<JobStats>& stats,
+                                const std::vector<NextFire>& fires);
 
 }  // namespace belfry

@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <prometheus/counter.h>
+#include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
@@ -14,12 +16,16 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
-#include "core/execution_report.h"
 #include "core/calendar_schedule.h"
+#include "core/execution_report.h"
 #include "core/iso_time.h"
+#include "core/job_json.h"
+#include "core/json_writer.h"
+#include "http/admission_queue.h"
 #include "core/slot_math.h"
 
 namespace belfry {
@@ -36,6 +42,14 @@ constexpr std::string_view kExecutionsSuffix = "/executions";
 constexpr int32_t kDefaultListLimit = 100;
 constexpr int kDefaultNext = 10;
 constexpr int kMaxNext = 1000;
+
+// fn(session) on a session borrowed from `pool`; nullopt when none freed up within its max_wait.
+template <typename Fn>
+auto ReadWith(ReaderPool& pool, Fn&& fn) -> std::optional<std::invoke_result_t<Fn, const ReadSession&>> {
+  std::optional<ReaderPool::Lease> session = pool.Borrow();
+  if (!session) return std::nullopt;
+  return std::forward<Fn>(fn)(**session);
+}
 
 std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
@@ -65,30 +79,11 @@ Json IsoOrNull(const std::optional<EpochMs>& ms) { return ms ? Json(FormatIsoTim
 
 Json StringOrNull(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); }
 
-Json JobJson(const StoredJob& job) {
-  const JobSpec& s = job.spec;
-  Json details = Json::parse(s.details_json.empty() ? std::string("{}") : s.details_json, nullptr, false);
-  if (details.is_discarded()) details = s.details_json;  // never expected: validated at ingestion
-  return Json{
-      {"id", s.id},
-      {"owner", StringOrNull(s.owner)},
-      {"topic", s.topic},
-      {"key", StringOrNull(s.key)},
-      {"intervalMinutes", s.interval_minutes},
-      {"offsetMinutes", s.offset_minutes},
-      {"shard", s.shard},
-      {"cron", s.calendar ? Json(s.calendar->cron) : Json(nullptr)},
-      {"timeZone", s.calendar ? Json(s.calendar->time_zone) : Json(nullptr)},
-      {"startDateTime", IsoOrNull(s.start_at)},
-      {"endDateTime", IsoOrNull(s.end_at)},
-      {"paused", job.paused},
-      {"priority", s.priority},
-      {"runAt", IsoOrNull(s.run_at)},
-      {"scheduledFor", s.one_shot() ? Json(FormatIsoTime(s.scheduled_for_ms)) : Json(nullptr)},
-      {"jobDetails", std::move(details)},
-      {"createdAt", job.created_at > 0 ? Json(FormatIsoTime(job.created_at)) : Json(nullptr)},
-      {"updatedAt", job.updated_at > 0 ? Json(FormatIsoTime(job.updated_at)) : Json(nullptr)},
-  };
+// A body that is already JSON text.
+void SendJsonText(httplib::Response& res, int status, std::string body) {
+  res.status = status;
+  res.set_header("Cache-Control", "no-store");
+  res.set_content(std::move(body), std::string(kJsonType));
 }
 
 // Strict percent-decoding of one path segment ('+' stays '+'). nullopt on a malformed escape.
@@ -277,13 +272,36 @@ std::optional<std::string> Base64UrlDecode(std::string_view text) {
   return out;
 }
 
+struct AdminServer::Counters {
+  explicit Counters(prometheus::Registry& registry)
+      : family(prometheus::BuildCounter()
+                   .Name("belfry_admin_overload_total")
+                   .Help("Admin API requests answered 503 + Retry-After because the node was saturated, by "
+                         "reason (sessions: no database session freed up within admin.read_wait; "
+                         "connections: every worker was busy and admin.max_queued_connections were waiting).")
+                   .Register(registry)),
+        sessions(family.Add({{"reason", "sessions"}})),
+        connections(family.Add({{"reason", "connections"}})) {}
+  prometheus::Family<prometheus::Counter>& family;
+  prometheus::Counter& sessions;
+  prometheus::Counter& connections;
+};
+
 AdminServer::AdminServer(AdminServerOptions options, AdminDeps deps)
-    : options_(std::move(options)), deps_(std::move(deps)), server_(std::make_unique<httplib::Server>()) {}
+    : options_(std::move(options)),
+      deps_(std::move(deps)),
+      counters_(std::make_unique<Counters>(deps_.metrics->registry())),
+      server_(std::make_unique<httplib::Server>()) {}
 
 StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(AdminServerOptions options, AdminDeps deps) {
-  if (!deps.store || !deps.ledger || !deps.metrics || !deps.clock) {
-    return Status::Invalid("admin_deps",
-                           "AdminServer needs a job store, a shard ledger, metrics and a clock");
+  if (!deps.readers || !deps.metrics || !deps.clock) {
+    return Status::Invalid("admin_deps", "AdminServer needs a reader pool, metrics and a clock");
+  }
+  if (options.worker_threads < 1 || options.max_queued_connections < 0 || options.keep_alive_timeout_s < 1 ||
+      options.keep_alive_max_requests < 1 || options.retry_after_s < 1) {
+    return Status::Invalid("admin_limits",
+                           "worker_threads, keep_alive_timeout_s, keep_alive_max_requests and retry_after_s must "
+                           "be at least 1, max_queued_connections at least 0");
   }
   if (options.max_list_limit < 1) {
     return Status::Invalid("admin_max_list_limit", "max_list_limit must be at least 1");
@@ -358,11 +376,19 @@ bool AdminServer::Authorized(const httplib::Request& req) const {
 
 void AdminServer::InstallRoutes() {
   httplib::Server& svr = *server_;
-  const size_t threads = static_cast<size_t>(std::max(1, options_.worker_threads));
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  const size_t threads = static_cast<size_t>(options_.worker_threads);
+  const size_t max_queued = static_cast<size_t>(options_.max_queued_connections);
+  svr.new_task_queue = [threads, max_queued, shed = &counters_->connections] {
+    return new AdmissionQueue(threads, max_queued, [shed] { shed->Increment(); });
+  };
   svr.set_read_timeout(5, 0);
   svr.set_write_timeout(5, 0);
-  svr.set_keep_alive_timeout(2);
+  svr.set_keep_alive_timeout(options_.keep_alive_timeout_s);
+  svr.set_keep_alive_max_count(static_cast<size_t>(options_.keep_alive_max_requests));
+  // Without TCP_NODELAY, Nagle's algorithm holds back a response written in two segments (headers,
+  // then body) until the client's delayed ACK: ~40 ms on every request of a kept-alive
+  // connection after the first. tests/http/admin_server_test.cc, KeptAliveConnectionIsFast.
+  svr.set_tcp_nodelay(true);
   svr.set_payload_max_length(64 * 1024);
   // httplib's default also sets SO_REUSEPORT, which would let a second process bind the same
   // port and silently receive half of the requests. SO_REUSEADDR alone keeps fast restarts.
@@ -372,6 +398,22 @@ void AdminServer::InstallRoutes() {
   });
 
   svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (AdmissionQueue::OnShedThread()) {
+      SendOverloaded(res, "every connection worker is busy");
+      // Close the connection once the response is out, freeing the shedding thread: httplib
+      // ignores a handler's "Connection: close", but ends the connection when a content provider
+      // reports failure, which this one does after writing the whole body.
+      res.set_header("Connection", "close");
+      std::string body = std::move(res.body);
+      res.body.clear();
+      const size_t size = body.size();
+      res.set_content_provider(size, std::string(kJsonType),
+                               [body = std::move(body)](size_t offset, size_t length, httplib::DataSink& sink) {
+                                 sink.write(body.data() + offset, length);
+                                 return false;
+                               });
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (RequiresAuth(req.path) && !Authorized(req)) {
       res.set_header("WWW-Authenticate", "Bearer realm=\"belfry\"");
       SendError(res, 401, "missing or wrong bearer token: send \"Authorization: Bearer <admin.token>\"");
@@ -382,7 +424,8 @@ void AdminServer::InstallRoutes() {
   // Called for every response >= 400; fills in JSON only where httplib produced the error.
   svr.set_error_handler(
       httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        // A shed connection's 503 streams its body from a content provider (see above).
+        if (!res.body.empty() || res.has_header("Retry-After")) return httplib::Server::HandlerResponse::Unhandled;
         std::string message = DefaultErrorMessage(res.status);
         if (res.status == 404) message += ": " + req.path;
         SendJson(res, res.status, Json{{"error", message}});
@@ -430,6 +473,16 @@ void AdminServer::InstallRoutes() {
 }
 
 void AdminServer::HandleHealthz(httplib::Response& res) { SendJson(res, 200, Json{{"status", "ok"}}); }
+
+void AdminServer::SendSessionsBusy(httplib::Response& res) {
+  counters_->sessions.Increment();
+  SendOverloaded(res, "every database session is busy");
+}
+
+void AdminServer::SendOverloaded(httplib::Response& res, const std::string& why) {
+  res.set_header("Retry-After", std::to_string(options_.retry_after_s));
+  SendError(res, 503, "overloaded (" + why + "), retry after " + std::to_string(options_.retry_after_s) + " s");
+}
 
 void AdminServer::HandleReadyz(httplib::Response& res) {
   Status st;
@@ -491,47 +544,27 @@ void AdminServer::HandleJobsPath(const httplib::Request& req, httplib::Response&
 }
 
 void AdminServer::HandleGetJob(const std::string& id, httplib::Response& res) {
-  StatusOr<std::optional<StoredJob>> job = [&] {
-    std::lock_guard<std::mutex> lock(store_mu_);
-    return deps_.store->GetJob(id);
-  }();
+  std::optional<ReaderPool::Lease> session = deps_.readers->Borrow();
+  if (!session) return SendSessionsBusy(res);
+  StatusOr<std::optional<StoredJob>> job = (*session)->store->GetJob(id);
   if (!job.ok()) return SendStoreError(res, "job store", job.status());
   if (!job->has_value()) return SendError(res, 404, "job \"" + id + "\" not found");
-  Json out = JobJson(**job);
-  // The next fires with their wall time in the job's zone and any DST rule that placed them.
+  std::optional<JobStats> stats;
+  if ((*session)->executions != nullptr) {
+    StatusOr<std::optional<JobStats>> read = (*session)->executions->GetJobStats(id);
+    if (!read.ok()) return SendStoreError(res, "execution store", read.status());
+    stats = std::move(*read);
+  }
+  session.reset();
   const std::vector<NextFire> fires =
       NextFires((*job)->spec, (*job)->paused, options_.scheduler.tick_ms, deps_.clock->NowMs(), kNextFiresInJob);
-  out["nextTriggerAt"] = fires.empty() ? Json(nullptr) : Json(FormatIsoTime(fires.front().at));
-  out["nextFires"] = Json::parse(EncodeNextFires(fires));
-  out["lastOutcome"] = nullptr;
-  out["consecutiveFailures"] = 0;
-  if (deps_.executions != nullptr) {
-    StatusOr<std::optional<JobStats>> stats = [&] {
-      std::lock_guard<std::mutex> lock(store_mu_);
-      return deps_.executions->GetJobStats(id);
-    }();
-    if (!stats.ok()) return SendStoreError(res, "execution store", stats.status());
-    if (stats->has_value() && (*stats)->last_status) {
-      const JobStats& st = **stats;
-      out["lastOutcome"] = Json{
-          {"status", ExecutionStatusName(*st.last_status)},
-          {"scheduledFor", FormatIsoTime(st.last_scheduled_for_ms)},
-          {"attempt", st.last_attempt},
-          {"error", st.last_error.empty() ? Json(nullptr) : Json(st.last_error)},
-          {"finishedAt", IsoOrNull(st.last_finished_at)},
-      };
-      out["consecutiveFailures"] = st.consecutive_failures;
-      out["totalSucceeded"] = st.total_succeeded;
-      out["totalFailed"] = st.total_failed;
-    }
-  }
-  SendJson(res, 200, out);
+  SendJsonText(res, 200, EncodeJobDetailJson(**job, stats, fires));
 }
 
 void AdminServer::HandleExecutions(const std::string& id, const httplib::Request& req,
                                    httplib::Response& res) {
   if (std::string e = CheckParams(req, {"limit", "cursor"}); !e.empty()) return SendError(res, 400, e);
-  if (deps_.executions == nullptr)
+  if (!deps_.readers->has_executions())
     return SendError(res, 404, "execution history is not enabled on this node");
   int32_t limit = 50;
   if (const std::string text = Param(req, "limit"); !text.empty()) {
@@ -550,10 +583,10 @@ void AdminServer::HandleExecutions(const std::string& id, const httplib::Request
     }
     cursor = *decoded;
   }
-  StatusOr<ExecutionPage> page = [&] {
-    std::lock_guard<std::mutex> lock(store_mu_);
-    return deps_.executions->ListExecutions(id, limit, cursor);
-  }();
+  std::optional<StatusOr<ExecutionPage>> read =
+      ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.executions->ListExecutions(id, limit, cursor); });
+  if (!read) return SendSessionsBusy(res);
+  StatusOr<ExecutionPage>& page = *read;
   if (!page.ok()) {
     if (page.status().code() == Status::Code::kInvalid) {
       return SendError(res, 400,
@@ -561,16 +594,21 @@ void AdminServer::HandleExecutions(const std::string& id, const httplib::Request
     }
     return SendStoreError(res, "execution store", page.status());
   }
-  Json list = Json::array();
-  for (const ExecutionRecord& rec : page->records) {
-    Json parsed = Json::parse(EncodeExecutionRecord(rec), nullptr, false);
-    list.push_back(std::move(parsed));
+  std::string body = "{\"id\":";
+  AppendJsonString(&body, id);
+  body.append(",\"executions\":[");
+  for (size_t i = 0; i < page->records.size(); ++i) {
+    if (i > 0) body.push_back(',');
+    body.append(EncodeExecutionRecord(page->records[i]));
   }
-  SendJson(res, 200,
-           Json{{"id", id},
-                {"executions", std::move(list)},
-                {"next_cursor",
-                 page->next_cursor.empty() ? Json(nullptr) : Json(Base64UrlEncode(page->next_cursor))}});
+  body.append("],\"next_cursor\":");
+  if (page->next_cursor.empty()) {
+    body.append("null");
+  } else {
+    AppendJsonString(&body, Base64UrlEncode(page->next_cursor));
+  }
+  body.push_back('}');
+  SendJsonText(res, 200, std::move(body));
 }
 
 void AdminServer::HandleNext(const std::string& id, const httplib::Request& req, httplib::Response& res) {
@@ -584,10 +622,10 @@ void AdminServer::HandleNext(const std::string& id, const httplib::Request& req,
     }
     n = static_cast<int>(*v);
   }
-  StatusOr<std::optional<StoredJob>> job = [&] {
-    std::lock_guard<std::mutex> lock(store_mu_);
-    return deps_.store->GetJob(id);
-  }();
+  std::optional<StatusOr<std::optional<StoredJob>>> read =
+      ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.store->GetJob(id); });
+  if (!read) return SendSessionsBusy(res);
+  StatusOr<std::optional<StoredJob>>& job = *read;
   if (!job.ok()) return SendStoreError(res, "job store", job.status());
   if (!job->has_value()) return SendError(res, 404, "job \"" + id + "\" not found");
   const StoredJob& j = **job;
@@ -628,27 +666,37 @@ void AdminServer::HandleListJobs(const httplib::Request& req, httplib::Response&
     filter.after_id = *after;
   }
   filter.limit = limit + 1;  // one more than asked, to know whether another page exists
-  StatusOr<std::vector<StoredJob>> jobs = [&] {
-    std::lock_guard<std::mutex> lock(store_mu_);
-    return deps_.store->ListJobs(filter);
-  }();
+  std::optional<StatusOr<std::vector<StoredJob>>> read =
+      ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.store->ListJobs(filter); });
+  if (!read) return SendSessionsBusy(res);
+  StatusOr<std::vector<StoredJob>>& jobs = *read;
   if (!jobs.ok()) return SendStoreError(res, "job store", jobs.status());
   std::vector<StoredJob>& page = *jobs;
-  Json next_cursor = nullptr;
+  std::string next_cursor;
   if (static_cast<int64_t>(page.size()) > limit) {
     page.resize(static_cast<size_t>(limit));
     next_cursor = Base64UrlEncode(page.back().spec.id);
   }
-  Json list = Json::array();
-  for (const StoredJob& j : page) list.push_back(JobJson(j));
-  SendJson(res, 200, Json{{"jobs", std::move(list)}, {"next_cursor", std::move(next_cursor)}});
+  std::string body = "{\"jobs\":[";
+  for (size_t i = 0; i < page.size(); ++i) {
+    if (i > 0) body.push_back(',');
+    body.append(EncodeJobJson(page[i]));
+  }
+  body.append("],\"next_cursor\":");
+  if (next_cursor.empty()) {
+    body.append("null");
+  } else {
+    AppendJsonString(&body, next_cursor);
+  }
+  body.push_back('}');
+  SendJsonText(res, 200, std::move(body));
 }
 
 void AdminServer::HandleShards(httplib::Response& res) {
-  StatusOr<std::vector<ShardState>> states = [&] {
-    std::lock_guard<std::mutex> lock(store_mu_);
-    return deps_.ledger->LoadStates();
-  }();
+  std::optional<StatusOr<std::vector<ShardState>>> read =
+      ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.ledger->LoadStates(); });
+  if (!read) return SendSessionsBusy(res);
+  StatusOr<std::vector<ShardState>>& states = *read;
   if (!states.ok()) return SendStoreError(res, "shard ledger", states.status());
   const EpochMs now = deps_.clock->NowMs();
   const int64_t tick = options_.scheduler.tick_ms;

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +23,7 @@
 #include "belfry/shard_ledger.h"
 #include "belfry/status.h"
 #include "http/metrics_registry.h"
+#include "http/reader_pool.h"
 
 namespace httplib {
 class Server;
@@ -40,24 +40,31 @@ struct AdminServerOptions {
   // shard_count and tick_ms for /v1/jobs/{id}/next and /v1/shards.
   SchedulerConfig scheduler;
   int32_t max_list_limit = 1000;  // largest accepted ?limit= of /v1/jobs
-  int32_t worker_threads = 4;     // concurrent requests
+  // Connections served at once: a kept-alive connection holds its worker between requests until
+  // it closes or idles out (keep_alive_timeout_s).
+  int32_t worker_threads = 64;
+  // Connections accepted while every worker is busy and waiting for one; beyond this, a new
+  // connection's first request gets 503 + Retry-After and the connection is closed.
+  int32_t max_queued_connections = 64;
+  int32_t keep_alive_timeout_s = 5;
+  int32_t keep_alive_max_requests = 10000;  // then the server closes the connection (nginx: 1000)
+  int32_t retry_after_s = 1;                // the Retry-After of every 503 the server sheds
 };
 
-// REQUIRES: every pointer is non-null and outlives the server. `store` and `ledger` are used by
-// one request at a time (they may be single-connection objects); `metrics` and `clock` must be
+// REQUIRES: every pointer is non-null and outlives the server; `metrics` and `clock` must be
 // thread-safe.
 struct AdminDeps {
-  JobStore* store = nullptr;
-  ShardLedger* ledger = nullptr;
+  // The database sessions that requests read through, one request per session at a time. A
+  // request that cannot borrow one within the pool's max_wait gets 503 + Retry-After. When the
+  // sessions have no ExecutionStore, /v1/jobs/{id}/executions answers 404 and jobs show no last
+  // outcome.
+  ReaderPool* readers = nullptr;
   MetricsRegistry* metrics = nullptr;
   Clock* clock = nullptr;
   // Ok = ready. Called on the request thread for every /readyz; null = always ready.
   std::function<Status()> readiness;
   std::string node_id;
   std::string version;
-  // Optional: execution history and per-job outcome counters (docs/executions.md). When null,
-  // /v1/jobs/{id}/executions answers 404 and jobs show no last outcome.
-  ExecutionStore* executions = nullptr;
 };
 
 class AdminServer final {
@@ -91,12 +98,16 @@ class AdminServer final {
   void HandleExecutions(const std::string& id, const httplib::Request& req, httplib::Response& res);
   void HandleListJobs(const httplib::Request& req, httplib::Response& res);
   void HandleShards(httplib::Response& res);
+  // 503 + Retry-After: overloaded, come back later. `why` goes into the error message.
+  void SendOverloaded(httplib::Response& res, const std::string& why);
+  void SendSessionsBusy(httplib::Response& res);  // SendOverloaded, counted as reason "sessions"
 
   const AdminServerOptions options_;
   const AdminDeps deps_;
   std::string host_;
   int port_ = 0;
-  std::mutex store_mu_;  // serializes every use of deps_.store and deps_.ledger
+  struct Counters;
+  std::unique_ptr<Counters> counters_;  // belfry_admin_* metrics
   std::unique_ptr<httplib::Server> server_;
   std::atomic<bool> listen_returned_{false};  // set by thread_ when the accept loop ends
   std::thread thread_;

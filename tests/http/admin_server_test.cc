@@ -1,7 +1,14 @@
 #include "http/admin_server.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include <map>
 #include <memory>
@@ -43,6 +50,76 @@ std::string Encode(const std::string& s) {
   }
   return out;
 }
+
+// One client TCP connection for many HTTP/1.1 requests, written the way a keep-alive client
+// writes them: request, then read the whole response, then the next request on the same socket.
+class RawConnection {
+ public:
+  explicit RawConnection(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    timeval tv{5, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+  ~RawConnection() { ::close(fd_); }
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  struct Response {
+    int status = 0;  // 0: no complete response
+    std::string head;
+    std::string body;
+  };
+
+  // Sends GET `path` and reads one response (Content-Length framed).
+  Response Get(const std::string& path) {
+    Response r;
+    if (!connected_) return r;
+    const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    if (::send(fd_, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) return r;
+    size_t head_end = std::string::npos;
+    size_t length = 0;
+    for (;;) {
+      if (head_end == std::string::npos) {
+        head_end = buf_.find("\r\n\r\n");
+        if (head_end != std::string::npos) {
+          r.head = buf_.substr(0, head_end + 2);
+          const size_t cl = Lower(r.head).find("content-length:");
+          length = cl == std::string::npos ? 0 : std::stoul(r.head.substr(cl + 15));
+        }
+      }
+      if (head_end != std::string::npos && buf_.size() >= head_end + 4 + length) break;
+      char chunk[16384];
+      const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
+      if (n <= 0) return r;
+      buf_.append(chunk, static_cast<size_t>(n));
+    }
+    r.body = buf_.substr(head_end + 4, length);
+    buf_.erase(0, head_end + 4 + length);
+    r.status = std::stoi(r.head.substr(9, 3));
+    return r;
+  }
+
+  // True once the server has closed its side (recv returns 0) within the receive timeout.
+  bool ClosedByServer() {
+    char c;
+    return ::recv(fd_, &c, 1, 0) == 0;
+  }
+
+  static std::string Lower(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+  std::string buf_;
+};
 
 AdminServerOptions Options(const std::string& listen, const std::string& token = "",
                            int32_t max_list_limit = 1000) {
@@ -141,14 +218,8 @@ class AdminServerTest : public ::testing::Test {
   void StartServer(AdminServerOptions options = {}, JobStore* store = nullptr,
                    ShardLedger* ledger = nullptr) {
     if (options.listen == AdminServerOptions().listen) options.listen = "127.0.0.1:0";
-    AdminDeps deps{store ? store : &store_,
-                   ledger ? ledger : &ledger_,
-                   &metrics_,
-                   &clock_,
-                   [this] { return ready_; },
-                   "node-a",
-                   "9.9.9-test"};
-    deps.executions = executions_;
+    AdminDeps deps = Deps(store, ledger);
+    deps.readiness = [this] { return ready_; };
     auto started = AdminServer::Start(options, deps);
     ASSERT_TRUE(started.ok()) << started.status().ToString();
     server_ = std::move(*started);
@@ -193,12 +264,28 @@ class AdminServerTest : public ::testing::Test {
     EXPECT_FALSE(j["error"].get<std::string>().empty());
   }
 
+  // Deps over a new one-session reader pool of `store` and `ledger` (default: the fakes) and
+  // executions_.
+  AdminDeps Deps(JobStore* store = nullptr, ShardLedger* ledger = nullptr) {
+    pools_.push_back(std::make_unique<ReaderPool>(
+        std::vector<ReadSession>{{store ? store : &store_, ledger ? ledger : &ledger_, executions_}},
+        std::chrono::milliseconds(50)));
+    AdminDeps deps;
+    deps.readers = pools_.back().get();
+    deps.metrics = &metrics_;
+    deps.clock = &clock_;
+    deps.node_id = "node-a";
+    deps.version = "9.9.9-test";
+    return deps;
+  }
+
   FakeClock clock_;
   FakeJobStore store_;
   ExecutionStore* executions_ = nullptr;
   FakeShardLedger ledger_;
   MetricsRegistry metrics_;
   Status ready_;
+  std::vector<std::unique_ptr<ReaderPool>> pools_;  // outlive the servers
   std::unique_ptr<AdminServer> server_;
   std::unique_ptr<httplib::Client> client_;
 };
@@ -209,6 +296,67 @@ TEST_F(AdminServerTest, Healthz) {
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.content_type, "application/json");
   EXPECT_EQ(r.json(), Json({{"status", "ok"}}));
+}
+
+// The 40 ms stall of issue 16: without TCP_NODELAY, Nagle's algorithm holds the body segment of
+// each response until the client's delayed ACK, so every request after the first on a kept-alive
+// connection took ~40 ms. 100 requests then take >= 4 s; with TCP_NODELAY, a few ms.
+TEST_F(AdminServerTest, KeptAliveConnectionIsFast) {
+  store_.Put(Spec("fast-1"));
+  StartServer();
+  RawConnection conn(server_->port());
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_EQ(conn.Get("/healthz").status, 200) << i;
+    const RawConnection::Response job = conn.Get("/v1/jobs/fast-1");
+    ASSERT_EQ(job.status, 200) << i;
+    ASSERT_NE(job.body.find(R"("id":"fast-1")"), std::string::npos);
+    ASSERT_EQ(RawConnection::Lower(job.head).find("connection: close"), std::string::npos) << job.head;
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(took, std::chrono::milliseconds(2000))
+      << "100 requests on one kept-alive connection took "
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+}
+
+TEST_F(AdminServerTest, BusySessionsGetA503WithRetryAfter) {
+  store_.Put(Spec("busy-1"));
+  StartServer();
+  {
+    std::optional<ReaderPool::Lease> held = pools_.back()->Borrow();  // the pool's only session
+    ASSERT_TRUE(held.has_value());
+    for (const char* path : {"/v1/jobs/busy-1", "/v1/jobs?owner=x", "/v1/shards", "/v1/jobs/busy-1/next"}) {
+      Reply r = Get(path);
+      ExpectError(r, 503);
+      EXPECT_EQ(r.headers.count("Retry-After") ? r.headers.find("Retry-After")->second : "", "1") << path;
+    }
+    EXPECT_EQ(Get("/healthz").status, 200);  // no database session needed
+  }
+  EXPECT_EQ(Get("/v1/jobs/busy-1").status, 200);
+  std::map<std::string, double> samples;
+  ParseExposition(Get("/metrics").body, &samples);
+  EXPECT_EQ(samples[R"(belfry_admin_overload_total{reason="sessions"})"], 4.0);
+}
+
+TEST_F(AdminServerTest, ConnectionsBeyondTheQueueAreTurnedAway) {
+  AdminServerOptions options = Options("127.0.0.1:0");
+  options.worker_threads = 1;
+  options.max_queued_connections = 0;
+  StartServer(options);
+  RawConnection first(server_->port());
+  ASSERT_EQ(first.Get("/healthz").status, 200);  // kept alive: holds the only worker
+  RawConnection second(server_->port());
+  const RawConnection::Response shed = second.Get("/healthz");
+  EXPECT_EQ(shed.status, 503);
+  EXPECT_NE(shed.body.find("overloaded"), std::string::npos) << shed.body;
+  const std::string head = RawConnection::Lower(shed.head);
+  EXPECT_NE(head.find("retry-after: 1"), std::string::npos) << shed.head;
+  EXPECT_NE(head.find("connection: close"), std::string::npos) << shed.head;
+  EXPECT_TRUE(second.ClosedByServer());
+  EXPECT_EQ(first.Get("/healthz").status, 200);  // the served connection is unaffected
+  std::map<std::string, double> samples;
+  ParseExposition(first.Get("/metrics").body, &samples);
+  EXPECT_EQ(samples[R"(belfry_admin_overload_total{reason="connections"})"], 1.0);
 }
 
 TEST_F(AdminServerTest, ReadyzFollowsReadiness) {
@@ -271,6 +419,8 @@ TEST_F(AdminServerTest, GetJobReturnsTheStoredJob) {
       {"priority", 2},
       {"runAt", nullptr},
       {"scheduledFor", nullptr},
+      {"maxRetries", 0},
+      {"retryBackoff", {{"initialSeconds", 60}, {"multiplier", 2}, {"maxSeconds", 3600}}},
       {"jobDetails", {{"shipmentId", 42}, {"nested", {{"a", {1, 2}}}}}},
       {"createdAt", nullptr},  // the fake store does not track times
       {"updatedAt", nullptr},
@@ -279,6 +429,8 @@ TEST_F(AdminServerTest, GetJobReturnsTheStoredJob) {
       {"nextFires", Json::parse(EncodeNextFires(NextFires(s, false, 500, kNow, 3)))},
       {"lastOutcome", nullptr},  // no execution store in this test
       {"consecutiveFailures", 0},
+      {"totalSucceeded", 0},
+      {"totalFailed", 0},
   };
   EXPECT_EQ(r.json(), expected) << r.body;
   // Fields come in the documented order.
@@ -592,7 +744,7 @@ TEST_F(AdminServerTest, TokenIsEnforcedOnLoopbackToo) {
 
 TEST_F(AdminServerTest, RefusesANonLoopbackAddressWithoutAToken) {
   for (const char* listen : {"0.0.0.0:0", "[::]:0", "10.1.2.3:8080", "example.com:8080"}) {
-    AdminDeps deps{&store_, &ledger_, &metrics_, &clock_, nullptr, "n", "v"};
+    AdminDeps deps = Deps();
     auto s = AdminServer::Start(Options(listen), deps);
     ASSERT_FALSE(s.ok()) << listen;
     EXPECT_EQ(s.status().code(), Status::Code::kInvalid);
@@ -602,7 +754,7 @@ TEST_F(AdminServerTest, RefusesANonLoopbackAddressWithoutAToken) {
 }
 
 TEST_F(AdminServerTest, RefusesBadOptions) {
-  AdminDeps deps{&store_, &ledger_, &metrics_, &clock_, nullptr, "n", "v"};
+  AdminDeps deps = Deps();
   for (const char* listen : {"", "8080", "127.0.0.1", "127.0.0.1:", "127.0.0.1:http", "127.0.0.1:70000",
                              "::1:8080", "[::1]8080", ":8080"}) {
     auto s = AdminServer::Start(Options(listen), deps);
@@ -610,21 +762,21 @@ TEST_F(AdminServerTest, RefusesBadOptions) {
     EXPECT_EQ(s.status().code(), Status::Code::kInvalid) << listen;
   }
   AdminDeps missing = deps;
-  missing.store = nullptr;
+  missing.readers = nullptr;
   EXPECT_FALSE(AdminServer::Start(Options("127.0.0.1:0"), missing).ok());
   EXPECT_FALSE(AdminServer::Start(Options("127.0.0.1:0", "", 0), deps).ok());
 }
 
 TEST_F(AdminServerTest, ReportsABusyPort) {
   StartServer();
-  AdminDeps deps{&store_, &ledger_, &metrics_, &clock_, nullptr, "n", "v"};
+  AdminDeps deps = Deps();
   auto second = AdminServer::Start(Options("127.0.0.1:" + std::to_string(server_->port())), deps);
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), Status::Code::kFailedPrecondition);
 }
 
 TEST_F(AdminServerTest, StartsAndStopsQuickly) {
-  AdminDeps deps{&store_, &ledger_, &metrics_, &clock_, nullptr, "n", "v"};
+  AdminDeps deps = Deps();
   for (int i = 0; i < 20; ++i) {
     auto s = AdminServer::Start(Options("127.0.0.1:0"), deps);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
