@@ -132,10 +132,10 @@ class ApiTally final {
       total_503_ += s503;
     }
     p99_us_series->push_back(fresh.Percentile(99));
-    return fmt::format("last 1s: {} req, p50 {:.2f} ms p99 {:.2f} ms | errors {} (total {}) | 503 {} (total {})",
-                       requests, static_cast<double>(fresh.Percentile(50)) / 1000.0,
-                       static_cast<double>(fresh.Percentile(99)) / 1000.0, errors, total_errors_, s503,
-                       total_503_);
+    return fmt::format(
+        "last 1s: {} req, p50 {:.2f} ms p99 {:.2f} ms | errors {} (total {}) | 503 {} (total {})", requests,
+        static_cast<double>(fresh.Percentile(50)) / 1000.0,
+        static_cast<double>(fresh.Percentile(99)) / 1000.0, errors, total_errors_, s503, total_503_);
   }
 
   // REQUIRES: the client threads have ended.
@@ -266,7 +266,8 @@ int RunApi(const ApiOptions& options) {
   request_options.executions_limit = options.executions_limit;
   request_options.list_limit = options.list_limit;
   const HttpRequestMix requests(JobCommandFactory(spec), ApiRouteMix::Parse(options.mix), request_options);
-  const std::string extra_headers = options.token.empty() ? "" : "Authorization: Bearer " + options.token + "\r\n";
+  const std::string extra_headers =
+      options.token.empty() ? "" : "Authorization: Bearer " + options.token + "\r\n";
 
   ApiTally tally;
   std::vector<int64_t> p99_series;
@@ -282,7 +283,8 @@ int RunApi(const ApiOptions& options) {
     std::string text = tally.TakeSecond(&p99_series) + fmt::format(" | reconnects {}", reconnects());
     if (options.belfry_pid > 0) {
       const double cpu = ProcessCpuSeconds(options.belfry_pid);
-      if (cpu >= 0 && belfry_cpu_last >= 0) text += fmt::format(" | belfry cpu {:.0f}%", (cpu - belfry_cpu_last) * 100);
+      if (cpu >= 0 && belfry_cpu_last >= 0)
+        text += fmt::format(" | belfry cpu {:.0f}%", (cpu - belfry_cpu_last) * 100);
       belfry_cpu_last = cpu;
     }
     return text;
@@ -299,7 +301,8 @@ int RunApi(const ApiOptions& options) {
   for (int32_t t = 0; t < options.threads; ++t) {
     HttpClientOptions client;
     client.endpoint = endpoint;
-    client.connections = options.connections / options.threads + (t < options.connections % options.threads ? 1 : 0);
+    client.connections =
+        options.connections / options.threads + (t < options.connections % options.threads ? 1 : 0);
     client.rate_per_s = options.rate / options.threads;
     client.extra_headers = extra_headers;
     auto& current = in_flight[static_cast<size_t>(t)];  // the request in flight per connection
@@ -359,8 +362,8 @@ int RunApi(const ApiOptions& options) {
   j["measured_s"] = measured_s;
   tally.Summarize(j, requests.mix(), options.rate > 0);
   j["requests_per_s"] = static_cast<double>(tally.requests()) / measured_s;
-  int64_t opened = 0, server_close = 0, idle_close = 0, error_reconnects = 0, connect_failures = 0, bytes_in = 0,
-          bytes_out = 0, late = 0;
+  int64_t opened = 0, server_close = 0, idle_close = 0, error_reconnects = 0, connect_failures = 0,
+          bytes_in = 0, bytes_out = 0, late = 0;
   for (const auto& c : clients) {
     opened += c->connections_opened();
     server_close += c->reconnects_server_close();
@@ -376,7 +379,9 @@ int RunApi(const ApiOptions& options) {
   j["reconnects"] = {{"server_close", server_close}, {"idle_close", idle_close}, {"error", error_reconnects}};
   j["connect_failures"] = connect_failures;
   j["requests_per_connection"] =
-      opened > 0 ? static_cast<double>(tally.requests() + tally.warmup_requests()) / static_cast<double>(opened) : 0;
+      opened > 0
+          ? static_cast<double>(tally.requests() + tally.warmup_requests()) / static_cast<double>(opened)
+          : 0;
   j["bytes_in"] = bytes_in;
   j["bytes_out"] = bytes_out;
   if (options.rate > 0) j["late_starts"] = late;
@@ -385,8 +390,9 @@ int RunApi(const ApiOptions& options) {
     nlohmann::ordered_json b;
     b["pid"] = options.belfry_pid;
     const double cpu_end = ProcessCpuSeconds(options.belfry_pid);
-    b["cpu_percent"] = cpu_end >= 0 && belfry_cpu_start >= 0 ? nlohmann::ordered_json((cpu_end - belfry_cpu_start) / wall_s * 100)
-                                                           : nullptr;
+    b["cpu_percent"] = cpu_end >= 0 && belfry_cpu_start >= 0
+                           ? nlohmann::ordered_json((cpu_end - belfry_cpu_start) / wall_s * 100)
+                           : nullptr;
     const int64_t rss = RssKb(options.belfry_pid);
     const int64_t peak = PeakRssKb(options.belfry_pid);
     b["rss_mb"] = rss >= 0 ? nlohmann::ordered_json(static_cast<double>(rss) / 1024.0) : nullptr;
@@ -398,8 +404,10 @@ int RunApi(const ApiOptions& options) {
   for (const std::string& path :
        {plotter.Throughput("throughput", "api: responses per second", "requests/s",
                            {{"responses (all routes)", meter.PerSecond(done)}}),
-        plotter.Throughput("p99", "api: p99 latency of each second", "µs", {{"p99 (all routes)", p99_series}}),
-        plotter.Histogram("latency", "api: request latency (all routes, after warm-up)", "µs", tally.all())}) {
+        plotter.Throughput("p99", "api: p99 latency of each second", "µs",
+                           {{"p99 (all routes)", p99_series}}),
+        plotter.Histogram("latency", "api: request latency (all routes, after warm-up)", "µs",
+                          tally.all())}) {
     if (!path.empty()) plots.push_back(path);
   }
   if (!plots.empty()) j["plots"] = plots;
@@ -416,7 +424,8 @@ void RegisterApiMode(CLI::App& app, CommonOptions* common, ModeRunner* run) {
   options->admin = listen != nullptr && *listen != 0 ? listen : "127.0.0.1:8080";
   if (const char* token = std::getenv("BELFRY_ADMIN_TOKEN"); token != nullptr) options->token = token;
   CLI::App* sub = app.add_subcommand(
-      "api", "drive belfry's admin HTTP API over keep-alive connections with a read mix; report rate and latency");
+      "api",
+      "drive belfry's admin HTTP API over keep-alive connections with a read mix; report rate and latency");
   sub->add_option("--admin", options->admin, "belfry's admin address host:port (env BELFRY_ADMIN_LISTEN)")
       ->capture_default_str();
   sub->add_option("--token", options->token, "bearer token (env BELFRY_ADMIN_TOKEN)");
@@ -433,17 +442,22 @@ void RegisterApiMode(CLI::App& app, CommonOptions* common, ModeRunner* run) {
   sub->add_option("--rate", options->rate,
                   "requests/s at fixed intended times (latency counted from them); default: closed loop")
       ->check(CLI::NonNegativeNumber);
-  sub->add_option("--mix", options->mix, "route weights: get, executions, owners, missing (404 expected), healthz")
+  sub->add_option("--mix", options->mix,
+                  "route weights: get, executions, owners, missing (404 expected), healthz")
       ->capture_default_str();
   sub->add_option("--jobs", options->jobs, "the seeded jobs (as seed --jobs)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  sub->add_option("--first", options->first, "number of the first seeded job (as seed --first)")->capture_default_str();
-  sub->add_option("--owners", options->owners, "the seed's --owners")->capture_default_str()->check(CLI::PositiveNumber);
+  sub->add_option("--first", options->first, "number of the first seeded job (as seed --first)")
+      ->capture_default_str();
+  sub->add_option("--owners", options->owners, "the seed's --owners")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sub->add_option("--id-prefix", options->id_prefix, "the seed's --id-prefix")->capture_default_str();
   sub->add_option("--executions-limit", options->executions_limit, "limit= of the executions route")
       ->capture_default_str();
-  sub->add_option("--list-limit", options->list_limit, "limit= of the owner list route")->capture_default_str();
+  sub->add_option("--list-limit", options->list_limit, "limit= of the owner list route")
+      ->capture_default_str();
   sub->add_option("--belfry-pid", options->belfry_pid, "report this process's CPU and RSS");
   sub->add_option("--seed", options->seed, "random seed")->capture_default_str();
   sub->add_option("--plot", options->plot_prefix,

@@ -52,7 +52,8 @@ HttpEndpoint HttpEndpoint::Resolve(const std::string& host_port) {
 }
 
 std::string HttpEndpoint::TryConnect() const {
-  const int fd = ::socket(reinterpret_cast<const sockaddr*>(&address)->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int fd =
+      ::socket(reinterpret_cast<const sockaddr*>(&address)->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return fmt::format("socket: {}", std::strerror(errno));
   const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), address_len);
   const int err = errno;
@@ -87,7 +88,8 @@ HttpKeepAliveClient::HttpKeepAliveClient(HttpClientOptions options, NextTarget n
     connections_.back()->index = static_cast<uint32_t>(i);
   }
   read_buffer_.resize(kReadBufferBytes);
-  if (options_.rate_per_s > 0) interval_ns_ = std::max<int64_t>(1, static_cast<int64_t>(1e9 / options_.rate_per_s));
+  if (options_.rate_per_s > 0)
+    interval_ns_ = std::max<int64_t>(1, static_cast<int64_t>(1e9 / options_.rate_per_s));
 }
 
 HttpKeepAliveClient::~HttpKeepAliveClient() {
@@ -239,7 +241,8 @@ void HttpKeepAliveClient::Read(Connection& c, int64_t now) {
         return;
       }
       HttpResponseParser::State state = HttpResponseParser::State::kIncomplete;
-      const size_t used = c.parser.Feed(std::string_view(read_buffer_.data(), static_cast<size_t>(n)), &state);
+      const size_t used =
+          c.parser.Feed(std::string_view(read_buffer_.data(), static_cast<size_t>(n)), &state);
       if (state == HttpResponseParser::State::kError) {
         Fail(c, c.parser.error(), now);
         return;
@@ -251,8 +254,10 @@ void HttpKeepAliveClient::Read(Connection& c, int64_t now) {
           Fail(c, "bytes after the response (one request was in flight)", now);
         } else if (close) {
           server_close_.fetch_add(1, std::memory_order_relaxed);
-          if (Sending(now)) Open(c, now);
-          else Close(c);
+          if (Sending(now))
+            Open(c, now);
+          else
+            Close(c);
         } else {
           c.reused = true;
           BecomeFree(c, now);
@@ -263,11 +268,14 @@ void HttpKeepAliveClient::Read(Connection& c, int64_t now) {
       continue;
     }
     // End of the connection (n == 0) or an error such as a reset.
-    const std::string what = n == 0 ? std::string("connection closed") : fmt::format("recv: {}", std::strerror(errno));
+    const std::string what =
+        n == 0 ? std::string("connection closed") : fmt::format("recv: {}", std::strerror(errno));
     if (!c.has_request) {  // closed while idle: re-open now, so the next request does not pay for it
       idle_close_.fetch_add(1, std::memory_order_relaxed);
-      if (Sending(now)) Open(c, now);
-      else Close(c);
+      if (Sending(now))
+        Open(c, now);
+      else
+        Close(c);
       return;
     }
     if (c.parser.empty() && c.reused && !c.resent) {
@@ -279,8 +287,10 @@ void HttpKeepAliveClient::Read(Connection& c, int64_t now) {
     if (n == 0 && c.parser.FinishOnEof() == HttpResponseParser::State::kComplete) {
       Finish(c, now);
       server_close_.fetch_add(1, std::memory_order_relaxed);
-      if (Sending(now)) Open(c, now);
-      else Close(c);
+      if (Sending(now))
+        Open(c, now);
+      else
+        Close(c);
       return;
     }
     Fail(c, c.parser.error().empty() ? what : c.parser.error(), now);
@@ -319,7 +329,8 @@ void HttpKeepAliveClient::Fail(Connection& c, std::string_view error, int64_t no
 
 int HttpKeepAliveClient::Wait(epoll_event* events, int max_events, int64_t wait_ns) {
   if (precise_wait_) {
-    timespec timeout{static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
+    timespec timeout{static_cast<time_t>(wait_ns / 1'000'000'000),
+                     static_cast<long>(wait_ns % 1'000'000'000)};
     const int n = epoll_pwait2(epoll_fd_, events, max_events, &timeout, nullptr);
     if (n >= 0 || errno != ENOSYS) return n;
     precise_wait_ = false;  // a kernel before 5.11: millisecond timeouts

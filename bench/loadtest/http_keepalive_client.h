@@ -47,20 +47,20 @@ struct HttpEndpoint {
 
 // One finished request, as handed to the completion callback.
 struct HttpResult {
-  bool ok = false;                                // a whole response was read
-  const HttpResponseParser* response = nullptr;   // when ok: status, body, headers
-  std::string_view error;                         // when !ok: what went wrong
-  bool unanswered_at_end = false;                 // !ok because the run ended first
-  int64_t intended_ns = 0;                        // when it should have started (= sent_ns in a closed loop)
-  int64_t sent_ns = 0;                            // when its first byte was written
-  int64_t done_ns = 0;                            // when its last byte was read (or the error seen)
+  bool ok = false;                               // a whole response was read
+  const HttpResponseParser* response = nullptr;  // when ok: status, body, headers
+  std::string_view error;                        // when !ok: what went wrong
+  bool unanswered_at_end = false;                // !ok because the run ended first
+  int64_t intended_ns = 0;                       // when it should have started (= sent_ns in a closed loop)
+  int64_t sent_ns = 0;                           // when its first byte was written
+  int64_t done_ns = 0;                           // when its last byte was read (or the error seen)
 };
 
 struct HttpClientOptions {
   HttpEndpoint endpoint;
   int connections = 1;
-  double rate_per_s = 0;       // 0: closed loop
-  std::string extra_headers;   // whole header lines, each ended by CRLF (e.g. Authorization)
+  double rate_per_s = 0;      // 0: closed loop
+  std::string extra_headers;  // whole header lines, each ended by CRLF (e.g. Authorization)
 };
 
 class HttpKeepAliveClient final {

@@ -10,8 +10,8 @@
 namespace belfry::loadtest {
 namespace {
 
-constexpr std::array<std::string_view, kApiRouteCount> kRouteNames = {"get", "executions", "owners", "missing",
-                                                                      "healthz"};
+constexpr std::array<std::string_view, kApiRouteCount> kRouteNames = {"get", "executions", "owners",
+                                                                      "missing", "healthz"};
 
 }  // namespace
 
@@ -26,7 +26,8 @@ ApiRouteMix ApiRouteMix::Parse(std::string_view text) {
     text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
     if (item.empty()) continue;
     const size_t eq = item.find('=');
-    if (eq == std::string_view::npos) throw std::invalid_argument(fmt::format("mix entry '{}': want name=weight", item));
+    if (eq == std::string_view::npos)
+      throw std::invalid_argument(fmt::format("mix entry '{}': want name=weight", item));
     const std::string_view name = item.substr(0, eq);
     const std::string_view digits = item.substr(eq + 1);
     size_t index = kApiRouteCount;
@@ -34,14 +35,15 @@ ApiRouteMix ApiRouteMix::Parse(std::string_view text) {
       if (kRouteNames[i] == name) index = i;
     }
     if (index == kApiRouteCount) {
-      throw std::invalid_argument(
-          fmt::format("mix entry '{}': unknown route '{}' (use get, executions, owners, missing, healthz)", item, name));
+      throw std::invalid_argument(fmt::format(
+          "mix entry '{}': unknown route '{}' (use get, executions, owners, missing, healthz)", item, name));
     }
     if (given[index]) throw std::invalid_argument(fmt::format("mix entry '{}': route given twice", item));
     uint32_t weight = 0;
     const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), weight);
     if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || weight > 1'000'000) {
-      throw std::invalid_argument(fmt::format("mix entry '{}': weight must be an integer in 0..1000000", item));
+      throw std::invalid_argument(
+          fmt::format("mix entry '{}': weight must be an integer in 0..1000000", item));
     }
     given[index] = true;
     mix.weights_[index] = weight;

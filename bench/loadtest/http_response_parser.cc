@@ -108,8 +108,10 @@ size_t HttpResponseParser::Feed(std::string_view data, State* state) {
       }
       case Phase::kChunkDataEnd:
         if (!TakeLine(rest, &n)) break;
-        if (!line_.empty()) Fail("chunk data not followed by CRLF");
-        else phase_ = Phase::kChunkSize;
+        if (!line_.empty())
+          Fail("chunk data not followed by CRLF");
+        else
+          phase_ = Phase::kChunkSize;
         break;
       case Phase::kTrailers:
         if (!TakeLine(rest, &n)) break;
@@ -160,7 +162,8 @@ size_t HttpResponseParser::FeedHeaders(std::string_view data) {
   head_.append(data.data(), std::min(take, kMaxHeaderBytes + 4 - old));
   const size_t end = head_.find("\r\n\r\n", from);
   if (end == std::string::npos) {
-    if (head_.size() > kMaxHeaderBytes) Fail("header block over " + std::to_string(kMaxHeaderBytes) + " bytes");
+    if (head_.size() > kMaxHeaderBytes)
+      Fail("header block over " + std::to_string(kMaxHeaderBytes) + " bytes");
     return head_.size() - old;
   }
   head_.resize(end + 4);

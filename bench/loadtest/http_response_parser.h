@@ -63,8 +63,8 @@ class HttpResponseParser final {
 
   State state_ = State::kIncomplete;
   Phase phase_ = Phase::kHeaders;
-  std::string head_;  // the header block as it arrives, until its blank line
-  std::string line_;  // a chunk-size or trailer line as it arrives
+  std::string head_;            // the header block as it arrives, until its blank line
+  std::string line_;            // a chunk-size or trailer line as it arrives
   bool line_complete_ = false;  // line_ holds a whole line (without CRLF) that was handed out
   std::string body_;
   std::string retry_after_;

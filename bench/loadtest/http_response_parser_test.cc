@@ -62,8 +62,10 @@ TEST(HttpResponseParserTest, ConnectionCloseAndRetryAfter) {
   HttpResponseParser p;
   p.Reset();
   State state;
-  p.Feed("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After:  5 \r\nContent-Length: 0\r\n\r\n",
-         &state);
+  p.Feed(
+      "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After:  5 \r\nContent-Length: "
+      "0\r\n\r\n",
+      &state);
   ASSERT_EQ(state, State::kComplete);
   EXPECT_EQ(p.status(), 503);
   EXPECT_TRUE(p.connection_close());
@@ -104,10 +106,11 @@ TEST(HttpResponseParserTest, BodyUntilTheEndOfTheConnection) {
 }
 
 TEST(HttpResponseParserTest, Errors) {
-  for (const char* wire : {"HTTP/2 200 OK\r\n\r\n", "HTTP/1.1 20x OK\r\n\r\n", "SMTP ready\r\n\r\n",
-                           "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
-                           "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-                           "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"}) {
+  for (const char* wire :
+       {"HTTP/2 200 OK\r\n\r\n", "HTTP/1.1 20x OK\r\n\r\n", "SMTP ready\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"}) {
     HttpResponseParser p;
     p.Reset();
     State state;
