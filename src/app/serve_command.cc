@@ -155,9 +155,13 @@ int RunServe(const Config& cfg) {
   }
 
   // The admin API's read sessions: each a job store, a ledger and an execution store over its own
-  // lazily opened connections, every statement bounded by admin.statement_timeout.
+  // lazily opened connections, every statement bounded by admin.statement_timeout. Their
+  // prepared statements always run the generic plan: jobs has 121 partitions, and a custom plan
+  // costs 10-15 ms of planning per owner listing against 1.5 ms of execution (BENCHMARKS.md,
+  // issue 16).
   StatusOr<std::string> admin_url =
       WithSessionSetting(cfg.database_url, "statement_timeout", std::to_string(cfg.admin.statement_timeout_ms));
+  if (admin_url.ok()) admin_url = WithSessionSetting(*admin_url, "plan_cache_mode", "force_generic_plan");
   if (!admin_url.ok()) {
     spdlog::error("{}", admin_url.status().ToString());
     return 1;
