@@ -32,7 +32,7 @@ def main():
     ap.add_argument("--belfry", required=True, help="the belfry binary")
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--source-dir", default=os.path.dirname(os.path.dirname(here)))
-    ap.add_argument("--max-examples", type=int, default=25, help="per operation and phase")
+    ap.add_argument("--max-examples", type=int, default=300, help="per operation and phase")
     ap.add_argument("--seed", type=int, default=None, help="default: random (printed by schemathesis)")
     args = ap.parse_args()
     spec = os.path.join(args.source_dir, "docs", "openapi.yaml")
