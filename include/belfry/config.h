@@ -28,6 +28,9 @@ struct KafkaConfig {
 };
 
 struct SchedulerConfig {
+  // false: this node claims no shard and fires nothing; it still applies commands, stores
+  // execution reports and serves the admin API (an API-only node).
+  bool enabled = true;
   int32_t shard_count = 120;
   int64_t tick_ms = 500;  // shard_count * tick_ms must be 60000
   std::vector<int32_t> intervals = {1, 2, 3, 5, 10, 15, 20, 30, 60, 120, 180, 240, 360, 480, 720, 1440};

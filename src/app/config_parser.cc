@@ -35,6 +35,7 @@ constexpr Key kKeys[] = {
     {"kafka.command_batch_max", Kind::kInt},
     {"kafka.command_batch_wait", Kind::kDuration},
     {"kafka.properties", Kind::kStringMap},
+    {"scheduler.enabled", Kind::kString},
     {"scheduler.shard_count", Kind::kInt},
     {"scheduler.tick", Kind::kDuration},
     {"scheduler.intervals", Kind::kIntList},
@@ -136,7 +137,11 @@ Status Apply(const Key& key, const YAML::Node& n, Config* c) {
   else if (path == "kafka.executions_topic") c->kafka.executions_topic = s;
   else if (path == "kafka.executions_dlq_topic") c->kafka.executions_dlq_topic = s;
   else if (path == "kafka.executions_group_id") c->kafka.executions_group_id = s;
-  else if (path == "executions.enabled") {
+  else if (path == "scheduler.enabled") {
+    if (s == "true") c->scheduler.enabled = true;
+    else if (s == "false") c->scheduler.enabled = false;
+    else return Bad(path, fmt::format("'{}' is not true or false", s));
+  } else if (path == "executions.enabled") {
     if (s == "true") c->executions.enabled = true;
     else if (s == "false") c->executions.enabled = false;
     else return Bad(path, fmt::format("'{}' is not true or false", s));

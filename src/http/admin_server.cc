@@ -25,6 +25,7 @@
 #include "core/iso_time.h"
 #include "core/job_json.h"
 #include "core/json_writer.h"
+#include "core/message_quote.h"
 #include "http/admission_queue.h"
 #include "core/slot_math.h"
 
@@ -109,6 +110,13 @@ std::optional<std::string> PercentDecode(std::string_view in) {
     i += 2;
   }
   return out;
+}
+
+// Text PostgreSQL can compare with stored text: valid UTF-8 without NUL. Ids, owners and topics
+// are validated that way at ingestion, so anything else matches nothing, and would make
+// PostgreSQL fail the statement (invalid byte sequence) or libpq cut the value at the NUL.
+bool IsStorableText(std::string_view s) {
+  return s.find('\0') == std::string_view::npos && FirstInvalidUtf8(s) == std::string_view::npos;
 }
 
 // Parses a whole decimal integer; nullopt on anything else.
@@ -533,6 +541,10 @@ void AdminServer::HandleJobsPath(const httplib::Request& req, httplib::Response&
     SendError(res, 400, "the job id in the path is empty");
     return;
   }
+  if (!IsStorableText(*id)) {
+    SendError(res, 400, "the job id in the path is not valid UTF-8 or contains a NUL byte");
+    return;
+  }
   if (next) {
     HandleNext(*id, req, res);
   } else if (executions) {
@@ -647,6 +659,12 @@ void AdminServer::HandleListJobs(const httplib::Request& req, httplib::Response&
   JobListFilter filter;
   filter.owner = Param(req, "owner");
   filter.topic = Param(req, "topic");
+  for (const auto& [name, value] : {std::pair<const char*, const std::string&>{"owner", filter.owner},
+                                    std::pair<const char*, const std::string&>{"topic", filter.topic}}) {
+    if (!IsStorableText(value)) {
+      return SendError(res, 400, std::string(name) + " is not valid UTF-8 or contains a NUL byte");
+    }
+  }
   int32_t limit = std::min(kDefaultListLimit, options_.max_list_limit);
   if (const std::string text = Param(req, "limit"); !text.empty()) {
     const std::optional<int64_t> v = ParseInt(text);
@@ -659,7 +677,7 @@ void AdminServer::HandleListJobs(const httplib::Request& req, httplib::Response&
   }
   if (const std::string cursor = Param(req, "cursor"); !cursor.empty()) {
     const std::optional<std::string> after = Base64UrlDecode(cursor);
-    if (!after || after->empty()) {
+    if (!after || after->empty() || !IsStorableText(*after)) {
       return SendError(res, 400,
                        "cursor is not valid: pass back the next_cursor of a previous page unchanged");
     }

@@ -110,5 +110,36 @@ TEST(ConfigParserTest, Durations) {
   EXPECT_EQ(ParseDurationMs("s"), std::nullopt);
 }
 
+TEST(ConfigParserTest, ReadSideLimitsAndApiOnlyNodes) {
+  auto c = ParseConfig(R"(
+scheduler:
+  enabled: false
+admin:
+  db_sessions: 8
+  read_wait: 100ms
+  statement_timeout: 5s
+  worker_threads: 128
+  max_queued_connections: 0
+)",
+                       Env({{"BELFRY_DATABASE_URL", "postgresql://x/y"}, {"BELFRY_KAFKA_BROKERS", "k:1"}}));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->scheduler.enabled);
+  EXPECT_EQ(c->admin.db_sessions, 8);
+  EXPECT_EQ(c->admin.read_wait_ms, 100);
+  EXPECT_EQ(c->admin.statement_timeout_ms, 5000);
+  EXPECT_EQ(c->admin.worker_threads, 128);
+  EXPECT_EQ(c->admin.max_queued_connections, 0);
+  auto defaults = ParseConfig("", Env({{"BELFRY_DATABASE_URL", "postgresql://x/y"}, {"BELFRY_KAFKA_BROKERS", "k:1"}}));
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_TRUE(defaults->scheduler.enabled);
+  EXPECT_EQ(defaults->admin.db_sessions, 4);
+  for (const char* bad : {"admin: {db_sessions: 0}", "admin: {read_wait: 0ms}", "admin: {statement_timeout: 1ms}",
+                          "admin: {worker_threads: 0}", "admin: {max_queued_connections: -1}",
+                          "scheduler: {enabled: maybe}"}) {
+    auto r = ParseConfig(bad, Env({{"BELFRY_DATABASE_URL", "postgresql://x/y"}, {"BELFRY_KAFKA_BROKERS", "k:1"}}));
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace belfry

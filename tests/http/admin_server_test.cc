@@ -359,6 +359,24 @@ TEST_F(AdminServerTest, ConnectionsBeyondTheQueueAreTurnedAway) {
   EXPECT_EQ(samples[R"(belfry_admin_overload_total{reason="connections"})"], 1.0);
 }
 
+// Found by schemathesis: bytes PostgreSQL cannot compare with text (invalid UTF-8) made the
+// statement fail with a 500, and a NUL cut the value short at libpq (a%00b read job "a").
+TEST_F(AdminServerTest, TextThatCannotBeStoredIsA400) {
+  store_.Put(Spec("a"));
+  StartServer();
+  for (const char* path : {"/v1/jobs/%FF", "/v1/jobs/a%00b", "/v1/jobs/%FF/next", "/v1/jobs/a%00/executions",
+                           "/v1/jobs?owner=%FF", "/v1/jobs?owner=%00", "/v1/jobs?topic=x%C3", "/v1/jobs?cursor=_w",
+                           "/v1/jobs?cursor=AA"}) {
+    Reply r = Get(path);
+    ExpectError(r, 400);
+    const bool about_cursor = r.json()["error"].get<std::string>().find("cursor") != std::string::npos;
+    EXPECT_EQ(about_cursor, std::string(path).find("cursor=") != std::string::npos)
+        << path << ": " << r.body;
+  }
+  EXPECT_EQ(Get("/v1/jobs/a").status, 200);
+  EXPECT_EQ(Get("/v1/jobs/%C3%A9t%C3%A9").status, 404);  // valid UTF-8: looked up, not found
+}
+
 TEST_F(AdminServerTest, ReadyzFollowsReadiness) {
   StartServer();
   Reply r = Get("/readyz");
