@@ -5,9 +5,11 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "belfry/command.h"
+#include "belfry/execution.h"
 #include "belfry/job.h"
 #include "belfry/status.h"
 
@@ -40,6 +42,14 @@ struct JobListFilter {
   int32_t limit = 100;
 };
 
+// A job and what its execution reports say, read together (the admin API's job view).
+struct JobAndStats {
+  StoredJob job;
+  // False when the store keeps no execution outcomes (the reader then asks the ExecutionStore).
+  bool stats_read = false;
+  std::optional<JobStats> stats;  // when stats_read: nullopt until the job's first report
+};
+
 class JobStore {
  public:
   virtual ~JobStore() = default;
@@ -53,6 +63,14 @@ class JobStore {
   virtual Status ApplyActions(const std::vector<JobAction>& actions) = 0;
 
   virtual StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) = 0;
+  // The job and, where the store keeps them next to the jobs, its outcome counters, in one read.
+  // The default reads GetJob and leaves stats_read false.
+  virtual StatusOr<std::optional<JobAndStats>> GetJobAndStats(const std::string& id) {
+    StatusOr<std::optional<StoredJob>> job = GetJob(id);
+    if (!job.ok()) return job.status();
+    if (!job->has_value()) return std::optional<JobAndStats>();
+    return std::optional<JobAndStats>(JobAndStats{std::move(**job), false, std::nullopt});
+  }
   virtual StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter& filter) = 0;
 };
 

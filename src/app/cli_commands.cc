@@ -154,15 +154,11 @@ int RunJobsOp(const Config& cfg, const std::string& op, const std::string& id, b
 
 int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
   PgJobStore store(cfg.database_url);
-  auto job = store.GetJob(id);
-  if (!job.ok()) return Fail(job.status().message());
-  if (!job->has_value()) return Fail(fmt::format("no job with id '{}'", id), 4);
-  const StoredJob& j = **job;
-  SystemClock clock;
-  PgExecutionStore executions(cfg.database_url, MakeRetryRules(cfg), clock);
-  auto stats = executions.GetJobStats(id);
-  if (!stats.ok()) return Fail(stats.status().message());
-  const std::optional<JobStats> st = *stats;
+  auto view = store.GetJobAndStats(id);  // the admin API's read: job and counters in one statement
+  if (!view.ok()) return Fail(view.status().message());
+  if (!view->has_value()) return Fail(fmt::format("no job with id '{}'", id), 4);
+  const StoredJob& j = (*view)->job;
+  const std::optional<JobStats>& st = (*view)->stats;
   const std::vector<NextFire> fires = NextFires(j.spec, j.paused, cfg.scheduler.tick_ms, SystemClock().NowMs(), 3);
   if (json) {
     std::printf("%s\n", EncodeJobDetailJson(j, st, fires).c_str());

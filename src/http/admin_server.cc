@@ -558,19 +558,21 @@ void AdminServer::HandleJobsPath(const httplib::Request& req, httplib::Response&
 void AdminServer::HandleGetJob(const std::string& id, httplib::Response& res) {
   std::optional<ReaderPool::Lease> session = deps_.readers->Borrow();
   if (!session) return SendSessionsBusy(res);
-  StatusOr<std::optional<StoredJob>> job = (*session)->store->GetJob(id);
+  StatusOr<std::optional<JobAndStats>> job = (*session)->store->GetJobAndStats(id);
   if (!job.ok()) return SendStoreError(res, "job store", job.status());
   if (!job->has_value()) return SendError(res, 404, "job \"" + id + "\" not found");
-  std::optional<JobStats> stats;
-  if ((*session)->executions != nullptr) {
+  std::optional<JobStats> stats = std::move((*job)->stats);
+  if (!(*job)->stats_read && (*session)->executions != nullptr) {
     StatusOr<std::optional<JobStats>> read = (*session)->executions->GetJobStats(id);
     if (!read.ok()) return SendStoreError(res, "execution store", read.status());
     stats = std::move(*read);
   }
+  if (!(*session)->executions) stats.reset();  // a node without history shows no outcomes
   session.reset();
+  const StoredJob& stored = (*job)->job;
   const std::vector<NextFire> fires =
-      NextFires((*job)->spec, (*job)->paused, options_.scheduler.tick_ms, deps_.clock->NowMs(), kNextFiresInJob);
-  SendJsonText(res, 200, EncodeJobDetailJson(**job, stats, fires));
+      NextFires(stored.spec, stored.paused, options_.scheduler.tick_ms, deps_.clock->NowMs(), kNextFiresInJob);
+  SendJsonText(res, 200, EncodeJobDetailJson(stored, stats, fires));
 }
 
 void AdminServer::HandleExecutions(const std::string& id, const httplib::Request& req,

@@ -14,6 +14,7 @@
 #include "core/shard_hash.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_queries.h"
+#include "pg/pg_rows.h"
 
 namespace belfry {
 namespace {
@@ -27,6 +28,8 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kSetPausedName, q::kSetPausedSql},
       {q::kGetJobName, q::kGetJobSql},
       {q::kGetJobInShardName, q::kGetJobInShardSql},
+      {q::kGetJobViewName, q::kGetJobViewSql},
+      {q::kGetJobViewInShardName, q::kGetJobViewInShardSql},
       {q::kListJobsName, q::kListJobsSql},
       {q::kListJobsByOwnerName, q::kListJobsByOwnerSql},
       {q::kListJobsByTopicName, q::kListJobsByTopicSql},
@@ -207,50 +210,6 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, int32_t sh
   return params;
 }
 
-std::optional<int64_t> OptionalInt64(const pqxx::field& f) {
-  if (f.is_null()) return std::nullopt;
-  return f.as<int64_t>();
-}
-
-// Decodes a row selected with the job column list of pg_queries.h.
-StoredJob StoredJobFromRow(const pqxx::row& row) {
-  StoredJob job;
-  JobSpec& s = job.spec;
-  s.id = row[0].as<std::string>();
-  s.owner = row[1].as<std::string>();
-  s.interval_minutes = row[2].as<int32_t>();
-  s.offset_minutes = row[3].as<int32_t>();
-  s.shard = row[4].as<int32_t>();
-  s.topic = row[5].as<std::string>();
-  s.key = row[6].as<std::string>();
-  s.details_json = row[7].as<std::string>();
-  s.start_at = OptionalInt64(row[8]);
-  s.end_at = OptionalInt64(row[9]);
-  s.priority = row[10].as<int32_t>();
-  job.paused = row[11].as<bool>();
-  job.created_at = row[12].as<int64_t>();
-  job.updated_at = row[13].as<int64_t>();
-  job.source.partition = row[14].as<int32_t>();
-  job.source.offset = row[15].as<int64_t>();
-  s.run_at = OptionalInt64(row[16]);
-  s.run_minute = OptionalInt64(row[17]).value_or(0);
-  s.scheduled_for_ms = OptionalInt64(row[18]).value_or(0);
-  s.max_retries = row[19].as<int32_t>();
-  s.retry_backoff.initial_ms = row[20].as<int64_t>();
-  s.retry_backoff.multiplier = row[21].as<double>();
-  s.retry_backoff.max_ms = row[22].as<int64_t>();
-  s.attempt = row[23].as<int32_t>();
-  s.retry_of = row[24].as<std::string>();
-  if (!row[25].is_null()) {
-    CalendarSpec cal;
-    cal.cron = row[25].as<std::string>();
-    cal.time_zone = row[26].is_null() ? std::string() : row[26].as<std::string>();
-    cal.as_interval = s.interval_minutes > 0;  // slots are not read back
-    s.calendar = std::move(cal);
-  }
-  return job;
-}
-
 }  // namespace
 
 PgJobStore::PgJobStore(std::string database_url, std::string due_query_url)
@@ -323,6 +282,26 @@ StatusOr<std::optional<StoredJob>> PgJobStore::GetJob(const std::string& id) {
   });
   if (!st.ok()) return st;
   return job;
+}
+
+StatusOr<std::optional<JobAndStats>> PgJobStore::GetJobAndStats(const std::string& id) {
+  std::optional<JobAndStats> view;
+  Status st = session_.Run("get job view", [&](pqxx::connection& conn) {
+    pqxx::nontransaction txn(conn);
+    if (Status st = LoadShardCount(txn); !st.ok()) return st;
+    pqxx::result r = txn.exec_prepared(pg_queries::kGetJobViewInShardName, id, ShardForId(id, shard_count_));
+    if (r.empty()) r = txn.exec_prepared(pg_queries::kGetJobViewName, id);
+    if (r.empty()) return Status::Ok();
+    view.emplace();
+    view->job = StoredJobFromRow(r[0]);
+    view->stats_read = true;
+    if (!r[0][pg_queries::kJobViewStatsColumn].is_null()) {
+      view->stats = JobStatsFromRow(r[0], pg_queries::kJobViewStatsColumn);
+    }
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return view;
 }
 
 Status PgJobStore::LoadShardCount(pqxx::transaction_base& txn) {

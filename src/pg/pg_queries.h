@@ -438,6 +438,25 @@ inline constexpr const char kGetJobInShardSql[] =
     "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE shard = $2::smallint AND id = $1";
 inline constexpr const char kGetJobSql[] = "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE id = $1";
 
+// The admin API's job view: the job's columns (BELFRY_JOB_COLUMNS, 27 of them) and then its
+// job_stats row (BELFRY_JOB_VIEW_STATS_COLUMNS, all NULL before the first report), in one
+// statement instead of two. Same parameters as kGetJobInShard / kGetJob.
+#define BELFRY_JOB_VIEW_STATS_COLUMNS                                                                     \
+  "s.job_id, s.last_status, s.last_scheduled_for_ms, s.last_attempt, s.last_error,"                        \
+  " floor(extract(epoch FROM s.last_finished_at) * 1000)::bigint, s.consecutive_failures, s.total_succeeded," \
+  " s.total_failed, s.last_success_scheduled_for_ms"
+inline constexpr int kJobViewStatsColumn = 27;
+inline constexpr const char kGetJobViewInShardName[] = "belfry_get_job_view_in_shard";
+inline constexpr const char kGetJobViewInShardSql[] =
+    "SELECT j.*, " BELFRY_JOB_VIEW_STATS_COLUMNS
+    " FROM (SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE shard = $2::smallint AND id = $1) AS j"
+    " LEFT JOIN job_stats AS s ON s.job_id = $1";
+inline constexpr const char kGetJobViewName[] = "belfry_get_job_view";
+inline constexpr const char kGetJobViewSql[] =
+    "SELECT j.*, " BELFRY_JOB_VIEW_STATS_COLUMNS " FROM (SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE id = $1) AS j"
+    " LEFT JOIN job_stats AS s ON s.job_id = $1";
+#undef BELFRY_JOB_VIEW_STATS_COLUMNS
+
 // Keyset pagination: $1 = after_id, $2 = limit, then the filters. One statement per filter shape,
 // so each prepared plan can use its own index (pkey, (owner, id) or (topic, id)).
 inline constexpr const char kListJobsName[] = "belfry_list_jobs";

@@ -129,6 +129,46 @@ TEST_F(PgJobStoreTest, UpsertInsertsEveryField) {
   EXPECT_EQ(*store_->CountJobs(), 1);
 }
 
+// The admin API's one-statement read: the same job GetJob returns, with its job_stats row.
+TEST_F(PgJobStoreTest, GetJobAndStatsReadsTheJobAndItsCountersTogether) {
+  db_->Exec("TRUNCATE job_stats");
+  JobAction a = Upsert("viewed", 15, 7, 10, 3);
+  a.spec.owner = "ops";
+  Apply({a});
+  StatusOr<std::optional<JobAndStats>> before = store_->GetJobAndStats("viewed");
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  ASSERT_TRUE(before->has_value());
+  EXPECT_TRUE((*before)->stats_read);
+  EXPECT_FALSE((*before)->stats.has_value());  // no report yet
+  const StoredJob plain = Get("viewed");
+  EXPECT_EQ((*before)->job.spec.id, plain.spec.id);
+  EXPECT_EQ((*before)->job.spec.owner, "ops");
+  EXPECT_EQ((*before)->job.updated_at, plain.updated_at);
+  EXPECT_EQ((*before)->job.spec.interval_minutes, 15);
+
+  db_->Exec("INSERT INTO job_stats (job_id, last_status, last_scheduled_for_ms, last_attempt, last_error,"
+            " last_finished_at, consecutive_failures, total_succeeded, total_failed, last_success_scheduled_for_ms)"
+            " VALUES ('viewed', 'failed', 1779449852500, 2, 'boom', to_timestamp(1779449853.25), 3, 7, 4, NULL)");
+  StatusOr<std::optional<JobAndStats>> after = store_->GetJobAndStats("viewed");
+  ASSERT_TRUE(after.ok() && after->has_value());
+  ASSERT_TRUE((*after)->stats.has_value());
+  const JobStats& st = *(*after)->stats;
+  EXPECT_EQ(st.job_id, "viewed");
+  EXPECT_EQ(st.last_status, ExecutionStatus::kFailed);
+  EXPECT_EQ(st.last_scheduled_for_ms, 1779449852500);
+  EXPECT_EQ(st.last_attempt, 2);
+  EXPECT_EQ(st.last_error, "boom");
+  EXPECT_EQ(st.last_finished_at, 1779449853250);
+  EXPECT_EQ(st.consecutive_failures, 3);
+  EXPECT_EQ(st.total_succeeded, 7);
+  EXPECT_EQ(st.total_failed, 4);
+  EXPECT_FALSE(st.last_success_scheduled_for_ms.has_value());
+
+  StatusOr<std::optional<JobAndStats>> missing = store_->GetJobAndStats("nope");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+}
+
 TEST_F(PgJobStoreTest, DatesRoundTripToTheMillisecondUpToYear9999) {
   const std::vector<std::pair<EpochMs, EpochMs>> dates = {
       {0, 1}, {1'779'449'852'123, 1'779'449'852'124}, {123'456'789'012'345, 253'402'300'799'999}};

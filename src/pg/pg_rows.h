@@ -1,0 +1,29 @@
+// Decoders of the rows belfry's statements select, shared by the stores that run them. Each
+// decoder follows one column list of pg_queries.h / pg_execution_queries.h; keep them in step.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <pqxx/result>
+#include <string_view>
+
+#include "belfry/execution.h"
+#include "belfry/job.h"
+
+namespace belfry {
+
+// NULL as nullopt.
+std::optional<int64_t> OptionalInt64(const pqxx::field& f);
+
+// "succeeded", "failed", "running"; nullopt for anything else.
+std::optional<ExecutionStatus> ExecutionStatusFromName(std::string_view s);
+
+// A row whose first columns are BELFRY_JOB_COLUMNS (pg_queries.h).
+StoredJob StoredJobFromRow(const pqxx::row& row);
+
+// The columns BELFRY_STATS_COLUMNS (pg_queries.h) starting at column `first`. REQUIRES: they are
+// not NULL (a LEFT JOIN that found no job_stats row is the caller's to detect).
+JobStats JobStatsFromRow(const pqxx::row& row, size_t first = 0);
+
+}  // namespace belfry
