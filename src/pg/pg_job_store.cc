@@ -289,7 +289,15 @@ StatusOr<std::optional<JobAndStats>> PgJobStore::GetJobAndStats(const std::strin
   Status st = session_.Run("get job view", [&](pqxx::connection& conn) {
     pqxx::nontransaction txn(conn);
     if (Status st = LoadShardCount(txn); !st.ok()) return st;
-    pqxx::result r = txn.exec_prepared(pg_queries::kGetJobViewInShardName, id, ShardForId(id, shard_count_));
+    const int32_t shard = ShardForId(id, shard_count_);
+    pqxx::result r;
+    if (shard < pg_queries::kJobPartitions) {
+      const std::string name = pg_queries::GetJobViewInPartitionName(shard);
+      conn.prepare(name, pg_queries::GetJobViewInPartitionSql(shard));  // idempotent; sent on first use
+      r = txn.exec_prepared(name, id);
+    } else {
+      r = txn.exec_prepared(pg_queries::kGetJobViewInShardName, id, shard);
+    }
     if (r.empty()) r = txn.exec_prepared(pg_queries::kGetJobViewName, id);
     if (r.empty()) return Status::Ok();
     view.emplace();

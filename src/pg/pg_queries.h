@@ -6,6 +6,10 @@
 // floor(extract(epoch ...) * 1000) on the way back (extract returns numeric since PostgreSQL 14).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
 // The timestamptz of `ms` epoch milliseconds. Whole seconds go through to_timestamp, where
 // seconds * 1e6 is exact in a double; the naive ms * interval '1 millisecond' is not beyond ~2255.
 // Only pure time intervals are added, so the session's TimeZone plays no part.
@@ -455,6 +459,20 @@ inline constexpr const char kGetJobViewName[] = "belfry_get_job_view";
 inline constexpr const char kGetJobViewSql[] =
     "SELECT j.*, " BELFRY_JOB_VIEW_STATS_COLUMNS " FROM (SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE id = $1) AS j"
     " LEFT JOIN job_stats AS s ON s.job_id = $1";
+// The same read aimed at one partition by name (migration 0005 creates jobs_shard_000 ..
+// jobs_shard_119): a plan over the parent locks and prunes all 121 partitions on every execution,
+// a third of the rate of the direct read (pgbench, 5M jobs: 15k against 45k statements/s on 2
+// clients). $1 id. PgJobStore prepares one per shard on first use.
+inline constexpr int32_t kJobPartitions = 120;
+inline std::string GetJobViewInPartitionName(int32_t shard) {
+  return "belfry_get_job_view_" + std::to_string(shard);
+}
+inline std::string GetJobViewInPartitionSql(int32_t shard) {
+  std::string table = std::to_string(shard);
+  table.insert(0, 3 - std::min<size_t>(3, table.size()), '0');
+  return "SELECT j.*, " BELFRY_JOB_VIEW_STATS_COLUMNS " FROM (SELECT " BELFRY_JOB_COLUMNS " FROM jobs_shard_" + table +
+         " WHERE id = $1) AS j LEFT JOIN job_stats AS s ON s.job_id = $1";
+}
 #undef BELFRY_JOB_VIEW_STATS_COLUMNS
 
 // Keyset pagination: $1 = after_id, $2 = limit, then the filters. One statement per filter shape,
