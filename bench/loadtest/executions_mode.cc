@@ -7,6 +7,9 @@
 // polled every 100 ms). See docs/loadtest.md, "executions".
 #include <fmt/format.h>
 #include <librdkafka/rdkafkacpp.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -38,12 +41,13 @@ struct ExecutionsOptions {
   std::string group_id = "belfry-executions";
   int32_t partitions = 4;
   int64_t jobs = 100'000;
-  std::string id_prefix = "lt-exec-";
+  std::string id_prefix;  // default: lt-exec-<run start, epoch s>-, so runs never share a report
   double fail_fraction = 0.05;
   double dup_fraction = 0.02;
   int64_t retry_jobs = 1000;  // the first K jobs exist in `jobs` with maxRetries 2
   std::string triggers_topic = "lt.exec.triggers";
   std::string timeout = "10m";
+  std::string admin = "127.0.0.1:8080";  // belfry's admin listen address, for /metrics
   int belfry_pid = 0;
   std::string plot_prefix;
 };
@@ -66,6 +70,44 @@ int64_t CurrentRssKb(int pid) {
     if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
   }
   return -1;
+}
+
+// The sum of the samples of `metric` with `label` in belfry's /metrics at `admin` (host:port),
+// or -1 when it cannot be read. One HTTP/1.0 GET on a plain socket.
+int64_t ScrapeMetric(const std::string& admin, const std::string& metric, const std::string& label) {
+  const size_t colon = admin.rfind(':');
+  if (colon == std::string::npos) return -1;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(admin.substr(0, colon).c_str(), admin.substr(colon + 1).c_str(), &hints, &res) != 0) return -1;
+  const int fd = socket(res->ai_family, res->ai_socktype, res->ai_protocol);
+  const bool connected = fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0;
+  freeaddrinfo(res);
+  if (!connected) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  const std::string request = "GET /metrics HTTP/1.0\r\nHost: " + admin + "\r\n\r\n";
+  if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
+    close(fd);
+    return -1;
+  }
+  std::string body;
+  char buf[65536];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) body.append(buf, static_cast<size_t>(n));
+  close(fd);
+  int64_t sum = -1;
+  size_t pos = 0;
+  while ((pos = body.find("\n" + metric, pos)) != std::string::npos) {
+    const size_t end = body.find('\n', pos + 1);
+    const std::string line = body.substr(pos + 1, end - pos - 1);
+    pos = end;
+    if (line.find(label) == std::string::npos) continue;
+    const size_t space = line.rfind(' ');
+    sum = std::max<int64_t>(sum, 0) + static_cast<int64_t>(std::stod(line.substr(space + 1)));
+  }
+  return sum;
 }
 
 // Per-partition committed offsets of belfry's execution group, read without joining the group.
@@ -182,8 +224,9 @@ void CreateRetryJobs(const CommonOptions& common, const ExecutionsOptions& o, Pg
   throw std::runtime_error("the retry jobs did not appear in `jobs` within 60 s (is belfry serving?)");
 }
 
-int RunExecutions(const CommonOptions& common, const ExecutionsOptions& o) {
+int RunExecutions(const CommonOptions& common, ExecutionsOptions o) {
   if (o.jobs <= 0) throw std::invalid_argument("--jobs must be positive");
+  if (o.id_prefix.empty()) o.id_prefix = fmt::format("lt-exec-{}-", WallClockMs() / 1000);
   const int64_t timeout_ms = ParseDurationMs(o.timeout);
   EnsureTopics(common.brokers, {o.topic}, o.partitions);
   const int32_t partitions = ListTopicPartitions(common.brokers).at(o.topic);
@@ -196,9 +239,10 @@ int RunExecutions(const CommonOptions& common, const ExecutionsOptions& o) {
   int64_t initial_lag = 0;
   for (int32_t p = 0; p < partitions; ++p) initial_lag += std::max<int64_t>(0, ends0[p] - committed0[p]);
   if (initial_lag > 0) fmt::print(stderr, "executions: belfry's group starts {} reports behind\n", initial_lag);
-  const std::string retries_sql =
-      fmt::format("SELECT count(*) FROM jobs WHERE retry_of >= '{0}' AND retry_of < '{0}~'", o.id_prefix);
-  const int64_t retries0 = std::stoll(pg.ExecScalar(retries_sql));
+  const auto retries_scheduled = [&] {
+    return ScrapeMetric(o.admin, "belfry_retries_total", "event=\"scheduled\"");
+  };
+  const int64_t retries0 = retries_scheduled();
 
   // Sampled deliveries, per partition in offset order: (offset, produce time).
   std::mutex mu;
@@ -315,7 +359,8 @@ int RunExecutions(const CommonOptions& common, const ExecutionsOptions& o) {
       fmt::format("SELECT count(*) FROM executions WHERE scheduled_for_ms >= {} AND scheduled_for_ms < {}"
                   " AND job_id >= '{}' AND job_id < '{}~'",
                   base_ms, end_ms, o.id_prefix, o.id_prefix)));
-  const int64_t retries = std::stoll(pg.ExecScalar(retries_sql)) - retries0;
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // belfry counts a batch after committing it
+  const int64_t retries1 = retries_scheduled();
 
   // Best steady rate: the highest 5-second mean of stored reports per second.
   const std::vector<int64_t> stored_per_s = meter.PerSecond(stored);
@@ -335,6 +380,7 @@ int RunExecutions(const CommonOptions& common, const ExecutionsOptions& o) {
   j["distinct_reports"] = distinct;
   j["duplicates"] = duplicates;
   j["failed_reports"] = failed_reports;
+  j["id_prefix"] = o.id_prefix;
   j["jobs"] = o.jobs;
   j["retry_jobs"] = o.retry_jobs;
   j["rate_target_per_s"] = o.rate;
@@ -353,7 +399,8 @@ int RunExecutions(const CommonOptions& common, const ExecutionsOptions& o) {
   j["produced_to_stored"] = to_stored.Summary();
   j["rows_in_executions"] = rows;
   j["rows_expected"] = distinct;
-  j["retries_scheduled"] = retries;
+  // belfry_retries_total{event="scheduled"} over the run (null if /metrics cannot be read).
+  j["retries_scheduled"] = retries0 >= 0 && retries1 >= 0 ? nlohmann::ordered_json(retries1 - retries0) : nullptr;
   if (o.belfry_pid > 0) {
     const int64_t hwm = PeakRssKb(o.belfry_pid);
     j["belfry_max_rss_mb"] = max_rss_kb >= 0 ? nlohmann::ordered_json(max_rss_kb / 1024.0) : nullptr;
@@ -378,6 +425,7 @@ void RegisterExecutionsMode(CLI::App& app, CommonOptions* common, ModeRunner* ru
   auto o = std::make_shared<ExecutionsOptions>();
   o->topic = EnvOr("BELFRY_KAFKA_EXECUTIONS_TOPIC", o->topic);
   o->group_id = EnvOr("BELFRY_KAFKA_EXECUTIONS_GROUP_ID", o->group_id);
+  o->admin = EnvOr("BELFRY_ADMIN_LISTEN", o->admin);
   CLI::App* sub = app.add_subcommand(
       "executions", "flood the executions topic with reports; measure belfry's ingestion rate, lag and latency");
   AddCommonOptions(sub, common);
@@ -391,7 +439,7 @@ void RegisterExecutionsMode(CLI::App& app, CommonOptions* common, ModeRunner* ru
       ->capture_default_str();
   sub->add_option("--partitions", o->partitions, "partitions if the run creates the topic")->capture_default_str();
   sub->add_option("--jobs", o->jobs, "distinct job ids reported on")->capture_default_str();
-  sub->add_option("--id-prefix", o->id_prefix, "job id prefix")->capture_default_str();
+  sub->add_option("--id-prefix", o->id_prefix, "job id prefix (default lt-exec-<epoch s>-: every run its own jobs)");
   sub->add_option("--fail-fraction", o->fail_fraction, "share of failed reports")->capture_default_str();
   sub->add_option("--dup-fraction", o->dup_fraction, "share of messages repeating the previous report")
       ->capture_default_str();
@@ -401,6 +449,8 @@ void RegisterExecutionsMode(CLI::App& app, CommonOptions* common, ModeRunner* ru
       ->capture_default_str();
   sub->add_option("--triggers-topic", o->triggers_topic, "trigger topic of those jobs")->capture_default_str();
   sub->add_option("--timeout", o->timeout, "how long to wait for belfry to store everything after producing")
+      ->capture_default_str();
+  sub->add_option("--admin", o->admin, "belfry's admin address, for belfry_retries_total (env BELFRY_ADMIN_LISTEN)")
       ->capture_default_str();
   sub->add_option("--belfry-pid", o->belfry_pid, "report this process's RSS (max sampled, and VmHWM)");
   sub->add_option("--plot", o->plot_prefix, "write PREFIX-throughput.png and PREFIX-latency.png");
