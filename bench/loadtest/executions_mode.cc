@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <deque>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <mutex>
 #include <thread>
 
@@ -70,6 +72,34 @@ int64_t CurrentRssKb(int pid) {
     if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
   }
   return -1;
+}
+
+// CPU time (user + system) of process `pid` so far, in seconds; -1 when it cannot be read.
+double CpuSeconds(int pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string f;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> f; ++i) {
+    if (i == 14 || i == 15) ticks += std::stod(f);  // utime, stime
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// CPU seconds of each server process (backend) connected to the database, by pid. Only when the
+// server runs on this machine; otherwise the pids are not ours to read and the map is empty.
+// The backends' sum includes belfry's other sessions (commands, ticks): near idle in these runs.
+std::map<int, double> BackendCpu(PgConnection& pg) {
+  std::map<int, double> out;
+  for (const auto& row : pg.Exec("SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                                 " AND pid <> pg_backend_pid()")) {
+    const int pid = std::stoi(row[0]);
+    if (const double s = CpuSeconds(pid); s >= 0) out[pid] = s;
+  }
+  return out;
 }
 
 // The sum of the samples of `metric` with `label` in belfry's /metrics at `admin` (host:port),
@@ -243,6 +273,8 @@ int RunExecutions(const CommonOptions& common, ExecutionsOptions o) {
     return ScrapeMetric(o.admin, "belfry_retries_total", "event=\"scheduled\"");
   };
   const int64_t retries0 = retries_scheduled();
+  const std::map<int, double> backend_cpu0 = BackendCpu(pg);
+  const double belfry_cpu0 = o.belfry_pid > 0 ? CpuSeconds(o.belfry_pid) : -1;
 
   // Sampled deliveries, per partition in offset order: (offset, produce time).
   std::mutex mu;
@@ -361,6 +393,16 @@ int RunExecutions(const CommonOptions& common, ExecutionsOptions o) {
                   base_ms, end_ms, o.id_prefix, o.id_prefix)));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // belfry counts a batch after committing it
   const int64_t retries1 = retries_scheduled();
+  // CPU per stored report: what the ingestion costs, less sensitive to other load on a shared
+  // machine than the rates are.
+  double backend_cpu = 0;
+  for (const auto& [pid, s] : BackendCpu(pg)) {
+    // A backend that connected during the run (belfry opens its execution connection on the
+    // first batch) counts from zero.
+    const auto it = backend_cpu0.find(pid);
+    backend_cpu += it != backend_cpu0.end() ? s - it->second : s;
+  }
+  const double belfry_cpu = o.belfry_pid > 0 && belfry_cpu0 >= 0 ? CpuSeconds(o.belfry_pid) - belfry_cpu0 : -1;
 
   // Best steady rate: the highest 5-second mean of stored reports per second.
   const std::vector<int64_t> stored_per_s = meter.PerSecond(stored);
@@ -405,6 +447,15 @@ int RunExecutions(const CommonOptions& common, ExecutionsOptions o) {
     const int64_t hwm = PeakRssKb(o.belfry_pid);
     j["belfry_max_rss_mb"] = max_rss_kb >= 0 ? nlohmann::ordered_json(max_rss_kb / 1024.0) : nullptr;
     j["belfry_peak_rss_mb"] = hwm >= 0 ? nlohmann::ordered_json(hwm / 1024.0) : nullptr;
+  }
+  const double per_report = stored->Get() > 0 ? 1e6 / static_cast<double>(stored->Get()) : 0;
+  if (backend_cpu > 0) {
+    j["db_backends_cpu_s"] = backend_cpu;
+    j["db_backends_cpu_us_per_report"] = backend_cpu * per_report;
+  }
+  if (belfry_cpu >= 0) {
+    j["belfry_cpu_s"] = belfry_cpu;
+    j["belfry_cpu_us_per_report"] = belfry_cpu * per_report;
   }
   const GnuplotPlotter plotter(o.plot_prefix);
   nlohmann::ordered_json plots = nlohmann::ordered_json::array();

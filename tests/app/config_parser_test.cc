@@ -141,5 +141,26 @@ admin:
   }
 }
 
+TEST(ConfigParserTest, ExecutionHistoryIsKeptByTime) {
+  auto d = ParseConfig("", Env({}));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->executions.retention_ms, 7LL * 86'400'000);
+  auto c = ParseConfig("executions:\n  retention: 30d\n", Env({}));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->executions.retention_ms, 30LL * 86'400'000);
+  auto short_retention = ParseConfig("executions:\n  retention: 12h\n", Env({}));
+  ASSERT_FALSE(short_retention.ok());
+  EXPECT_NE(short_retention.status().message().find("executions.retention"), std::string::npos);
+  // The removed key fails loudly, naming its replacement, from YAML and from the environment.
+  for (auto removed : {ParseConfig("executions:\n  keep_per_job: 100\n", Env({})),
+                       ParseConfig("", Env({{"BELFRY_EXECUTIONS_KEEP_PER_JOB", "100"}}))}) {
+    ASSERT_FALSE(removed.ok());
+    EXPECT_NE(removed.status().message().find("executions.keep_per_job"), std::string::npos)
+        << removed.status().message();
+    EXPECT_NE(removed.status().message().find("executions.retention"), std::string::npos)
+        << removed.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace belfry
