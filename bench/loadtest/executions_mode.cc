@@ -17,8 +17,8 @@
 #include <deque>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "loadtest/belfry_process.h"
@@ -110,7 +110,8 @@ int64_t ScrapeMetric(const std::string& admin, const std::string& metric, const 
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
-  if (getaddrinfo(admin.substr(0, colon).c_str(), admin.substr(colon + 1).c_str(), &hints, &res) != 0) return -1;
+  if (getaddrinfo(admin.substr(0, colon).c_str(), admin.substr(colon + 1).c_str(), &hints, &res) != 0)
+    return -1;
   const int fd = socket(res->ai_family, res->ai_socktype, res->ai_protocol);
   const bool connected = fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0;
   freeaddrinfo(res);
@@ -244,9 +245,9 @@ void CreateRetryJobs(const CommonOptions& common, const ExecutionsOptions& o, Pg
     if (producer.Flush(60'000) != 0 || producer.failed() != 0)
       throw std::runtime_error("publishing the retry jobs failed: " + producer.first_error());
   }
-  const std::string count_sql =
-      fmt::format("SELECT count(*) FROM jobs WHERE id >= '{0}{1:09d}' AND id <= '{0}{2:09d}' AND max_retries = 2",
-                  o.id_prefix, 0, o.retry_jobs - 1);
+  const std::string count_sql = fmt::format(
+      "SELECT count(*) FROM jobs WHERE id >= '{0}{1:09d}' AND id <= '{0}{2:09d}' AND max_retries = 2",
+      o.id_prefix, 0, o.retry_jobs - 1);
   for (int i = 0; i < 600; ++i) {
     if (std::stoll(pg.ExecScalar(count_sql)) >= o.retry_jobs) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -268,7 +269,8 @@ int RunExecutions(const CommonOptions& common, ExecutionsOptions o) {
   const std::vector<int64_t> committed0 = offsets.Committed();
   int64_t initial_lag = 0;
   for (int32_t p = 0; p < partitions; ++p) initial_lag += std::max<int64_t>(0, ends0[p] - committed0[p]);
-  if (initial_lag > 0) fmt::print(stderr, "executions: belfry's group starts {} reports behind\n", initial_lag);
+  if (initial_lag > 0)
+    fmt::print(stderr, "executions: belfry's group starts {} reports behind\n", initial_lag);
   const auto retries_scheduled = [&] {
     return ScrapeMetric(o.admin, "belfry_retries_total", "event=\"scheduled\"");
   };
@@ -356,8 +358,8 @@ int RunExecutions(const CommonOptions& common, ExecutionsOptions o) {
         const int64_t wait = due_ns - SteadyNs();
         if (wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
       }
-      const bool repeat = i > 0 && static_cast<double>(Mix64(static_cast<uint64_t>(i) ^ 0xd0bb1e5ULL) % 1'000'000) <
-                                       o.dup_fraction * 1e6;
+      const bool repeat = i > 0 && static_cast<double>(Mix64(static_cast<uint64_t>(i) ^ 0xd0bb1e5ULL) %
+                                                       1'000'000) < o.dup_fraction * 1e6;
       if (repeat) {
         ++duplicates;
       } else {
@@ -402,7 +404,8 @@ int RunExecutions(const CommonOptions& common, ExecutionsOptions o) {
     const auto it = backend_cpu0.find(pid);
     backend_cpu += it != backend_cpu0.end() ? s - it->second : s;
   }
-  const double belfry_cpu = o.belfry_pid > 0 && belfry_cpu0 >= 0 ? CpuSeconds(o.belfry_pid) - belfry_cpu0 : -1;
+  const double belfry_cpu =
+      o.belfry_pid > 0 && belfry_cpu0 >= 0 ? CpuSeconds(o.belfry_pid) - belfry_cpu0 : -1;
 
   // Best steady rate: the highest 5-second mean of stored reports per second.
   const std::vector<int64_t> stored_per_s = meter.PerSecond(stored);
@@ -442,7 +445,8 @@ int RunExecutions(const CommonOptions& common, ExecutionsOptions o) {
   j["rows_in_executions"] = rows;
   j["rows_expected"] = distinct;
   // belfry_retries_total{event="scheduled"} over the run (null if /metrics cannot be read).
-  j["retries_scheduled"] = retries0 >= 0 && retries1 >= 0 ? nlohmann::ordered_json(retries1 - retries0) : nullptr;
+  j["retries_scheduled"] =
+      retries0 >= 0 && retries1 >= 0 ? nlohmann::ordered_json(retries1 - retries0) : nullptr;
   if (o.belfry_pid > 0) {
     const int64_t hwm = PeakRssKb(o.belfry_pid);
     j["belfry_max_rss_mb"] = max_rss_kb >= 0 ? nlohmann::ordered_json(max_rss_kb / 1024.0) : nullptr;
@@ -460,8 +464,9 @@ int RunExecutions(const CommonOptions& common, ExecutionsOptions o) {
   const GnuplotPlotter plotter(o.plot_prefix);
   nlohmann::ordered_json plots = nlohmann::ordered_json::array();
   for (const std::string& path :
-       {plotter.Throughput("throughput", "executions: reports per second", "reports/s",
-                           {{"stored (committed by belfry)", stored_per_s}, {"acked", meter.PerSecond(acked)}}),
+       {plotter.Throughput(
+            "throughput", "executions: reports per second", "reports/s",
+            {{"stored (committed by belfry)", stored_per_s}, {"acked", meter.PerSecond(acked)}}),
         plotter.Histogram("latency", "executions: produced -> stored (committed offset)", "ms", to_stored)}) {
     if (!path.empty()) plots.push_back(path);
   }
@@ -478,7 +483,8 @@ void RegisterExecutionsMode(CLI::App& app, CommonOptions* common, ModeRunner* ru
   o->group_id = EnvOr("BELFRY_KAFKA_EXECUTIONS_GROUP_ID", o->group_id);
   o->admin = EnvOr("BELFRY_ADMIN_LISTEN", o->admin);
   CLI::App* sub = app.add_subcommand(
-      "executions", "flood the executions topic with reports; measure belfry's ingestion rate, lag and latency");
+      "executions",
+      "flood the executions topic with reports; measure belfry's ingestion rate, lag and latency");
   AddCommonOptions(sub, common);
   sub->add_option("--reports", o->reports, "messages to send, repeats included")
       ->capture_default_str()
@@ -486,22 +492,28 @@ void RegisterExecutionsMode(CLI::App& app, CommonOptions* common, ModeRunner* ru
   sub->add_option("--rate", o->rate, "messages per second (0: as fast as possible)")->capture_default_str();
   sub->add_option("--topic", o->topic, "executions topic (env BELFRY_KAFKA_EXECUTIONS_TOPIC)")
       ->capture_default_str();
-  sub->add_option("--group-id", o->group_id, "belfry's execution consumer group (env BELFRY_KAFKA_EXECUTIONS_GROUP_ID)")
+  sub->add_option("--group-id", o->group_id,
+                  "belfry's execution consumer group (env BELFRY_KAFKA_EXECUTIONS_GROUP_ID)")
       ->capture_default_str();
-  sub->add_option("--partitions", o->partitions, "partitions if the run creates the topic")->capture_default_str();
+  sub->add_option("--partitions", o->partitions, "partitions if the run creates the topic")
+      ->capture_default_str();
   sub->add_option("--jobs", o->jobs, "distinct job ids reported on")->capture_default_str();
-  sub->add_option("--id-prefix", o->id_prefix, "job id prefix (default lt-exec-<epoch s>-: every run its own jobs)");
+  sub->add_option("--id-prefix", o->id_prefix,
+                  "job id prefix (default lt-exec-<epoch s>-: every run its own jobs)");
   sub->add_option("--fail-fraction", o->fail_fraction, "share of failed reports")->capture_default_str();
   sub->add_option("--dup-fraction", o->dup_fraction, "share of messages repeating the previous report")
       ->capture_default_str();
-  sub->add_option("--retry-jobs", o->retry_jobs,
-                  "create the first K jobs (maxRetries 2) through the commands topic first, so their failures "
-                  "schedule retries")
+  sub->add_option(
+         "--retry-jobs", o->retry_jobs,
+         "create the first K jobs (maxRetries 2) through the commands topic first, so their failures "
+         "schedule retries")
       ->capture_default_str();
-  sub->add_option("--triggers-topic", o->triggers_topic, "trigger topic of those jobs")->capture_default_str();
+  sub->add_option("--triggers-topic", o->triggers_topic, "trigger topic of those jobs")
+      ->capture_default_str();
   sub->add_option("--timeout", o->timeout, "how long to wait for belfry to store everything after producing")
       ->capture_default_str();
-  sub->add_option("--admin", o->admin, "belfry's admin address, for belfry_retries_total (env BELFRY_ADMIN_LISTEN)")
+  sub->add_option("--admin", o->admin,
+                  "belfry's admin address, for belfry_retries_total (env BELFRY_ADMIN_LISTEN)")
       ->capture_default_str();
   sub->add_option("--belfry-pid", o->belfry_pid, "report this process's RSS (max sampled, and VmHWM)");
   sub->add_option("--plot", o->plot_prefix, "write PREFIX-throughput.png and PREFIX-latency.png");

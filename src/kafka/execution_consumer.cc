@@ -109,7 +109,8 @@ class ExecutionConsumer::Impl {
       Parse(&next);
       if (!finish_previous()) return;
       previous = std::move(next);
-      in_flight = std::async(std::launch::async, [this, &stop, batch = &previous] { return Store(stop, batch); });
+      in_flight =
+          std::async(std::launch::async, [this, &stop, batch = &previous] { return Store(stop, batch); });
     }
     finish_previous();
   }
@@ -127,7 +128,8 @@ class ExecutionConsumer::Impl {
     batch->valid.reserve(batch->messages.size());
     for (const MessagePtr& m : batch->messages) {
       RawExecution raw;
-      if (m->key_pointer() != nullptr) raw.key.emplace(static_cast<const char*>(m->key_pointer()), m->key_len());
+      if (m->key_pointer() != nullptr)
+        raw.key.emplace(static_cast<const char*>(m->key_pointer()), m->key_len());
       if (m->payload() != nullptr) raw.value.emplace(static_cast<const char*>(m->payload()), m->len());
       raw.source = SourcePosition{m->partition(), m->offset(), m->timestamp().timestamp};
       StatusOr<ExecutionReport> r = ParseExecutionReport(raw, rules_);
@@ -150,7 +152,8 @@ class ExecutionConsumer::Impl {
       return Status::Ok();
     });
     if (!stored) return false;
-    return Retry(stop, "publishing to the executions DLQ", [&] { return PublishRejections(batch->rejected); });
+    return Retry(stop, "publishing to the executions DLQ",
+                 [&] { return PublishRejections(batch->rejected); });
   }
 
   std::vector<MessagePtr> Poll(StopSignal& stop) {

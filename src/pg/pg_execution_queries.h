@@ -20,12 +20,19 @@ namespace belfry::pg_queries {
 inline constexpr const char kExecutionStageTable[] = "belfry_execution_stage";
 // The COPY column order; PgExecutionStore writes each row's fields in this order.
 inline constexpr const char* kExecutionStageColumns[] = {
-    "job_id", "scheduled_for_ms", "attempt", "status", "error", "started_ms", "finished_ms", "worker",
-    "src_partition", "src_offset"};
+    "job_id",     "scheduled_for_ms", "attempt", "status",        "error",
+    "started_ms", "finished_ms",      "worker",  "src_partition", "src_offset"};
 inline constexpr const char kJobStatsStageTable[] = "belfry_job_stats_stage";
-inline constexpr const char* kJobStatsStageColumns[] = {
-    "job_id", "last_status", "last_scheduled_for_ms", "last_attempt", "last_error", "last_finished_ms",
-    "consecutive_failures", "total_succeeded", "total_failed", "last_success_scheduled_for_ms"};
+inline constexpr const char* kJobStatsStageColumns[] = {"job_id",
+                                                        "last_status",
+                                                        "last_scheduled_for_ms",
+                                                        "last_attempt",
+                                                        "last_error",
+                                                        "last_finished_ms",
+                                                        "consecutive_failures",
+                                                        "total_succeeded",
+                                                        "total_failed",
+                                                        "last_success_scheduled_for_ms"};
 inline constexpr const char kCreateExecutionStagesSql[] =
     "CREATE TEMPORARY TABLE belfry_execution_stage (job_id text, scheduled_for_ms bigint, attempt int,"
     " status text, error text, started_ms bigint, finished_ms bigint, worker text, src_partition int,"
@@ -53,7 +60,7 @@ inline constexpr const char kInsertStagedExecutionsSql[] =
     "RETURNING job_id, scheduled_for_ms, attempt, status";
 
 // $1 = text[] of job ids. Locks the rows, so concurrent batches fold in turn.
-#define BELFRY_STATS_COLUMNS                                                                \
+#define BELFRY_STATS_COLUMNS \
   "job_id, last_status, last_scheduled_for_ms, last_attempt, last_error, " BELFRY_TS_TO_MS( \
       "last_finished_at") ", consecutive_failures, total_succeeded, total_failed,"            \
   " last_success_scheduled_for_ms"
@@ -145,7 +152,8 @@ inline constexpr const char kListExecutionsAfterSql[] =
 // Returns (created, dropped, default_rows_deleted).
 inline constexpr const char kMaintainExecutionPartitionsName[] = "belfry_maintain_execution_partitions";
 inline constexpr const char kMaintainExecutionPartitionsSql[] =
-    "SELECT created, dropped, default_rows_deleted FROM belfry_execution_partitions($1::bigint, $2::bigint, $3::int)";
+    "SELECT created, dropped, default_rows_deleted FROM belfry_execution_partitions($1::bigint, $2::bigint, "
+    "$3::int)";
 
 }  // namespace belfry::pg_queries
 

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
-#include <set>
-#include <string_view>
-#include <type_traits>
 #include <pqxx/nontransaction>
 #include <pqxx/result>
 #include <pqxx/stream_to>
 #include <pqxx/transaction>
+#include <set>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "core/execution_report.h"
@@ -123,7 +123,8 @@ JobStatsStageRow StageRowOf(const JobStats& s) {
 
 // COPYs `rows` into the staging table `table` with columns `columns`.
 template <typename Row, size_t N>
-void Stage(pqxx::work& txn, const char* table, const char* const (&columns)[N], const std::vector<Row>& rows) {
+void Stage(pqxx::work& txn, const char* table, const char* const (&columns)[N],
+           const std::vector<Row>& rows) {
   pqxx::stream_to stage(txn, table, std::vector<std::string>(std::begin(columns), std::end(columns)));
   for (const Row& row : rows) stage << row.Fields();
   stage.complete();
@@ -164,7 +165,8 @@ StatusOr<ExecutionApplyResult> PgExecutionStore::ApplyReports(const std::vector<
   sorted.reserve(reports.size());
   for (const ExecutionReport& r : reports) sorted.push_back(&r);
   const auto key = [](const ExecutionReport& r) {
-    return std::make_tuple(std::string_view(r.job_id), r.scheduled_for_ms, r.attempt, static_cast<int>(r.status));
+    return std::make_tuple(std::string_view(r.job_id), r.scheduled_for_ms, r.attempt,
+                           static_cast<int>(r.status));
   };
   std::sort(sorted.begin(), sorted.end(),
             [&](const ExecutionReport* x, const ExecutionReport* y) { return key(*x) < key(*y); });
@@ -180,16 +182,19 @@ StatusOr<ExecutionApplyResult> PgExecutionStore::ApplyReports(const std::vector<
     conn.prepare(q::kInsertStagedExecutionsName, q::kInsertStagedExecutionsSql);
     conn.prepare(q::kUpsertStagedJobStatsName, q::kUpsertStagedJobStatsSql);
     pqxx::work txn(conn, "apply_execution_reports");
-    if (!txn.exec_prepared(q::kExecutionStagesExistName)[0][0].as<bool>()) txn.exec(q::kCreateExecutionStagesSql);
+    if (!txn.exec_prepared(q::kExecutionStagesExistName)[0][0].as<bool>())
+      txn.exec(q::kCreateExecutionStagesSql);
     Stage(txn, q::kExecutionStageTable, q::kExecutionStageColumns, staged);
     // The new reports, as given (the message timestamp is not stored but dates a failure).
     std::vector<ExecutionReport> fresh;
     for (const pqxx::row& row : txn.exec_prepared(q::kInsertStagedExecutionsName)) {
-      const auto k = std::make_tuple(std::string_view(row[0].c_str(), row[0].size()), row[1].as<int64_t>(), row[2].as<int32_t>(),
-                                     static_cast<int>(StatusFromName(std::string_view(row[3].c_str(), row[3].size()))
-                                                          .value_or(ExecutionStatus::kRunning)));
-      const auto given = std::lower_bound(sorted.begin(), sorted.end(), k,
-                                          [&](const ExecutionReport* x, const auto& kk) { return key(*x) < kk; });
+      const auto k = std::make_tuple(
+          std::string_view(row[0].c_str(), row[0].size()), row[1].as<int64_t>(), row[2].as<int32_t>(),
+          static_cast<int>(StatusFromName(std::string_view(row[3].c_str(), row[3].size()))
+                               .value_or(ExecutionStatus::kRunning)));
+      const auto given =
+          std::lower_bound(sorted.begin(), sorted.end(), k,
+                           [&](const ExecutionReport* x, const auto& kk) { return key(*x) < kk; });
       if (given != sorted.end() && key(**given) == k) fresh.push_back(**given);
     }
     result.stored = static_cast<int64_t>(fresh.size());

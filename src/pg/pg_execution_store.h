@@ -4,8 +4,8 @@
 
 #include <cstdint>
 #include <map>
-#include <pqxx/transaction>
 #include <optional>
+#include <pqxx/transaction>
 #include <string>
 #include <vector>
 

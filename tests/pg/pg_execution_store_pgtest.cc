@@ -111,8 +111,9 @@ constexpr int64_t kDayMs = 86'400'000;
 // The partition each stored report of `job` is in, by scheduledFor.
 std::map<EpochMs, std::string> PartitionsOf(PgTestDatabase& db, const std::string& job) {
   std::map<EpochMs, std::string> out;
-  for (const auto& row : db.Exec("SELECT scheduled_for_ms, tableoid::regclass::text FROM executions WHERE job_id = '" +
-                                 job + "'")) {
+  for (const auto& row :
+       db.Exec("SELECT scheduled_for_ms, tableoid::regclass::text FROM executions WHERE job_id = '" + job +
+               "'")) {
     out[row[0].as<int64_t>()] = row[1].as<std::string>();
   }
   return out;
@@ -126,7 +127,8 @@ TEST_F(PgExecutionStoreTest, HistoryIsKeptInDailyPartitionsDroppedWhole) {
       Report("h", today + 1000, 0, kOk, 1), Report("h", today - 2 * kDayMs, 0, kFail, 2),
       Report("h", today - 10 * kDayMs, 0, kOk, 3), Report("h", today + 30 * kDayMs, 0, kOk, 4)};
   ASSERT_TRUE(store_->ApplyReports(batch).ok());
-  for (const auto& [sf, partition] : PartitionsOf(*db_, "h")) EXPECT_EQ(partition, "executions_default") << sf;
+  for (const auto& [sf, partition] : PartitionsOf(*db_, "h"))
+    EXPECT_EQ(partition, "executions_default") << sf;
 
   auto swept = store_->MaintainPartitions(7 * kDayMs, 3);
   ASSERT_TRUE(swept.ok()) << swept.status().ToString();
@@ -184,8 +186,10 @@ TEST_F(PgExecutionStoreTest, HistoryIsKeptInDailyPartitionsDroppedWhole) {
 TEST_F(PgExecutionStoreTest, AStoredSuccessSupersedesRetriesOnlyWhereTheJobHasFailed) {
   // A job that never failed has no retries to supersede, and the store does not look; one that
   // failed is looked at. Both keep exact counters and the latest success.
-  ASSERT_TRUE(store_->ApplyReports({Report("never", 60'000, 0, kOk, 1), Report("once", 60'000, 0, kFail, 2)}).ok());
-  ASSERT_TRUE(store_->ApplyReports({Report("never", 120'000, 0, kOk, 3), Report("once", 120'000, 0, kOk, 4)}).ok());
+  ASSERT_TRUE(
+      store_->ApplyReports({Report("never", 60'000, 0, kOk, 1), Report("once", 60'000, 0, kFail, 2)}).ok());
+  ASSERT_TRUE(
+      store_->ApplyReports({Report("never", 120'000, 0, kOk, 3), Report("once", 120'000, 0, kOk, 4)}).ok());
   const JobStats never = **store_->GetJobStats("never");
   const JobStats once = **store_->GetJobStats("once");
   EXPECT_EQ(never.total_succeeded, 2);
