@@ -1,8 +1,7 @@
 // CopyRow: one row of a COPY into a staging table, as text fields in the table's column order,
 // with NULLs. Fields() gives what pqxx::stream_to takes (nullptr is NULL).
 //
-// PgExecutionStore stages its batches with it. PgJobStore's StageRow (pg_job_store.cc) is the
-// same class written for one table; it can become CopyRow<std::size(kUpsertStageColumns)>.
+// PgJobStore stages its upserts with it, PgExecutionStore its reports and counters.
 #pragma once
 
 #include <array>
@@ -30,6 +29,14 @@ class CopyRow final {
     }
   }
   void SetNull(size_t column) { null_.set(column); }
+  void SetBool(size_t column, bool v) { values_[column] = v ? "t" : "f"; }
+  void SetOptionalBool(size_t column, std::optional<bool> v) {
+    if (v) {
+      SetBool(column, *v);
+    } else {
+      null_.set(column);
+    }
+  }
 
   // Pointers into this row (nullptr for NULL), valid while it lives unchanged.
   std::array<const char*, N> Fields() const {

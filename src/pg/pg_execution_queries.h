@@ -60,10 +60,6 @@ inline constexpr const char kInsertStagedExecutionsSql[] =
     "RETURNING job_id, scheduled_for_ms, attempt, status";
 
 // $1 = text[] of job ids. Locks the rows, so concurrent batches fold in turn.
-#define BELFRY_STATS_COLUMNS \
-  "job_id, last_status, last_scheduled_for_ms, last_attempt, last_error, " BELFRY_TS_TO_MS( \
-      "last_finished_at") ", consecutive_failures, total_succeeded, total_failed,"            \
-  " last_success_scheduled_for_ms"
 inline constexpr const char kLockJobStatsName[] = "belfry_lock_job_stats";
 inline constexpr const char kLockJobStatsSql[] =
     "SELECT " BELFRY_STATS_COLUMNS
@@ -72,7 +68,6 @@ inline constexpr const char kLockJobStatsSql[] =
 inline constexpr const char kGetJobStatsName[] = "belfry_get_job_stats";
 inline constexpr const char kGetJobStatsSql[] =
     "SELECT " BELFRY_STATS_COLUMNS " FROM job_stats WHERE job_id = $1";
-#undef BELFRY_STATS_COLUMNS
 
 // Writes the staged folded counters (whole rows) over job_stats.
 inline constexpr const char kUpsertStagedJobStatsName[] = "belfry_upsert_staged_job_stats";

@@ -16,6 +16,7 @@
 #include "core/json_writer.h"
 #include "core/retry_planner.h"
 #include "pg/copy_row.h"
+#include "pg/pg_rows.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_execution_queries.h"
 
@@ -38,18 +39,6 @@ std::vector<PreparedStatement> ExecutionStatements() {
   };
 }
 
-std::optional<ExecutionStatus> StatusFromName(std::string_view s) {
-  if (s == "succeeded") return ExecutionStatus::kSucceeded;
-  if (s == "failed") return ExecutionStatus::kFailed;
-  if (s == "running") return ExecutionStatus::kRunning;
-  return std::nullopt;
-}
-
-std::optional<int64_t> OptionalInt64(const pqxx::field& f) {
-  if (f.is_null()) return std::nullopt;
-  return f.as<int64_t>();
-}
-
 // A PostgreSQL array literal of `values`, in iteration order: {"a","b"} for strings (a JSON string
 // is a valid array-literal element), {1,2} for integers.
 template <typename Range>
@@ -65,21 +54,6 @@ std::string ArrayLiteral(const Range& values) {
   }
   out.push_back('}');
   return out;
-}
-
-JobStats StatsFromRow(const pqxx::row& row) {
-  JobStats s;
-  s.job_id = row[0].as<std::string>();
-  if (!row[1].is_null()) s.last_status = StatusFromName(row[1].as<std::string>());
-  s.last_scheduled_for_ms = row[2].as<int64_t>();
-  s.last_attempt = row[3].as<int32_t>();
-  s.last_error = row[4].as<std::string>();
-  s.last_finished_at = OptionalInt64(row[5]);
-  s.consecutive_failures = row[6].as<int64_t>();
-  s.total_succeeded = row[7].as<int64_t>();
-  s.total_failed = row[8].as<int64_t>();
-  s.last_success_scheduled_for_ms = OptionalInt64(row[9]);
-  return s;
 }
 
 using ExecutionStageRow = CopyRow<std::size(pg_queries::kExecutionStageColumns)>;
@@ -149,7 +123,7 @@ bool ParseExecutionCursor(const std::string& cursor, int64_t* scheduled_for_ms, 
   auto r2 = std::from_chars(begin + a + 1, begin + b, *attempt);
   if (r2.ec != std::errc() || r2.ptr != begin + b) return false;
   *status = cursor.substr(b + 1);
-  return StatusFromName(*status).has_value();
+  return ExecutionStatusFromName(*status).has_value();
 }
 
 PgExecutionStore::PgExecutionStore(std::string database_url, RetryRules retry_rules, Clock& clock)
@@ -190,7 +164,7 @@ StatusOr<ExecutionApplyResult> PgExecutionStore::ApplyReports(const std::vector<
     for (const pqxx::row& row : txn.exec_prepared(q::kInsertStagedExecutionsName)) {
       const auto k = std::make_tuple(
           std::string_view(row[0].c_str(), row[0].size()), row[1].as<int64_t>(), row[2].as<int32_t>(),
-          static_cast<int>(StatusFromName(std::string_view(row[3].c_str(), row[3].size()))
+          static_cast<int>(ExecutionStatusFromName(std::string_view(row[3].c_str(), row[3].size()))
                                .value_or(ExecutionStatus::kRunning)));
       const auto given =
           std::lower_bound(sorted.begin(), sorted.end(), k,
@@ -208,7 +182,7 @@ StatusOr<ExecutionApplyResult> PgExecutionStore::ApplyReports(const std::vector<
       for (const auto& [id, unused] : terminal) terminal_ids.push_back(id);
       std::map<std::string, JobStats> current;
       for (const pqxx::row& row : txn.exec_prepared(q::kLockJobStatsName, ArrayLiteral(terminal_ids))) {
-        JobStats s = StatsFromRow(row);
+        JobStats s = JobStatsFromRow(row);
         current.emplace(s.job_id, std::move(s));
       }
       // The latest success of each job that has ever failed: only such a job can have retries
@@ -332,7 +306,7 @@ StatusOr<ExecutionPage> PgExecutionStore::ListExecutions(const std::string& job_
       e.job_id = row[0].as<std::string>();
       e.scheduled_for_ms = row[1].as<int64_t>();
       e.attempt = row[2].as<int32_t>();
-      e.status = StatusFromName(row[3].as<std::string>()).value_or(ExecutionStatus::kRunning);
+      e.status = ExecutionStatusFromName(row[3].as<std::string>()).value_or(ExecutionStatus::kRunning);
       e.error = row[4].as<std::string>();
       e.started_at = OptionalInt64(row[5]);
       e.finished_at = OptionalInt64(row[6]);
@@ -353,7 +327,7 @@ StatusOr<std::optional<JobStats>> PgExecutionStore::GetJobStats(const std::strin
   Status st = session_.Run("get job stats", [&](pqxx::connection& conn) {
     pqxx::nontransaction txn(conn);
     const pqxx::result r = txn.exec_prepared(pg_queries::kGetJobStatsName, job_id);
-    if (!r.empty()) stats = StatsFromRow(r[0]);
+    if (!r.empty()) stats = JobStatsFromRow(r[0]);
     return Status::Ok();
   });
   if (!st.ok()) return st;

@@ -12,6 +12,7 @@
 
 #include "core/calendar_schedule.h"
 #include "core/shard_hash.h"
+#include "pg/copy_row.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_queries.h"
 #include "pg/pg_rows.h"
@@ -63,39 +64,7 @@ std::string IntArrayLiteral(const std::vector<int32_t>& values) {
 }
 
 // One row of the upsert staging table, as COPY text fields in kUpsertStageColumns order.
-class StageRow final {
- public:
-  static constexpr size_t kColumns = std::size(pg_queries::kUpsertStageColumns);
-
-  void Set(size_t column, std::string value) { values_[column] = std::move(value); }
-  void SetInt(size_t column, int64_t v) { values_[column] = std::to_string(v); }
-  void SetOptionalInt(size_t column, std::optional<int64_t> v) {
-    if (v) {
-      SetInt(column, *v);
-    } else {
-      null_.set(column);
-    }
-  }
-  void SetNull(size_t column) { null_.set(column); }
-  void SetBool(size_t column, bool v) { values_[column] = v ? "t" : "f"; }
-  void SetOptionalBool(size_t column, std::optional<bool> v) {
-    if (v) {
-      SetBool(column, *v);
-    } else {
-      null_.set(column);
-    }
-  }
-  // Pointers into this row (nullptr for NULL), valid while it lives unchanged.
-  std::array<const char*, kColumns> Fields() const {
-    std::array<const char*, kColumns> out{};
-    for (size_t i = 0; i < kColumns; ++i) out[i] = null_.test(i) ? nullptr : values_[i].c_str();
-    return out;
-  }
-
- private:
-  std::array<std::string, kColumns> values_;
-  std::bitset<kColumns> null_;
-};
+using StageRow = CopyRow<std::size(pg_queries::kUpsertStageColumns)>;
 
 StageRow UpsertStageRow(const JobAction& a) {
   const JobSpec& s = a.spec;
