@@ -434,6 +434,17 @@ void AdminServer::InstallRoutes() {
       httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
         // A shed connection's 503 streams its body from a content provider (see above).
         if (!res.body.empty() || res.has_header("Retry-After")) return httplib::Server::HandlerResponse::Unhandled;
+        // httplib parses TRACE and CONNECT but has no way to route them, and answers 400: they are
+        // methods the API does not allow, like any other but GET and HEAD.
+        if (res.status == 400 && (req.method == "TRACE" || req.method == "CONNECT")) {
+          if (!IsKnownPath(req.path)) {
+            SendJson(res, 404, Json{{"error", "no such route: " + req.path}});
+          } else {
+            res.set_header("Allow", "GET, HEAD");
+            SendJson(res, 405, Json{{"error", "method " + req.method + " is not allowed: the admin API is read-only"}});
+          }
+          return httplib::Server::HandlerResponse::Handled;
+        }
         std::string message = DefaultErrorMessage(res.status);
         if (res.status == 404) message += ": " + req.path;
         SendJson(res, res.status, Json{{"error", message}});

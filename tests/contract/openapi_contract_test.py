@@ -448,12 +448,11 @@ def exercise(c, node, ids):
                 "cursor=%ZZ", "ownr=x", "limit=10&extra="):
         c.call("GET", "/v1/jobs?" + bad, 400)
     # Values no job can have must not be a server error or widen the filter.
-    r = c.call("GET", "/v1/jobs?owner=%FF", {200, 400})
-    if r.status_code == 200 and r.json()["jobs"]:
-        c.fail("GET /v1/jobs?owner=%FF", "an owner that is not UTF-8 listed jobs")
-    r = c.call("GET", "/v1/jobs?owner=%00", {200, 400})
-    if r.status_code == 200 and r.json()["jobs"]:
-        c.fail("GET /v1/jobs?owner=%00", "owner NUL listed jobs (the filter was dropped)")
+    # (Both were bugs: invalid UTF-8 made PostgreSQL fail the statement, a 500, and a NUL dropped
+    # the filter at libpq.)
+    c.call("GET", "/v1/jobs?owner=%FF", 400)
+    c.call("GET", "/v1/jobs?owner=%00", 400)
+    c.call("GET", "/v1/jobs?cursor=_w", 400)  # a cursor that decodes to the byte 0xFF
     c.call("GET", "/v1/jobs?cursor=_w", 400)  # base64url of the byte 0xFF: not a job id
     c.call("HEAD", "/v1/jobs", 200)
     c.call("HEAD", "/v1/jobs?limit=0", 400)
@@ -477,10 +476,8 @@ def exercise(c, node, ids):
     c.call("GET", "/v1/jobs/%ZZ", 400)
     c.call("GET", "/v1/jobs/abc%2", 400)
     c.call("HEAD", "/v1/jobs/%ZZ", 400)
-    c.call("GET", "/v1/jobs/%FF", {400, 404})  # not UTF-8: no job can have this id
-    r = c.call("GET", f"/v1/jobs/{q(ids['interval'])}%00suffix", {400, 404})
-    if r.status_code == 200:
-        c.fail("GET /v1/jobs/<id>%00suffix", "answered another job: the id was cut at the NUL")
+    c.call("GET", "/v1/jobs/%FF", {400})  # not UTF-8: no job can have this id
+    c.call("GET", f"/v1/jobs/{q(ids['interval'])}%00suffix", 400)  # not cut at the NUL
     c.call("GET", f"/v1/jobs/{q(ids['interval'])}", 401, auth=False)
     c.call("HEAD", f"/v1/jobs/{q(ids['interval'])}", 401, auth=False)
 
@@ -510,7 +507,7 @@ def exercise(c, node, ids):
     c.call("HEAD", f"/v1/jobs/{q(ids['interval'])}/next?n=0", 400)
     c.call("GET", "/v1/jobs/no-such-job/next", 404)
     c.call("HEAD", "/v1/jobs/no-such-job/next", 404)
-    c.call("GET", "/v1/jobs/%FF/next", {400, 404})
+    c.call("GET", "/v1/jobs/%FF/next", {400})
     c.call("GET", f"/v1/jobs/{q(ids['interval'])}/next", 401, auth=False)
     c.call("HEAD", f"/v1/jobs/{q(ids['interval'])}/next", 401, auth=False)
 
@@ -537,7 +534,7 @@ def exercise(c, node, ids):
         c.fail("GET /v1/jobs/no-such-job/executions", "executions of a job that does not exist")
     for bad in ("limit=0", "limit=1001", "limit=x", "cursor=***", "cursor=a", "order=asc"):
         c.call("GET", f"{base}?{bad}", 400)
-    c.call("GET", "/v1/jobs/%FF/executions", {200, 404})  # not UTF-8: no job, no history
+    c.call("GET", "/v1/jobs/%FF/executions", {400})  # not UTF-8: no job can have this id
     c.call("HEAD", base, 200)
     c.call("HEAD", base + "?limit=0", 400)
     c.call("GET", base, 401, auth=False)
