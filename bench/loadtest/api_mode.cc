@@ -209,32 +209,6 @@ class ApiTally final {
   std::vector<std::string> first_errors_;
 };
 
-// utime + stime of a process in seconds, from /proc/PID/stat; -1 if unknown.
-double ProcessCpuSeconds(int pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string text;
-  if (!std::getline(in, text)) return -1;
-  const size_t paren = text.rfind(')');  // the command name may contain spaces
-  if (paren == std::string::npos) return -1;
-  std::istringstream fields(text.substr(paren + 2));
-  std::string field;
-  double ticks = 0;
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
-  }
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-// VmRSS of a live process in KiB; -1 if unknown.
-int64_t RssKb(int pid) {
-  std::ifstream in(fmt::format("/proc/{}/status", pid));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
-  }
-  return -1;
-}
-
 double SelfCpuSeconds() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -394,7 +368,7 @@ int RunApi(const ApiOptions& options) {
     b["cpu_percent"] = cpu_end >= 0 && belfry_cpu_start >= 0
                            ? nlohmann::ordered_json((cpu_end - belfry_cpu_start) / wall_s * 100)
                            : nullptr;
-    const int64_t rss = RssKb(options.belfry_pid);
+    const int64_t rss = CurrentRssKb(options.belfry_pid);
     const int64_t peak = PeakRssKb(options.belfry_pid);
     b["rss_mb"] = rss >= 0 ? nlohmann::ordered_json(static_cast<double>(rss) / 1024.0) : nullptr;
     b["peak_rss_mb"] = peak >= 0 ? nlohmann::ordered_json(static_cast<double>(peak) / 1024.0) : nullptr;

@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <sstream>
+#include <string_view>
 #include <map>
 #include <stdexcept>
 #include <thread>
@@ -85,13 +87,37 @@ std::string BelfryProcess::Stop(int timeout_ms) {
   return exit_status_;
 }
 
-int64_t PeakRssKb(pid_t pid) {
+namespace {
+
+// The value of a "Name:   123 kB" line of /proc/PID/status, in KiB; -1 if unknown.
+int64_t StatusKb(pid_t pid, std::string_view field) {
   std::ifstream in(fmt::format("/proc/{}/status", pid));
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
+    if (line.rfind(field, 0) == 0) return std::stoll(line.substr(field.size()));
   }
   return -1;
+}
+
+}  // namespace
+
+int64_t PeakRssKb(pid_t pid) { return StatusKb(pid, "VmHWM:"); }
+
+int64_t CurrentRssKb(pid_t pid) { return StatusKb(pid, "VmRSS:"); }
+
+double ProcessCpuSeconds(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string text;
+  if (!std::getline(in, text)) return -1;
+  const size_t paren = text.rfind(')');  // the command name may contain spaces
+  if (paren == std::string::npos) return -1;
+  std::istringstream fields(text.substr(paren + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 }  // namespace belfry::loadtest

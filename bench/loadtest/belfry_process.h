@@ -39,5 +39,9 @@ class BelfryProcess final {
 
 // VmHWM (peak resident set) of a live process in KiB, from /proc/PID/status; -1 if unknown.
 int64_t PeakRssKb(pid_t pid);
+// VmRSS (current resident set) of a live process in KiB, from /proc/PID/status; -1 if unknown.
+int64_t CurrentRssKb(pid_t pid);
+// CPU time (user + system) of a process so far in seconds, from /proc/PID/stat; -1 if unknown.
+double ProcessCpuSeconds(pid_t pid);
 
 }  // namespace belfry::loadtest

@@ -65,30 +65,6 @@ std::string EnvOr(const char* name, const std::string& fallback) {
   return v != nullptr && *v != 0 ? std::string(v) : fallback;
 }
 
-int64_t CurrentRssKb(int pid) {
-  std::ifstream in(fmt::format("/proc/{}/status", pid));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
-  }
-  return -1;
-}
-
-// CPU time (user + system) of process `pid` so far, in seconds; -1 when it cannot be read.
-double CpuSeconds(int pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return -1;
-  std::istringstream fields(stat.substr(paren + 2));
-  std::string f;
-  double ticks = 0;
-  for (int i = 3; i <= 15 && fields >> f; ++i) {
-    if (i == 14 || i == 15) ticks += std::stod(f);  // utime, stime
-  }
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
 // CPU seconds of each server process (backend) connected to the database, by pid. Only when the
 // server runs on this machine; otherwise the pids are not ours to read and the map is empty.
 // The backends' sum includes belfry's other sessions (commands, ticks): near idle in these runs.
@@ -97,7 +73,7 @@ std::map<int, double> BackendCpu(PgConnection& pg) {
   for (const auto& row : pg.Exec("SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
                                  " AND pid <> pg_backend_pid()")) {
     const int pid = std::stoi(row[0]);
-    if (const double s = CpuSeconds(pid); s >= 0) out[pid] = s;
+    if (const double s = ProcessCpuSeconds(pid); s >= 0) out[pid] = s;
   }
   return out;
 }
@@ -276,7 +252,7 @@ int RunExecutions(const CommonOptions& common, ExecutionsOptions o) {
   };
   const int64_t retries0 = retries_scheduled();
   const std::map<int, double> backend_cpu0 = BackendCpu(pg);
-  const double belfry_cpu0 = o.belfry_pid > 0 ? CpuSeconds(o.belfry_pid) : -1;
+  const double belfry_cpu0 = o.belfry_pid > 0 ? ProcessCpuSeconds(o.belfry_pid) : -1;
 
   // Sampled deliveries, per partition in offset order: (offset, produce time).
   std::mutex mu;
@@ -405,7 +381,7 @@ int RunExecutions(const CommonOptions& common, ExecutionsOptions o) {
     backend_cpu += it != backend_cpu0.end() ? s - it->second : s;
   }
   const double belfry_cpu =
-      o.belfry_pid > 0 && belfry_cpu0 >= 0 ? CpuSeconds(o.belfry_pid) - belfry_cpu0 : -1;
+      o.belfry_pid > 0 && belfry_cpu0 >= 0 ? ProcessCpuSeconds(o.belfry_pid) - belfry_cpu0 : -1;
 
   // Best steady rate: the highest 5-second mean of stored reports per second.
   const std::vector<int64_t> stored_per_s = meter.PerSecond(stored);

@@ -133,6 +133,14 @@ void HttpKeepAliveClient::Open(Connection& c, int64_t now) {
   }
 }
 
+void HttpKeepAliveClient::Reopen(Connection& c, int64_t now) {
+  if (Sending(now)) {
+    Open(c, now);
+  } else {
+    Close(c);
+  }
+}
+
 void HttpKeepAliveClient::OnConnected(Connection& c, int64_t now) {
   opened_.fetch_add(1, std::memory_order_relaxed);
   c.state = Connection::State::kFree;
@@ -254,10 +262,7 @@ void HttpKeepAliveClient::Read(Connection& c, int64_t now) {
           Fail(c, "bytes after the response (one request was in flight)", now);
         } else if (close) {
           server_close_.fetch_add(1, std::memory_order_relaxed);
-          if (Sending(now))
-            Open(c, now);
-          else
-            Close(c);
+          Reopen(c, now);
         } else {
           c.reused = true;
           BecomeFree(c, now);
@@ -272,10 +277,7 @@ void HttpKeepAliveClient::Read(Connection& c, int64_t now) {
         n == 0 ? std::string("connection closed") : fmt::format("recv: {}", std::strerror(errno));
     if (!c.has_request) {  // closed while idle: re-open now, so the next request does not pay for it
       idle_close_.fetch_add(1, std::memory_order_relaxed);
-      if (Sending(now))
-        Open(c, now);
-      else
-        Close(c);
+      Reopen(c, now);
       return;
     }
     if (c.parser.empty() && c.reused && !c.resent) {
@@ -287,10 +289,7 @@ void HttpKeepAliveClient::Read(Connection& c, int64_t now) {
     if (n == 0 && c.parser.FinishOnEof() == HttpResponseParser::State::kComplete) {
       Finish(c, now);
       server_close_.fetch_add(1, std::memory_order_relaxed);
-      if (Sending(now))
-        Open(c, now);
-      else
-        Close(c);
+      Reopen(c, now);
       return;
     }
     Fail(c, c.parser.error().empty() ? what : c.parser.error(), now);

@@ -99,6 +99,8 @@ class HttpKeepAliveClient final {
 
   void Open(Connection& c, int64_t now);
   void Close(Connection& c);
+  // A new connection in c's place while the run is sending; otherwise c stays closed.
+  void Reopen(Connection& c, int64_t now);
   void StartRequest(Connection& c, int64_t intended_ns, int64_t now);
   void Write(Connection& c, int64_t now);
   void Read(Connection& c, int64_t now);

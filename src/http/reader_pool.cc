@@ -18,10 +18,7 @@ const ReadSession& ReaderPool::Lease::operator*() const { return pool_->sessions
 
 std::optional<ReaderPool::Lease> ReaderPool::Borrow() {
   std::unique_lock<std::mutex> lock(mu_);
-  if (!freed_.wait_for(lock, max_wait_, [this] { return !free_.empty(); })) {
-    ++rejected_;
-    return std::nullopt;
-  }
+  if (!freed_.wait_for(lock, max_wait_, [this] { return !free_.empty(); })) return std::nullopt;
   const size_t index = free_.back();
   free_.pop_back();
   return Lease(this, index);
@@ -33,11 +30,6 @@ void ReaderPool::Return(size_t index) {
     free_.push_back(index);
   }
   freed_.notify_one();
-}
-
-int64_t ReaderPool::rejected() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return rejected_;
 }
 
 }  // namespace belfry

@@ -55,21 +55,16 @@ class ReaderPool final {
   // A free session, waiting up to max_wait for one; nullopt when none freed up in time.
   std::optional<Lease> Borrow();
 
-  size_t size() const { return sessions_.size(); }
   bool has_executions() const { return sessions_.front().executions != nullptr; }
-  // Requests turned away because every session stayed busy for max_wait.
-  int64_t rejected() const;
-  std::chrono::milliseconds max_wait() const { return max_wait_; }
 
  private:
   void Return(size_t index);
 
   const std::vector<ReadSession> sessions_;
   const std::chrono::milliseconds max_wait_;
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable freed_;
   std::vector<size_t> free_;  // indexes of idle sessions (a stack: the warmest is reused first)
-  int64_t rejected_ = 0;
 };
 
 }  // namespace belfry
