@@ -14,8 +14,8 @@
 #include "core/iso_time.h"
 #include "core/shard_hash.h"
 #include "core/slot_math.h"
+#include "migrated_database_test.h"
 #include "pg/pg_job_store.h"
-#include "pg_test_database.h"
 
 namespace belfry {
 namespace {
@@ -61,17 +61,16 @@ JobAction Simple(JobAction::Kind kind, const std::string& id, int64_t src_offset
   return a;
 }
 
-class CronPgTest : public ::testing::Test {
+class CronPgTest : public MigratedDatabaseTest {
  protected:
   void SetUp() override {
-    std::string error;
-    db_ = PgTestDatabase::CreateMigrated(120, &error);
-    ASSERT_NE(db_, nullptr) << error;
-    store_ = std::make_unique<PgJobStore>(db_->url());
+    MigratedDatabaseTest::SetUp();
+    if (HasFatalFailure()) return;
+    store_ = std::make_unique<PgJobStore>(db().url());
   }
 
   int64_t Slots(const std::string& id) {
-    return db_->Exec("SELECT count(*) FROM cron_slots WHERE job_id = '" + id + "'")[0][0].as<int64_t>();
+    return db().Exec("SELECT count(*) FROM cron_slots WHERE job_id = '" + id + "'")[0][0].as<int64_t>();
   }
 
   // (id, due minute) in the order the store returned them.
@@ -86,7 +85,6 @@ class CronPgTest : public ::testing::Test {
     return out;
   }
 
-  std::unique_ptr<PgTestDatabase> db_;
   std::unique_ptr<PgJobStore> store_;
 };
 
@@ -101,7 +99,7 @@ TEST_F(CronPgTest, SlotsFollowTheJobThroughUpsertsReplaysAndDeletes) {
   // A fixed UTC interval in a zone without offset changes is an interval job: no slots.
   ASSERT_TRUE(store_->ApplyActions({CronUpsert("c2", "*/15 * * * *", "UTC", 11, 0, s2)}).ok());
   EXPECT_EQ(Slots("c2"), 0);
-  EXPECT_EQ(db_->Exec("SELECT interval_minutes FROM jobs WHERE id = 'c2'")[0][0].as<int>(), 15);
+  EXPECT_EQ(db().Exec("SELECT interval_minutes FROM jobs WHERE id = 'c2'")[0][0].as<int>(), 15);
   // Changing the expression replaces the slots.
   ASSERT_TRUE(
       store_->ApplyActions({CronUpsert("c1", "15,45 8,12,18 * * *", "Europe/Berlin", 12, 0, s1)}).ok());
@@ -109,12 +107,12 @@ TEST_F(CronPgTest, SlotsFollowTheJobThroughUpsertsReplaysAndDeletes) {
   // A replayed older command changes nothing, slots included.
   ASSERT_TRUE(store_->ApplyActions({CronUpsert("c1", "* * * * *", "Europe/Berlin", 10, 0, s1)}).ok());
   EXPECT_EQ(Slots("c1"), 2);
-  EXPECT_EQ(db_->Exec("SELECT cron_expr FROM jobs WHERE id = 'c1'")[0][0].as<std::string>(),
+  EXPECT_EQ(db().Exec("SELECT cron_expr FROM jobs WHERE id = 'c1'")[0][0].as<std::string>(),
             "15,45 8,12,18 * * *");
   // Becoming an interval job drops them; becoming a cron job again brings them back.
   ASSERT_TRUE(store_->ApplyActions({IntervalUpsert("c1", 5, 1, 13, 0, s1)}).ok());
   EXPECT_EQ(Slots("c1"), 0);
-  EXPECT_TRUE(db_->Exec("SELECT cron_expr FROM jobs WHERE id = 'c1'")[0][0].is_null());
+  EXPECT_TRUE(db().Exec("SELECT cron_expr FROM jobs WHERE id = 'c1'")[0][0].is_null());
   ASSERT_TRUE(store_->ApplyActions({CronUpsert("c1", "*/20 * * * *", "America/New_York", 14, 0, s1)}).ok());
   EXPECT_EQ(Slots("c1"), 3);  // real time: minute-of-hour codes 0, 20, 40
   // Pause keeps the slots (the tick filters on the job row); delete removes them.
@@ -122,7 +120,7 @@ TEST_F(CronPgTest, SlotsFollowTheJobThroughUpsertsReplaysAndDeletes) {
   EXPECT_EQ(Slots("c1"), 3);
   ASSERT_TRUE(store_->ApplyActions({Simple(JobAction::Kind::kDelete, "c1", 16)}).ok());
   EXPECT_EQ(Slots("c1"), 0);
-  EXPECT_EQ(db_->Exec("SELECT count(*) FROM cron_zones")[0][0].as<int>(), 2);  // Berlin, New York
+  EXPECT_EQ(db().Exec("SELECT count(*) FROM cron_zones")[0][0].as<int>(), 2);  // Berlin, New York
   // The job reads back with its schedule.
   StatusOr<std::optional<StoredJob>> c2 = store_->GetJob("c2");
   ASSERT_TRUE(c2.ok() && c2->has_value());
@@ -183,7 +181,7 @@ TEST_F(CronPgTest, ANewTzdataRePlansTheJobsStoredAsFixedIntervals) {
                   ->ApplyActions({CronUpsert("tokyo-6h", "0 */6 * * *", "Asia/Tokyo", 1, 0, 3),
                                   CronUpsert("berlin-daily", "0 9 * * *", "Europe/Berlin", 2, 0, 4)})
                   .ok());
-  EXPECT_EQ(db_->Exec("SELECT offset_minutes FROM jobs WHERE id = 'tokyo-6h'")[0][0].as<int>(), 180);
+  EXPECT_EQ(db().Exec("SELECT offset_minutes FROM jobs WHERE id = 'tokyo-6h'")[0][0].as<int>(), 180);
   const EpochMs now = *ParseIsoTime("2026-11-25T00:00:00Z");
   // The first start records the version; nothing was planned under another one.
   StatusOr<PgJobStore::ReplanReport> r = store_->ReplanCalendarJobs("2099z", now, kCfg.intervals);
@@ -193,22 +191,22 @@ TEST_F(CronPgTest, ANewTzdataRePlansTheJobsStoredAsFixedIntervals) {
   EXPECT_EQ(r->changed, 0);
   // As if an older tzdata had planned them: Tokyo at another offset, Berlin without DST (as a
   // 15-minute interval). The new version re-plans both; the slot-planned job is not looked at.
-  db_->Exec("UPDATE jobs SET offset_minutes = 0 WHERE id = 'tokyo-6h'");
-  db_->Exec(
+  db().Exec("UPDATE jobs SET offset_minutes = 0 WHERE id = 'tokyo-6h'");
+  db().Exec(
       "UPDATE jobs SET cron_expr = '*/15 * * * *', interval_minutes = 15, offset_minutes = 0 "
       "WHERE id = 'berlin-daily'");
-  db_->Exec("DELETE FROM cron_slots WHERE job_id = 'berlin-daily'");
+  db().Exec("DELETE FROM cron_slots WHERE job_id = 'berlin-daily'");
   r = store_->ReplanCalendarJobs("2099z", now, kCfg.intervals);
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(r->version_changed);  // same version: nothing done
-  EXPECT_EQ(db_->Exec("SELECT offset_minutes FROM jobs WHERE id = 'tokyo-6h'")[0][0].as<int>(), 0);
+  EXPECT_EQ(db().Exec("SELECT offset_minutes FROM jobs WHERE id = 'tokyo-6h'")[0][0].as<int>(), 0);
   r = store_->ReplanCalendarJobs("2100a", now, kCfg.intervals);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->version_changed);
   EXPECT_EQ(r->checked, 2);
   EXPECT_EQ(r->changed, 2);
-  EXPECT_EQ(db_->Exec("SELECT offset_minutes FROM jobs WHERE id = 'tokyo-6h'")[0][0].as<int>(), 180);
-  EXPECT_EQ(db_->Exec("SELECT interval_minutes FROM jobs WHERE id = 'berlin-daily'")[0][0].as<int>(), 0);
+  EXPECT_EQ(db().Exec("SELECT offset_minutes FROM jobs WHERE id = 'tokyo-6h'")[0][0].as<int>(), 180);
+  EXPECT_EQ(db().Exec("SELECT interval_minutes FROM jobs WHERE id = 'berlin-daily'")[0][0].as<int>(), 0);
   EXPECT_EQ(Slots("berlin-daily"), 4);  // real time: minutes 0, 15, 30, 45 of every hour
   // And it now fires by Berlin's wall clock: 10:15 CET on 2026-11-25 is 09:15Z.
   DueQuery q{4, MinuteAt("2026-11-25T09:15:00Z"), MinuteAt("2026-11-25T09:15:00Z"), kCfg.tick_ms,

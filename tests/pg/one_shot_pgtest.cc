@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/slot_math.h"
+#include "migrated_database_test.h"
 #include "pg/pg_job_store.h"
-#include "pg_test_database.h"
 
 namespace belfry {
 namespace {
@@ -50,19 +50,12 @@ struct Row {
   int32_t interval;
 };
 
-class PgOneShotTest : public ::testing::Test {
+class PgOneShotTest : public MigratedDatabaseTest {
  protected:
-  static void SetUpTestSuite() { db_ = PgTestDatabase::CreateMigrated(kShardCount, &error_).release(); }
-  static void TearDownTestSuite() {
-    delete db_;
-    db_ = nullptr;
-  }
   void SetUp() override {
-    ASSERT_NE(db_, nullptr) << error_;
-    db_->Exec("TRUNCATE jobs");
-    db_->Exec("UPDATE shard_state SET fired_through = NULL, claim_node = NULL, claim_until = NULL,"
-              " claim_through = NULL");
-    store_ = std::make_unique<PgJobStore>(db_->url());
+    MigratedDatabaseTest::SetUp();
+    if (HasFatalFailure()) return;
+    store_ = std::make_unique<PgJobStore>(db().url());
   }
 
   std::vector<Row> Due(int32_t shard, int64_t first, int64_t last) {
@@ -76,13 +69,8 @@ class PgOneShotTest : public ::testing::Test {
     return rows;
   }
 
-  static PgTestDatabase* db_;
-  static std::string error_;
   std::unique_ptr<PgJobStore> store_;
 };
-
-PgTestDatabase* PgOneShotTest::db_ = nullptr;
-std::string PgOneShotTest::error_;
 
 TEST_F(PgOneShotTest, PriorityOrderWithinAShardMinute) {
   const int priorities[] = {0, 5, -1, 0, 100, -7, 5, 0, 3, -1};
@@ -169,7 +157,7 @@ TEST_F(PgOneShotTest, LateCommandMovesToTheShardsNextMinuteWithinItsLimit) {
   std::string sql = "UPDATE shard_state SET fired_through = ";
   sql += std::to_string(kMinute + 3);
   sql += " WHERE shard = 4";
-  db_->Exec(sql);
+  db().Exec(sql);
   ASSERT_TRUE(store_
                   ->ApplyActions({OneShot("late", 4, kMinute + 1, kMinute + 10, 1),
                                   OneShot("never", 4, kMinute + 1, -1, 2),
@@ -196,8 +184,8 @@ TEST_F(PgOneShotTest, CommandDuringALiveClaimOfItsMinuteMovesToTheNextMinute) {
            ", claim_node = 'node-a', claim_until = now() + interval '" + until +
            "', claim_through = " + std::to_string(through) + " WHERE shard = " + std::to_string(shard);
   };
-  db_->Exec(claim(5, kMinute + 2, "30 seconds"));
-  db_->Exec(claim(6, kMinute + 2, "-30 seconds"));  // lapsed
+  db().Exec(claim(5, kMinute + 2, "30 seconds"));
+  db().Exec(claim(6, kMinute + 2, "-30 seconds"));  // lapsed
   ASSERT_TRUE(store_
                   ->ApplyActions({OneShot("racing", 5, kMinute + 2, kMinute + 10, 1),
                                   OneShot("racing-skip", 5, kMinute + 2, -1, 2),
@@ -211,7 +199,7 @@ TEST_F(PgOneShotTest, CommandDuringALiveClaimOfItsMinuteMovesToTheNextMinute) {
   EXPECT_EQ((*store_->GetJob("lapsed"))->spec.run_minute, kMinute + 2);
   // The same placement on the update path: "lapsed" re-sent (a newer offset) once shard 6's
   // claim is live.
-  db_->Exec(claim(6, kMinute + 2, "30 seconds"));
+  db().Exec(claim(6, kMinute + 2, "30 seconds"));
   ASSERT_TRUE(store_->ApplyActions({OneShot("lapsed", 6, kMinute + 2, kMinute + 10, 5)}).ok());
   EXPECT_EQ((*store_->GetJob("lapsed"))->spec.run_minute, kMinute + 3);
 }

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/slot_math.h"
+#include "migrated_database_test.h"
 #include "pg/pg_job_store.h"
-#include "pg_test_database.h"
 
 namespace belfry {
 namespace {
@@ -61,18 +61,12 @@ JobAction UpsertOf(const TestJob& j, int64_t src_offset) {
   return a;
 }
 
-class PgDueQueryTest : public ::testing::Test {
+class PgDueQueryTest : public MigratedDatabaseTest {
  protected:
-  static void SetUpTestSuite() { db_ = PgTestDatabase::CreateMigrated(kShardCount, &error_).release(); }
-  static void TearDownTestSuite() {
-    delete db_;
-    db_ = nullptr;
-  }
-
   void SetUp() override {
-    ASSERT_NE(db_, nullptr) << error_;
-    db_->Exec("TRUNCATE jobs");
-    store_ = std::make_unique<PgJobStore>(db_->url());
+    MigratedDatabaseTest::SetUp();
+    if (HasFatalFailure()) return;
+    store_ = std::make_unique<PgJobStore>(db().url());
   }
 
   void Insert(const std::vector<TestJob>& jobs) {
@@ -80,7 +74,7 @@ class PgDueQueryTest : public ::testing::Test {
     for (size_t i = 0; i < jobs.size(); ++i) actions.push_back(UpsertOf(jobs[i], static_cast<int64_t>(i)));
     const Status st = store_->ApplyActions(actions);
     ASSERT_TRUE(st.ok()) << st.ToString();
-    db_->Exec("ANALYZE jobs");
+    db().Exec("ANALYZE jobs");
   }
 
   // id -> due_minute, failing the test on a duplicate id or a malformed row.
@@ -105,8 +99,6 @@ class PgDueQueryTest : public ::testing::Test {
     return Due(DueQuery{shard, first, last, kTickMs, TermsForRange(kIntervals, first, last)});
   }
 
-  static inline PgTestDatabase* db_ = nullptr;
-  static inline std::string error_;
   std::unique_ptr<PgJobStore> store_;
 };
 
@@ -232,7 +224,7 @@ TEST_F(PgDueQueryTest, MatchesThePureRuleOverRandomJobsAndMinutes) {
 }
 
 TEST_F(PgDueQueryTest, StreamsALargeShardMinute) {
-  db_->Exec(
+  db().Exec(
       "INSERT INTO jobs (id, shard, interval_minutes, offset_minutes, topic, key, details, src_partition, "
       "src_offset) SELECT 'bulk-' || g, 5, 1, 0, 'topic.bulk', '', '{\"n\":' || g || '}', 0, g "
       "FROM generate_series(1, 100000) AS g");

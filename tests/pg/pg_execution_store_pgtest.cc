@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "fakes/fake_clock.h"
+#include "migrated_database_test.h"
 #include "pg/pg_execution_store.h"
-#include "pg_test_database.h"
 
 namespace belfry {
 namespace {
@@ -30,26 +30,16 @@ ExecutionReport Report(const std::string& job, EpochMs sf, int32_t attempt, Exec
   return r;
 }
 
-class PgExecutionStoreTest : public ::testing::Test {
+class PgExecutionStoreTest : public MigratedDatabaseTest {
  protected:
-  static void SetUpTestSuite() { db_ = PgTestDatabase::CreateMigrated(120, &error_).release(); }
-  static void TearDownTestSuite() {
-    delete db_;
-    db_ = nullptr;
-  }
   void SetUp() override {
-    ASSERT_NE(db_, nullptr) << error_;
-    db_->Exec("TRUNCATE executions, job_stats");
-    store_ = std::make_unique<PgExecutionStore>(db_->url(), RetryRules{}, clock_);
+    MigratedDatabaseTest::SetUp();
+    if (HasFatalFailure()) return;
+    store_ = std::make_unique<PgExecutionStore>(db().url(), RetryRules{}, clock_);
   }
-  static PgTestDatabase* db_;
-  static std::string error_;
   FakeClock clock_{1'700'000'000'000};
   std::unique_ptr<PgExecutionStore> store_;
 };
-
-PgTestDatabase* PgExecutionStoreTest::db_ = nullptr;
-std::string PgExecutionStoreTest::error_;
 
 constexpr auto kOk = ExecutionStatus::kSucceeded;
 constexpr auto kFail = ExecutionStatus::kFailed;
@@ -61,7 +51,7 @@ TEST_F(PgExecutionStoreTest, DuplicatesAreStoredAndCountedOnce) {
       Report("b", 60'000, 0, kOk, 4)};
   ASSERT_TRUE(store_->ApplyReports(batch).ok());
   ASSERT_TRUE(store_->ApplyReports(batch).ok());  // a replay
-  EXPECT_EQ(db_->Exec("SELECT count(*) FROM executions")[0][0].as<int>(), 3);
+  EXPECT_EQ(db().Exec("SELECT count(*) FROM executions")[0][0].as<int>(), 3);
   auto a = store_->GetJobStats("a");
   ASSERT_TRUE(a.ok() && a->has_value());
   EXPECT_EQ((*a)->total_failed, 1);
@@ -127,7 +117,7 @@ TEST_F(PgExecutionStoreTest, HistoryIsKeptInDailyPartitionsDroppedWhole) {
       Report("h", today + 1000, 0, kOk, 1), Report("h", today - 2 * kDayMs, 0, kFail, 2),
       Report("h", today - 10 * kDayMs, 0, kOk, 3), Report("h", today + 30 * kDayMs, 0, kOk, 4)};
   ASSERT_TRUE(store_->ApplyReports(batch).ok());
-  for (const auto& [sf, partition] : PartitionsOf(*db_, "h"))
+  for (const auto& [sf, partition] : PartitionsOf(db(), "h"))
     EXPECT_EQ(partition, "executions_default") << sf;
 
   auto swept = store_->MaintainPartitions(7 * kDayMs, 3);
@@ -135,7 +125,7 @@ TEST_F(PgExecutionStoreTest, HistoryIsKeptInDailyPartitionsDroppedWhole) {
   EXPECT_EQ(swept->created, 11);  // days D-7 .. D+3
   EXPECT_EQ(swept->dropped, 0);
   EXPECT_EQ(swept->default_rows_deleted, 1);  // the report of day D-10, past the retention
-  std::map<EpochMs, std::string> where = PartitionsOf(*db_, "h");
+  std::map<EpochMs, std::string> where = PartitionsOf(db(), "h");
   ASSERT_EQ(where.size(), 3u);
   EXPECT_EQ(where[today + 1000], "executions_20231114");
   EXPECT_EQ(where[today - 2 * kDayMs], "executions_20231112");
@@ -145,7 +135,7 @@ TEST_F(PgExecutionStoreTest, HistoryIsKeptInDailyPartitionsDroppedWhole) {
   auto again = store_->ApplyReports(batch);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->stored, 1);  // only the D-10 report, deleted by the sweep, is new again
-  EXPECT_EQ(db_->Exec("SELECT count(*) FROM executions WHERE job_id = 'h'")[0][0].as<int>(), 4);
+  EXPECT_EQ(db().Exec("SELECT count(*) FROM executions WHERE job_id = 'h'")[0][0].as<int>(), 4);
   const JobStats before = **store_->GetJobStats("h");
   EXPECT_EQ(before.total_failed, 1);
 
@@ -162,15 +152,15 @@ TEST_F(PgExecutionStoreTest, HistoryIsKeptInDailyPartitionsDroppedWhole) {
   ASSERT_TRUE(swept.ok());
   EXPECT_EQ(swept->dropped, 3);
   EXPECT_EQ(swept->created, 3);
-  EXPECT_EQ(db_->Exec("SELECT to_regclass('executions_20231107') IS NULL")[0][0].as<bool>(), true);
-  EXPECT_EQ(db_->Exec("SELECT to_regclass('executions_20231110') IS NOT NULL")[0][0].as<bool>(), true);
-  EXPECT_EQ(PartitionsOf(*db_, "h").size(), 3u);
+  EXPECT_EQ(db().Exec("SELECT to_regclass('executions_20231107') IS NULL")[0][0].as<bool>(), true);
+  EXPECT_EQ(db().Exec("SELECT to_regclass('executions_20231110') IS NOT NULL")[0][0].as<bool>(), true);
+  EXPECT_EQ(PartitionsOf(db(), "h").size(), 3u);
 
   // Day D-2 goes once D-2 + 1 day is more than 7 days ago; the counters stay.
   clock_.Advance(4 * kDayMs);
   swept = store_->MaintainPartitions(7 * kDayMs, 3);
   ASSERT_TRUE(swept.ok());
-  where = PartitionsOf(*db_, "h");
+  where = PartitionsOf(db(), "h");
   EXPECT_EQ(where.count(today - 2 * kDayMs), 0u);
   EXPECT_EQ(where.count(today + 1000), 1u);
   const JobStats after = **store_->GetJobStats("h");

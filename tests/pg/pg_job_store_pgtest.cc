@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "core/shard_hash.h"
+#include "migrated_database_test.h"
 #include "pg/pg_job_store.h"
-#include "pg_test_database.h"
 
 namespace belfry {
 namespace {
@@ -49,18 +49,12 @@ JobAction SetPaused(const std::string& id, bool paused, int64_t src_offset, int3
   return a;
 }
 
-class PgJobStoreTest : public ::testing::Test {
+class PgJobStoreTest : public MigratedDatabaseTest {
  protected:
-  static void SetUpTestSuite() { db_ = PgTestDatabase::CreateMigrated(kShardCount, &error_).release(); }
-  static void TearDownTestSuite() {
-    delete db_;
-    db_ = nullptr;
-  }
-
   void SetUp() override {
-    ASSERT_NE(db_, nullptr) << error_;
-    db_->Exec("TRUNCATE jobs");
-    store_ = std::make_unique<PgJobStore>(db_->url());
+    MigratedDatabaseTest::SetUp();
+    if (HasFatalFailure()) return;
+    store_ = std::make_unique<PgJobStore>(db().url());
   }
 
   void Apply(const std::vector<JobAction>& actions) {
@@ -84,14 +78,12 @@ class PgJobStoreTest : public ::testing::Test {
   // Every column of every row, updated_at included, at full precision.
   std::string Dump() {
     std::string out;
-    for (const auto& row : db_->Exec("SELECT row_to_json(j)::text FROM jobs j ORDER BY id")) {
+    for (const auto& row : db().Exec("SELECT row_to_json(j)::text FROM jobs j ORDER BY id")) {
       out += row[0].as<std::string>() + "\n";
     }
     return out;
   }
 
-  static inline PgTestDatabase* db_ = nullptr;
-  static inline std::string error_;
   std::unique_ptr<PgJobStore> store_;
 };
 
@@ -131,7 +123,7 @@ TEST_F(PgJobStoreTest, UpsertInsertsEveryField) {
 
 // The admin API's one-statement read: the same job GetJob returns, with its job_stats row.
 TEST_F(PgJobStoreTest, GetJobAndStatsReadsTheJobAndItsCountersTogether) {
-  db_->Exec("TRUNCATE job_stats");
+  db().Exec("TRUNCATE job_stats");
   JobAction a = Upsert("viewed", 15, 7, 10, 3);
   a.spec.owner = "ops";
   Apply({a});
@@ -146,9 +138,10 @@ TEST_F(PgJobStoreTest, GetJobAndStatsReadsTheJobAndItsCountersTogether) {
   EXPECT_EQ((*before)->job.updated_at, plain.updated_at);
   EXPECT_EQ((*before)->job.spec.interval_minutes, 15);
 
-  db_->Exec("INSERT INTO job_stats (job_id, last_status, last_scheduled_for_ms, last_attempt, last_error,"
-            " last_finished_at, consecutive_failures, total_succeeded, total_failed, last_success_scheduled_for_ms)"
-            " VALUES ('viewed', 'failed', 1779449852500, 2, 'boom', to_timestamp(1779449853.25), 3, 7, 4, NULL)");
+  db().Exec(
+      "INSERT INTO job_stats (job_id, last_status, last_scheduled_for_ms, last_attempt, last_error,"
+      " last_finished_at, consecutive_failures, total_succeeded, total_failed, last_success_scheduled_for_ms)"
+      " VALUES ('viewed', 'failed', 1779449852500, 2, 'boom', to_timestamp(1779449853.25), 3, 7, 4, NULL)");
   StatusOr<std::optional<JobAndStats>> after = store_->GetJobAndStats("viewed");
   ASSERT_TRUE(after.ok() && after->has_value());
   ASSERT_TRUE((*after)->stats.has_value());
@@ -213,7 +206,7 @@ TEST_F(PgJobStoreTest, UpdateWithNewIntervalTakesNewOffset) {
 TEST_F(PgJobStoreTest, UpdateKeepsCreatedAtAndMovesUpdatedAt) {
   Apply({Upsert("j", 5, 2, 1)});
   const StoredJob before = Get("j");
-  db_->Exec("SELECT pg_sleep(0.01)");
+  db().Exec("SELECT pg_sleep(0.01)");
   Apply({Upsert("j", 5, 2, 2)});
   const StoredJob after = Get("j");
   EXPECT_EQ(after.created_at, before.created_at);
@@ -316,7 +309,7 @@ TEST_F(PgJobStoreTest, ReplayLeavesTheTableByteForByteUnchanged) {
   const std::string once = Dump();
   ASSERT_FALSE(once.empty());
 
-  db_->Exec("SELECT pg_sleep(0.01)");
+  db().Exec("SELECT pg_sleep(0.01)");
   for (const auto& batch : batches) Apply(batch);
   EXPECT_EQ(Dump(), once);
   Apply(batches[2]);  // a suffix
@@ -372,7 +365,7 @@ TEST_F(PgJobStoreTest, UpsertTextSurvivesTheCopyStagingVerbatim) {
 TEST_F(PgJobStoreTest, UpsertsWorkAgainAfterTheConnectionIsDropped) {
   // The staging table and its statements belong to one session; a new session makes its own.
   Apply({Upsert("s1", 5, 1, 1)});
-  db_->Exec(
+  db().Exec(
       "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
       "WHERE datname = current_database() AND pid <> pg_backend_pid()");
   EXPECT_EQ(store_->ApplyActions({Upsert("s2", 5, 1, 2)}).code(), Status::Code::kRetryable);
@@ -455,7 +448,7 @@ TEST_F(PgJobStoreTest, ReconnectsAfterTheServerDropsTheConnection) {
   ASSERT_TRUE(store_->ForEachDueJob(q, [&](const DueJob&) { ++rows; }).ok());
   ASSERT_TRUE(store_->GetJob("j").ok());
 
-  db_->Exec(
+  db().Exec(
       "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
       "WHERE datname = current_database() AND pid <> pg_backend_pid()");
   // The first call on each dead connection fails as retryable; the next one reconnects.

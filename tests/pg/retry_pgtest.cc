@@ -11,9 +11,9 @@
 #include "core/shard_hash.h"
 #include "core/slot_math.h"
 #include "fakes/fake_clock.h"
+#include "migrated_database_test.h"
 #include "pg/pg_execution_store.h"
 #include "pg/pg_job_store.h"
-#include "pg_test_database.h"
 
 namespace belfry {
 namespace {
@@ -50,7 +50,8 @@ JobAction Job(const std::string& id, int32_t max_retries, int64_t src_offset) {
   return a;
 }
 
-ExecutionReport Failed(const std::string& job, EpochMs slot, int32_t attempt, EpochMs finished, int64_t offset) {
+ExecutionReport Failed(const std::string& job, EpochMs slot, int32_t attempt, EpochMs finished,
+                       int64_t offset) {
   ExecutionReport r;
   r.job_id = job;
   r.scheduled_for_ms = slot;
@@ -79,21 +80,15 @@ struct RetryRow {
   int32_t interval;
 };
 
-class PgRetryTest : public ::testing::Test {
+class PgRetryTest : public MigratedDatabaseTest {
  protected:
-  static void SetUpTestSuite() { db_ = PgTestDatabase::CreateMigrated(120, &error_).release(); }
-  static void TearDownTestSuite() {
-    delete db_;
-    db_ = nullptr;
-  }
   void SetUp() override {
-    ASSERT_NE(db_, nullptr) << error_;
-    db_->Exec("TRUNCATE jobs, executions, job_stats");
-    db_->Exec("UPDATE shard_state SET fired_through = NULL, claim_node = NULL, claim_until = NULL");
-    jobs_ = std::make_unique<PgJobStore>(db_->url());
+    MigratedDatabaseTest::SetUp();
+    if (HasFatalFailure()) return;
+    jobs_ = std::make_unique<PgJobStore>(db().url());
     RetryRules rules;
     rules.tick_ms = kTickMs;
-    executions_ = std::make_unique<PgExecutionStore>(db_->url(), rules, clock_);
+    executions_ = std::make_unique<PgExecutionStore>(db().url(), rules, clock_);
   }
 
   void Apply(const std::vector<JobAction>& actions) { ASSERT_TRUE(jobs_->ApplyActions(actions).ok()); }
@@ -106,7 +101,7 @@ class PgRetryTest : public ::testing::Test {
 
   std::vector<RetryRow> Retries() {
     std::vector<RetryRow> out;
-    for (const auto& row : db_->Exec("SELECT id, run_minute, scheduled_for_ms, attempt, retry_of, key, "
+    for (const auto& row : db().Exec("SELECT id, run_minute, scheduled_for_ms, attempt, retry_of, key, "
                                      "interval_minutes FROM jobs WHERE retry_of IS NOT NULL ORDER BY id")) {
       out.push_back(RetryRow{row[0].as<std::string>(), row[1].as<int64_t>(), row[2].as<int64_t>(),
                              row[3].as<int32_t>(), row[4].as<std::string>(), row[5].as<std::string>(),
@@ -128,15 +123,10 @@ class PgRetryTest : public ::testing::Test {
     return ids;
   }
 
-  static PgTestDatabase* db_;
-  static std::string error_;
   FakeClock clock_{kNow};
   std::unique_ptr<PgJobStore> jobs_;
   std::unique_ptr<PgExecutionStore> executions_;
 };
-
-PgTestDatabase* PgRetryTest::db_ = nullptr;
-std::string PgRetryTest::error_;
 
 TEST_F(PgRetryTest, FailureSchedulesTheNextAttemptWhereTheTickQueryFindsIt) {
   Apply({Job("j", 3, 1)});
@@ -176,7 +166,7 @@ TEST_F(PgRetryTest, DuplicateReportsScheduleOneRetry) {
   EXPECT_EQ(Report({f, again}).retries_scheduled, 1);
   EXPECT_EQ(Report({again}).retries_scheduled, 0);  // redelivered later
   // Even once the history no longer has it (trimmed), the retry row's id keeps it single.
-  db_->Exec("TRUNCATE executions");
+  db().Exec("TRUNCATE executions");
   EXPECT_EQ(Report({f}).retries_scheduled, 0);
   EXPECT_EQ(Retries().size(), 1u);
 }
@@ -244,17 +234,18 @@ TEST_F(PgRetryTest, ARetryIsNeverPlacedInAMinuteTheShardFiredOrIsFiring) {
   Apply({Job("j", 3, 1), Job(kK, 3, 2)});
   const int64_t planned = FirstMinuteAtOrAfter(kSlot + 4'000 + 60'000, kShard, kTickMs);
   // The shard already fired two minutes past the planned one (the consumer lagged).
-  db_->Exec("UPDATE shard_state SET fired_through = " + std::to_string(planned + 2) +
+  db().Exec("UPDATE shard_state SET fired_through = " + std::to_string(planned + 2) +
             " WHERE shard = " + std::to_string(kShard));
   ASSERT_EQ(Report({Failed("j", kSlot, 0, kSlot + 4'000, 10)}).retries_scheduled, 1);
   EXPECT_EQ(Retries()[0].run_minute, planned + 3);
   // A live claim through planned + 5: a firing may already have queried those minutes.
-  db_->Exec("UPDATE shard_state SET claim_node = 'n', claim_until = now() + interval '1 hour', claim_through = " +
-            std::to_string(planned + 5) + " WHERE shard = " + std::to_string(kShard));
+  db().Exec(
+      "UPDATE shard_state SET claim_node = 'n', claim_until = now() + interval '1 hour', claim_through = " +
+      std::to_string(planned + 5) + " WHERE shard = " + std::to_string(kShard));
   ASSERT_EQ(Report({Failed(kK, kSlot, 0, kSlot + 4'000, 11)}).retries_scheduled, 1);
   EXPECT_EQ(Retries()[1].run_minute, planned + 6);
   // An expired claim no longer counts.
-  db_->Exec("UPDATE shard_state SET claim_until = now() - interval '1 second' WHERE shard = " +
+  db().Exec("UPDATE shard_state SET claim_until = now() - interval '1 second' WHERE shard = " +
             std::to_string(kShard));
   ASSERT_EQ(Report({Failed(kK, kSlot, 1, kSlot + 4'000, 12)}).retries_scheduled, 1);
   const int64_t planned2 = FirstMinuteAtOrAfter(kSlot + 4'000 + 120'000, kShard, kTickMs);
