@@ -3,9 +3,11 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -420,6 +422,57 @@ TEST(ConfigParserTest, DurationsDetectOverflow) {
   EXPECT_EQ(ParseDurationMs("9223372036854775807ms"), INT64_MAX);
   EXPECT_EQ(ParseDurationMs("9223372036854775808ms"), std::nullopt);
   EXPECT_EQ(ParseDurationMs("99999999999999999999999ms"), std::nullopt);
+}
+
+// The range as README writes it: [1, 6000], [500ms, 10m], [1d, 3660d].
+std::string RangeText(const ConfigKey& key) {
+  const auto text = [&](int64_t v) {
+    if (key.kind != ConfigKeyKind::kDuration) return std::to_string(v);
+    for (const auto& [scale, unit] :
+         {std::pair<int64_t, const char*>{86'400'000, "d"}, {3'600'000, "h"}, {60'000, "m"}, {1000, "s"}}) {
+      if (v != 0 && v % scale == 0) return std::to_string(v / scale) + unit;
+    }
+    return std::to_string(v) + "ms";
+  };
+  std::string out = "[";  // appended, not operator+: GCC 12 warns falsely (-Wrestrict) on the chain
+  out += text(key.min);
+  out += ", ";
+  out += text(key.max);
+  return out + "]";
+}
+
+TEST(ConfigParserTest, ReadmeDocumentsEveryKeyAndItsRange) {
+  std::ifstream in(BELFRY_README);
+  ASSERT_TRUE(in) << BELFRY_README;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string readme = ss.str();
+  const size_t section = readme.find("## Configuration");
+  ASSERT_NE(section, std::string::npos);
+  const size_t begin = readme.find("```yaml\n", section);
+  const size_t end = readme.find("```\n", begin + 8);
+  ASSERT_NE(end, std::string::npos);
+  std::map<std::string, std::string> lines;  // dotted path -> its line
+  std::istringstream block(readme.substr(begin + 8, end - begin - 8));
+  std::string parent;
+  for (std::string line; std::getline(block, line);) {
+    const size_t indent = line.find_first_not_of(' ');
+    const size_t colon = line.find(':');
+    if (indent == std::string::npos || line[indent] == '#' || colon == std::string::npos) continue;
+    const std::string name = line.substr(indent, colon - indent);
+    if (indent == 0) parent = name;
+    if (indent == 0 || indent == 2) lines[indent == 0 ? name : parent + "." + name] = line;
+  }
+  for (const ConfigKey& key : ConfigKeys()) {
+    if (key.kind == ConfigKeyKind::kRemoved) continue;
+    SCOPED_TRACE(key.path);
+    ASSERT_TRUE(lines.count(key.path)) << "README's config example lacks the key";
+    if (key.kind == ConfigKeyKind::kInteger || key.kind == ConfigKeyKind::kDuration ||
+        key.kind == ConfigKeyKind::kIntegerList) {
+      EXPECT_NE(lines.at(key.path).find(RangeText(key)), std::string::npos)
+          << lines.at(key.path) << "\nshould say " << RangeText(key);
+    }
+  }
 }
 
 }  // namespace
