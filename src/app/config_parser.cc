@@ -3,233 +3,390 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
+#include <utility>
 
 namespace belfry {
 namespace {
 
-enum class Kind { kString, kInt, kDuration, kIntList, kStringList, kStringMap, kPolicy };
-
-struct Key {
-  const char* path;
-  Kind kind;
-};
-
-// Every key the config accepts. The environment variable of a key is derived from its path.
-constexpr Key kKeys[] = {
-    {"database_url", Kind::kString},
-    {"node_id", Kind::kString},
-    {"migrations_dir", Kind::kString},
-    {"kafka.brokers", Kind::kString},
-    {"kafka.commands_topic", Kind::kString},
-    {"kafka.dlq_topic", Kind::kString},
-    {"kafka.results_topic", Kind::kString},
-    {"kafka.executions_topic", Kind::kString},
-    {"kafka.executions_dlq_topic", Kind::kString},
-    {"kafka.executions_group_id", Kind::kString},
-    {"kafka.group_id", Kind::kString},
-    {"kafka.command_batch_max", Kind::kInt},
-    {"kafka.command_batch_wait", Kind::kDuration},
-    {"kafka.properties", Kind::kStringMap},
-    {"scheduler.enabled", Kind::kString},
-    {"scheduler.shard_count", Kind::kInt},
-    {"scheduler.tick", Kind::kDuration},
-    {"scheduler.intervals", Kind::kIntList},
-    {"scheduler.misfire_policy", Kind::kPolicy},
-    {"scheduler.max_catchup", Kind::kDuration},
-    {"scheduler.misfire_threshold", Kind::kDuration},
-    {"scheduler.claim_lease", Kind::kDuration},
-    {"scheduler.workers", Kind::kInt},
-    {"scheduler.firings_in_flight", Kind::kInt},
-    {"scheduler.one_shot_retention", Kind::kDuration},
-    {"commands.max_details_bytes", Kind::kInt},
-    {"commands.allowed_topics", Kind::kStringList},
-    {"executions.enabled", Kind::kString},
-    {"executions.keep_per_job", Kind::kInt},  // removed in issue 16: an error naming executions.retention
-    {"executions.retention", Kind::kDuration},
-    {"executions.trim_interval", Kind::kDuration},
-    {"executions.batch_max", Kind::kInt},
-    {"executions.max_error_bytes", Kind::kInt},
-    {"admin.listen", Kind::kString},
-    {"admin.token", Kind::kString},
-    {"admin.db_sessions", Kind::kInt},
-    {"admin.read_wait", Kind::kDuration},
-    {"admin.statement_timeout", Kind::kDuration},
-    {"admin.worker_threads", Kind::kInt},
-    {"admin.max_queued_connections", Kind::kInt},
-    {"log.level", Kind::kString},
-    {"log.format", Kind::kString},
-};
-
-std::string EnvNameFor(std::string_view path) {
-  std::string name = "BELFRY_";
-  for (char c : path) name.push_back(c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
-  return name;
-}
-
-std::vector<std::string> SplitComma(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
+constexpr int64_t kSecond = 1000;
+constexpr int64_t kMinute = 60 * kSecond;
+constexpr int64_t kHour = 60 * kMinute;
+constexpr int64_t kDay = 24 * kHour;
 
 Status Bad(const std::string& path, const std::string& why) {
   return Status::Invalid("config", fmt::format("config key '{}': {}", path, why));
 }
 
-Status ScalarString(const YAML::Node& n, const std::string& path, std::string* out) {
-  if (!n.IsScalar()) return Bad(path, "expected a string");
+enum class NumberError { kNone, kSyntax, kOverflow };
+
+// Base-10 integer (strtoll syntax: optional sign, digits, nothing after).
+NumberError ParseInteger(const std::string& text, int64_t* out) {
+  if (text.empty()) return NumberError::kSyntax;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0') return NumberError::kSyntax;
+  if (errno == ERANGE) return NumberError::kOverflow;
+  *out = v;
+  return NumberError::kNone;
+}
+
+NumberError ParseDuration(std::string_view text, int64_t* ms) {
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0) return NumberError::kSyntax;
+  const std::string_view unit = text.substr(digits);
+  int64_t scale = 0;
+  if (unit == "ms") {
+    scale = 1;
+  } else if (unit == "s") {
+    scale = kSecond;
+  } else if (unit == "m") {
+    scale = kMinute;
+  } else if (unit == "h") {
+    scale = kHour;
+  } else if (unit == "d") {
+    scale = kDay;
+  } else {
+    return NumberError::kSyntax;
+  }
+  int64_t v = 0;
+  for (size_t i = 0; i < digits; ++i) {
+    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, text[i] - '0', &v)) {
+      return NumberError::kOverflow;
+    }
+  }
+  if (__builtin_mul_overflow(v, scale, &v)) return NumberError::kOverflow;
+  *ms = v;
+  return NumberError::kNone;
+}
+
+// `ms` in the largest unit that divides it: 500ms, 30s, 15m, 7d.
+std::string DurationText(int64_t ms) {
+  for (const auto& [scale, unit] : {std::pair{kDay, "d"}, {kHour, "h"}, {kMinute, "m"}, {kSecond, "s"}}) {
+    if (ms != 0 && ms % scale == 0) return fmt::format("{}{}", ms / scale, unit);
+  }
+  return fmt::format("{}ms", ms);
+}
+
+Status ReadScalar(const YAML::Node& n, const std::string& path, std::string* out) {
+  if (!n.IsScalar()) return Bad(path, "expected a single value");
   *out = n.as<std::string>();
   return Status::Ok();
 }
 
-Status ParseInt(const std::string& text, const std::string& path, int64_t* out) {
-  if (text.empty()) return Bad(path, "expected an integer");
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0') return Bad(path, fmt::format("'{}' is not an integer", text));
-  *out = v;
+Status ReadInteger(const std::string& text, const std::string& path, int64_t lo, int64_t hi, int64_t* out) {
+  const NumberError e = ParseInteger(text, out);
+  if (e == NumberError::kSyntax) return Bad(path, fmt::format("'{}' is not an integer", text));
+  if (e == NumberError::kOverflow || *out < lo || *out > hi) {
+    return Bad(path, fmt::format("{} is out of range [{}, {}]", text, lo, hi));
+  }
   return Status::Ok();
 }
 
-// Applies one key's YAML value to the config.
-Status Apply(const Key& key, const YAML::Node& n, Config* c) {
-  const std::string path = key.path;
-  std::string s;
-  int64_t i = 0;
-  switch (key.kind) {
-    case Kind::kString:
-    case Kind::kInt:
-    case Kind::kDuration:
-    case Kind::kPolicy:
-      if (Status st = ScalarString(n, path, &s); !st.ok()) return st;
-      break;
-    default:
-      break;
+// Items of a YAML sequence, or of a comma-separated scalar (the environment's form of a list).
+Status ReadList(const YAML::Node& n, const std::string& path, std::vector<std::string>* out) {
+  out->clear();
+  if (n.IsSequence()) {
+    for (const auto& e : n) {
+      if (!e.IsScalar()) return Bad(path, "expected a list of single values");
+      out->push_back(e.as<std::string>());
+    }
+    return Status::Ok();
   }
-  if (key.kind == Kind::kInt) {
-    if (Status st = ParseInt(s, path, &i); !st.ok()) return st;
+  if (!n.IsScalar()) return Bad(path, "expected a list");
+  std::stringstream ss(n.as<std::string>());
+  for (std::string item; std::getline(ss, item, ',');) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) out->push_back(item);
   }
-  if (key.kind == Kind::kDuration) {
-    auto d = ParseDurationMs(s);
-    if (!d) return Bad(path, fmt::format("'{}' is not a duration like 500ms, 30s, 15m or 1h", s));
-    i = *d;
-  }
-  if (path == "database_url") c->database_url = s;
-  else if (path == "node_id") c->node_id = s;
-  else if (path == "migrations_dir") c->migrations_dir = s;
-  else if (path == "kafka.brokers") c->kafka.brokers = s;
-  else if (path == "kafka.commands_topic") c->kafka.commands_topic = s;
-  else if (path == "kafka.dlq_topic") c->kafka.dlq_topic = s;
-  else if (path == "kafka.results_topic") c->kafka.results_topic = s;
-  else if (path == "kafka.group_id") c->kafka.group_id = s;
-  else if (path == "kafka.executions_topic") c->kafka.executions_topic = s;
-  else if (path == "kafka.executions_dlq_topic") c->kafka.executions_dlq_topic = s;
-  else if (path == "kafka.executions_group_id") c->kafka.executions_group_id = s;
-  else if (path == "scheduler.enabled") {
-    if (s == "true") c->scheduler.enabled = true;
-    else if (s == "false") c->scheduler.enabled = false;
-    else return Bad(path, fmt::format("'{}' is not true or false", s));
-  } else if (path == "executions.enabled") {
-    if (s == "true") c->executions.enabled = true;
-    else if (s == "false") c->executions.enabled = false;
-    else return Bad(path, fmt::format("'{}' is not true or false", s));
-  } else if (path == "executions.keep_per_job") {
-    return Bad(path, "removed: history is now kept by time, in daily partitions; set executions.retention "
-                     "(a duration, default 7d) instead (docs/executions.md, \"History\")");
-  } else if (path == "executions.retention") c->executions.retention_ms = i;
-  else if (path == "executions.trim_interval") c->executions.trim_interval_ms = i;
-  else if (path == "executions.batch_max") c->executions.batch_max = static_cast<int32_t>(i);
-  else if (path == "executions.max_error_bytes") c->executions.max_error_bytes = i;
-  else if (path == "kafka.command_batch_max") c->kafka.command_batch_max = static_cast<int32_t>(i);
-  else if (path == "kafka.command_batch_wait") c->kafka.command_batch_wait_ms = i;
-  else if (path == "kafka.properties") {
-    if (!n.IsMap()) return Bad(path, "expected a map of librdkafka settings");
-    for (const auto& kv : n) {
-      if (!kv.second.IsScalar()) return Bad(path + "." + kv.first.as<std::string>(), "expected a string");
-      c->kafka.properties[kv.first.as<std::string>()] = kv.second.as<std::string>();
-    }
-  } else if (path == "scheduler.shard_count") c->scheduler.shard_count = static_cast<int32_t>(i);
-  else if (path == "scheduler.tick") c->scheduler.tick_ms = i;
-  else if (path == "scheduler.intervals") {
-    std::vector<std::string> items;
-    if (n.IsSequence()) {
-      for (const auto& e : n) items.push_back(e.as<std::string>());
-    } else if (n.IsScalar()) {
-      items = SplitComma(n.as<std::string>());
-    } else {
-      return Bad(path, "expected a list of minutes");
-    }
-    c->scheduler.intervals.clear();
-    for (const std::string& item : items) {
-      int64_t v = 0;
-      if (Status st = ParseInt(item, path, &v); !st.ok()) return st;
-      c->scheduler.intervals.push_back(static_cast<int32_t>(v));
-    }
-  } else if (path == "scheduler.misfire_policy") {
-    if (s == "fire_all") c->scheduler.misfire_policy = MisfirePolicy::kFireAll;
-    else if (s == "coalesce") c->scheduler.misfire_policy = MisfirePolicy::kCoalesce;
-    else if (s == "skip") c->scheduler.misfire_policy = MisfirePolicy::kSkip;
-    else return Bad(path, fmt::format("'{}' is not one of fire_all, coalesce, skip", s));
-  } else if (path == "scheduler.max_catchup") c->scheduler.max_catchup_ms = i;
-  else if (path == "scheduler.misfire_threshold") c->scheduler.misfire_threshold_ms = i;
-  else if (path == "scheduler.one_shot_retention") c->scheduler.one_shot_retention_ms = i;
-  else if (path == "scheduler.claim_lease") c->scheduler.claim_lease_ms = i;
-  else if (path == "scheduler.workers") c->scheduler.workers = static_cast<int32_t>(i);
-  else if (path == "scheduler.firings_in_flight") c->scheduler.firings_in_flight = static_cast<int32_t>(i);
-  else if (path == "commands.max_details_bytes") c->commands.max_details_bytes = i;
-  else if (path == "commands.allowed_topics") {
-    c->commands.allowed_topics.clear();
-    if (n.IsSequence()) {
-      for (const auto& e : n) c->commands.allowed_topics.push_back(e.as<std::string>());
-    } else if (n.IsScalar()) {
-      c->commands.allowed_topics = SplitComma(n.as<std::string>());
-    } else {
-      return Bad(path, "expected a list of topic patterns");
-    }
-  } else if (path == "admin.listen") c->admin.listen = s;
-  else if (path == "admin.token") c->admin.token = s;
-  else if (path == "admin.db_sessions") c->admin.db_sessions = static_cast<int32_t>(i);
-  else if (path == "admin.read_wait") c->admin.read_wait_ms = i;
-  else if (path == "admin.statement_timeout") c->admin.statement_timeout_ms = i;
-  else if (path == "admin.worker_threads") c->admin.worker_threads = static_cast<int32_t>(i);
-  else if (path == "admin.max_queued_connections") c->admin.max_queued_connections = static_cast<int32_t>(i);
-  else if (path == "log.level") c->log.level = s;
-  else if (path == "log.format") c->log.format = s;
   return Status::Ok();
 }
 
-// Walks the YAML tree, rejecting any key not in kKeys.
-Status Walk(const YAML::Node& node, const std::string& prefix, Config* c) {
-  if (!node.IsMap()) return Bad(prefix.empty() ? "<root>" : prefix, "expected a map");
+// One key of a config struct S: its name in the section, what it takes and where it goes.
+template <class S>
+struct Field {
+  const char* name;
+  ConfigKeyKind kind;
+  int64_t min = 0;
+  int64_t max = 0;
+  // Reads `value` (a YAML node, or a scalar holding an environment variable) into `out`.
+  std::function<Status(const std::string& path, const YAML::Node& value, S* out)> set;
+};
+
+template <class S>
+Field<S> StringKey(const char* name, std::string S::*member) {
+  return {name, ConfigKeyKind::kString, 0, 0, [member](const std::string& path, const YAML::Node& n, S* out) {
+            return ReadScalar(n, path, &(out->*member));
+          }};
+}
+
+template <class S>
+Field<S> BoolKey(const char* name, bool S::*member) {
+  return {name, ConfigKeyKind::kBool, 0, 0, [member](const std::string& path, const YAML::Node& n, S* out) {
+            std::string s;
+            if (Status st = ReadScalar(n, path, &s); !st.ok()) return st;
+            if (s != "true" && s != "false") return Bad(path, fmt::format("'{}' is not true or false", s));
+            out->*member = s == "true";
+            return Status::Ok();
+          }};
+}
+
+template <class S, class I>
+Field<S> IntegerKey(const char* name, I S::*member, int64_t lo, int64_t hi) {
+  if (lo > hi || lo < std::numeric_limits<I>::min() || hi > std::numeric_limits<I>::max()) std::abort();
+  return {name, ConfigKeyKind::kInteger, lo, hi,
+          [member, lo, hi](const std::string& path, const YAML::Node& n, S* out) {
+            std::string s;
+            int64_t v = 0;
+            if (Status st = ReadScalar(n, path, &s); !st.ok()) return st;
+            if (Status st = ReadInteger(s, path, lo, hi, &v); !st.ok()) return st;
+            out->*member = static_cast<I>(v);
+            return Status::Ok();
+          }};
+}
+
+template <class S>
+Field<S> DurationKey(const char* name, int64_t S::*member, int64_t lo_ms, int64_t hi_ms) {
+  return {name, ConfigKeyKind::kDuration, lo_ms, hi_ms,
+          [member, lo_ms, hi_ms](const std::string& path, const YAML::Node& n, S* out) {
+            std::string s;
+            int64_t ms = 0;
+            if (Status st = ReadScalar(n, path, &s); !st.ok()) return st;
+            const NumberError e = ParseDuration(s, &ms);
+            if (e == NumberError::kSyntax) {
+              return Bad(path, fmt::format("'{}' is not a duration like 500ms, 30s, 15m, 1h or 7d", s));
+            }
+            if (e == NumberError::kOverflow || ms < lo_ms || ms > hi_ms) {
+              return Bad(path, fmt::format("{} is out of range [{}, {}]", s, DurationText(lo_ms),
+                                           DurationText(hi_ms)));
+            }
+            out->*member = ms;
+            return Status::Ok();
+          }};
+}
+
+template <class S>
+Field<S> IntegerListKey(const char* name, std::vector<int32_t> S::*member, int32_t lo, int32_t hi) {
+  return {name, ConfigKeyKind::kIntegerList, lo, hi,
+          [member, lo, hi](const std::string& path, const YAML::Node& n, S* out) {
+            std::vector<std::string> items;
+            if (Status st = ReadList(n, path, &items); !st.ok()) return st;
+            std::vector<int32_t> values;
+            for (const std::string& item : items) {
+              int64_t v = 0;
+              if (Status st = ReadInteger(item, path, lo, hi, &v); !st.ok()) return st;
+              values.push_back(static_cast<int32_t>(v));
+            }
+            out->*member = std::move(values);
+            return Status::Ok();
+          }};
+}
+
+template <class S>
+Field<S> StringListKey(const char* name, std::vector<std::string> S::*member) {
+  return {name, ConfigKeyKind::kStringList, 0, 0,
+          [member](const std::string& path, const YAML::Node& n, S* out) {
+            return ReadList(n, path, &(out->*member));
+          }};
+}
+
+template <class S>
+Field<S> StringMapKey(const char* name, std::map<std::string, std::string> S::*member) {
+  return {name, ConfigKeyKind::kStringMap, 0, 0,
+          [member](const std::string& path, const YAML::Node& n, S* out) {
+            if (!n.IsMap()) return Bad(path, "expected a map of strings");
+            for (const auto& kv : n) {
+              const std::string key = kv.first.as<std::string>();
+              if (Status st = ReadScalar(kv.second, path + "." + key, &(out->*member)[key]); !st.ok())
+                return st;
+            }
+            return Status::Ok();
+          }};
+}
+
+template <class S, class E>
+Field<S> EnumKey(const char* name, E S::*member, std::vector<std::pair<std::string, E>> names) {
+  return {name, ConfigKeyKind::kEnum, 0, 0,
+          [member, names](const std::string& path, const YAML::Node& n, S* out) {
+            std::string s;
+            if (Status st = ReadScalar(n, path, &s); !st.ok()) return st;
+            std::string all;
+            for (const auto& [text, value] : names) {
+              if (s == text) {
+                out->*member = value;
+                return Status::Ok();
+              }
+              all += (all.empty() ? "" : ", ") + text;
+            }
+            return Bad(path, fmt::format("'{}' is not one of {}", s, all));
+          }};
+}
+
+template <class S>
+Field<S> RemovedKey(const char* name, const char* why) {
+  return {name, ConfigKeyKind::kRemoved, 0, 0,
+          [why](const std::string& path, const YAML::Node&, S*) { return Bad(path, why); }};
+}
+
+std::string EnvNameFor(std::string_view path) {
+  std::string name = "BELFRY_";
+  for (char c : path)
+    name.push_back(c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  return name;
+}
+
+std::string PathOf(const std::string& section, const char* name) {
+  return section.empty() ? name : section + "." + name;
+}
+
+// A config struct, its YAML key ("" for the top-level keys of Config) and its fields.
+struct Section {
+  std::string name;
+  // Applies the section's YAML map (undefined when absent), then each key's environment variable.
+  std::function<Status(const YAML::Node& node, const EnvLookup& env, Config* c)> parse;
+  std::vector<ConfigKey> keys;
+};
+
+template <class S>
+Status ParseFields(const YAML::Node& node, const std::string& section, const std::vector<Field<S>>& fields,
+                   const EnvLookup& env, S* out) {
+  for (const Field<S>& f : fields) {
+    const std::string path = PathOf(section, f.name);
+    if (node.IsDefined() && node.IsMap()) {
+      if (const YAML::Node v = node[f.name]; v.IsDefined() && !v.IsNull()) {  // null = default
+        if (Status st = f.set(path, v, out); !st.ok()) return st;
+      }
+    }
+    if (f.kind == ConfigKeyKind::kStringMap) continue;
+    const std::string var = EnvNameFor(path);
+    if (std::optional<std::string> v = env(var)) {
+      if (Status st = f.set(path, YAML::Node(*v), out); !st.ok()) {
+        return Status::Invalid("config", fmt::format("environment {}: {}", var, st.message()));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// REQUIRES: `pick` returns the struct S inside a Config.
+template <class S>
+Section MakeSection(std::string name, S* (*pick)(Config*), std::vector<Field<S>> fields) {
+  std::vector<ConfigKey> keys;
+  for (const Field<S>& f : fields) {
+    const std::string path = PathOf(name, f.name);
+    keys.push_back({path, f.kind == ConfigKeyKind::kStringMap ? "" : EnvNameFor(path), f.kind, f.min, f.max});
+  }
+  auto parse = [name, pick, fields = std::move(fields)](const YAML::Node& node, const EnvLookup& env,
+                                                        Config* c) {
+    return ParseFields(node, name, fields, env, pick(c));
+  };
+  return {std::move(name), std::move(parse), std::move(keys)};
+}
+
+// Every key, with its range: one table per struct of belfry/config.h.
+const std::vector<Section>& Sections() {
+  static const auto* sections = new std::vector<Section>{
+      MakeSection<Config>("", [](Config* c) { return c; },
+                          {
+                              StringKey("database_url", &Config::database_url),
+                              StringKey("node_id", &Config::node_id),
+                              StringKey("migrations_dir", &Config::migrations_dir),
+                          }),
+      MakeSection<KafkaConfig>(
+          "kafka", [](Config* c) { return &c->kafka; },
+          {
+              StringKey("brokers", &KafkaConfig::brokers),
+              StringKey("commands_topic", &KafkaConfig::commands_topic),
+              StringKey("dlq_topic", &KafkaConfig::dlq_topic),
+              StringKey("results_topic", &KafkaConfig::results_topic),
+              StringKey("executions_topic", &KafkaConfig::executions_topic),
+              StringKey("executions_dlq_topic", &KafkaConfig::executions_dlq_topic),
+              StringKey("executions_group_id", &KafkaConfig::executions_group_id),
+              StringKey("group_id", &KafkaConfig::group_id),
+              IntegerKey("command_batch_max", &KafkaConfig::command_batch_max, 1, 100'000),
+              DurationKey("command_batch_wait", &KafkaConfig::command_batch_wait_ms, 0, 10 * kSecond),
+              StringMapKey("properties", &KafkaConfig::properties),
+          }),
+      MakeSection<SchedulerConfig>(
+          "scheduler", [](Config* c) { return &c->scheduler; },
+          {
+              BoolKey("enabled", &SchedulerConfig::enabled),
+              // shard_count x tick must be 60s (ValidateConfig), so tick is 10ms..60s.
+              IntegerKey("shard_count", &SchedulerConfig::shard_count, 1, 6000),
+              DurationKey("tick", &SchedulerConfig::tick_ms, 10, kMinute),
+              IntegerListKey("intervals", &SchedulerConfig::intervals, 1, 1440),
+              EnumKey("misfire_policy", &SchedulerConfig::misfire_policy,
+                      {{"fire_all", MisfirePolicy::kFireAll},
+                       {"coalesce", MisfirePolicy::kCoalesce},
+                       {"skip", MisfirePolicy::kSkip}}),
+              DurationKey("max_catchup", &SchedulerConfig::max_catchup_ms, 0, 7 * kDay),
+              DurationKey("misfire_threshold", &SchedulerConfig::misfire_threshold_ms, 0, kDay),
+              DurationKey("claim_lease", &SchedulerConfig::claim_lease_ms, 500, 10 * kMinute),
+              IntegerKey("workers", &SchedulerConfig::workers, 1, 64),
+              IntegerKey("firings_in_flight", &SchedulerConfig::firings_in_flight, 1, 64),
+              DurationKey("one_shot_retention", &SchedulerConfig::one_shot_retention_ms, kMinute,
+                          3660 * kDay),
+          }),
+      MakeSection<CommandsConfig>(
+          "commands", [](Config* c) { return &c->commands; },
+          {
+              IntegerKey("max_details_bytes", &CommandsConfig::max_details_bytes, 2, 900 * 1024),
+              StringListKey("allowed_topics", &CommandsConfig::allowed_topics),
+          }),
+      MakeSection<ExecutionsConfig>(
+          "executions", [](Config* c) { return &c->executions; },
+          {
+              BoolKey("enabled", &ExecutionsConfig::enabled),
+              RemovedKey<ExecutionsConfig>(
+                  "keep_per_job",
+                  "removed: history is now kept by time, in daily partitions; set executions.retention "
+                  "(a duration, default 7d) instead (docs/executions.md, \"History\")"),
+              // Whole days are dropped at a time.
+              DurationKey("retention", &ExecutionsConfig::retention_ms, kDay, 3660 * kDay),
+              DurationKey("trim_interval", &ExecutionsConfig::trim_interval_ms, kSecond, kDay),
+              IntegerKey("batch_max", &ExecutionsConfig::batch_max, 1, 100'000),
+              IntegerKey("max_error_bytes", &ExecutionsConfig::max_error_bytes, 16, 65'536),
+          }),
+      MakeSection<AdminConfig>(
+          "admin", [](Config* c) { return &c->admin; },
+          {
+              StringKey("listen", &AdminConfig::listen),
+              StringKey("token", &AdminConfig::token),
+              IntegerKey("db_sessions", &AdminConfig::db_sessions, 1, 256),
+              DurationKey("read_wait", &AdminConfig::read_wait_ms, 1, kMinute),
+              DurationKey("statement_timeout", &AdminConfig::statement_timeout_ms, 10, 10 * kMinute),
+              IntegerKey("worker_threads", &AdminConfig::worker_threads, 1, 4096),
+              IntegerKey("max_queued_connections", &AdminConfig::max_queued_connections, 0, 65'536),
+          }),
+      MakeSection<LogConfig>("log", [](Config* c) { return &c->log; },
+                             {
+                                 StringKey("level", &LogConfig::level),
+                                 StringKey("format", &LogConfig::format),
+                             }),
+  };
+  return *sections;
+}
+
+// Rejects a key of `node` that is neither a key of `section` nor (at the top level) a section.
+Status RejectUnknownKeys(const YAML::Node& node, const Section& section) {
   for (const auto& kv : node) {
     const std::string name = kv.first.as<std::string>();
-    const std::string path = prefix.empty() ? name : prefix + "." + name;
-    const Key* key = nullptr;
-    bool is_section = false;
-    for (const Key& k : kKeys) {
-      if (path == k.path) key = &k;
-      if (std::string_view(k.path).starts_with(path + ".")) is_section = true;
+    const std::string path = PathOf(section.name, name.c_str());
+    bool known = false;
+    for (const ConfigKey& k : section.keys) known = known || k.path == path;
+    if (section.name.empty()) {
+      for (const Section& s : Sections()) known = known || (!s.name.empty() && s.name == name);
     }
-    if (key) {
-      if (kv.second.IsNull()) continue;  // explicit null = default
-      if (Status st = Apply(*key, kv.second, c); !st.ok()) return st;
-    } else if (is_section) {
-      if (Status st = Walk(kv.second, path, c); !st.ok()) return st;
-    } else {
-      return Bad(path, "unknown key");
-    }
+    if (!known) return Bad(path, "unknown key");
   }
   return Status::Ok();
 }
@@ -237,18 +394,18 @@ Status Walk(const YAML::Node& node, const std::string& prefix, Config* c) {
 }  // namespace
 
 std::optional<int64_t> ParseDurationMs(std::string_view text) {
-  size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  if (digits == 0 || digits > 12) return std::nullopt;
-  int64_t v = 0;
-  for (size_t i = 0; i < digits; ++i) v = v * 10 + (text[i] - '0');
-  const std::string_view unit = text.substr(digits);
-  if (unit == "ms") return v;
-  if (unit == "s") return v * 1000;
-  if (unit == "m") return v * 60'000;
-  if (unit == "h") return v * 3'600'000;
-  if (unit == "d") return v * 86'400'000;
-  return std::nullopt;
+  int64_t ms = 0;
+  if (ParseDuration(text, &ms) != NumberError::kNone) return std::nullopt;
+  return ms;
+}
+
+const std::vector<ConfigKey>& ConfigKeys() {
+  static const auto* keys = [] {
+    auto* all = new std::vector<ConfigKey>;
+    for (const Section& s : Sections()) all->insert(all->end(), s.keys.begin(), s.keys.end());
+    return all;
+  }();
+  return *keys;
 }
 
 EnvLookup ProcessEnv() {
@@ -273,11 +430,9 @@ const char* MisfirePolicyName(MisfirePolicy p) {
 
 Status ValidateConfig(const Config& c) {
   const SchedulerConfig& s = c.scheduler;
-  if (s.shard_count <= 0 || s.shard_count > 6000) return Bad("scheduler.shard_count", "must be in 1..6000");
-  if (s.tick_ms <= 0) return Bad("scheduler.tick", "must be positive");
   if (s.shard_count * s.tick_ms != 60'000) {
-    return Bad("scheduler.tick", fmt::format("shard_count ({}) x tick ({}ms) must equal 60s, got {}ms", s.shard_count,
-                                             s.tick_ms, s.shard_count * s.tick_ms));
+    return Bad("scheduler.tick", fmt::format("shard_count ({}) x tick ({}ms) must equal 60s, got {}ms",
+                                             s.shard_count, s.tick_ms, s.shard_count * s.tick_ms));
   }
   if (s.intervals.empty()) return Bad("scheduler.intervals", "must not be empty");
   std::set<int32_t> seen;
@@ -290,36 +445,8 @@ Status ValidateConfig(const Config& c) {
   if (s.max_catchup_ms < s.misfire_threshold_ms) {
     return Bad("scheduler.max_catchup", "must be at least scheduler.misfire_threshold");
   }
-  if (s.claim_lease_ms < 500) return Bad("scheduler.claim_lease", "must be at least 500ms");
-  if (c.executions.retention_ms < 86'400'000 || c.executions.retention_ms > 3660LL * 86'400'000) {
-    return Bad("executions.retention", "must be in 1d..3660d (whole days are dropped at a time)");
-  }
-  if (c.executions.trim_interval_ms < 1000) return Bad("executions.trim_interval", "must be at least 1s");
-  if (c.executions.batch_max < 1 || c.executions.batch_max > 100'000) {
-    return Bad("executions.batch_max", "must be in 1..100000");
-  }
-  if (c.executions.max_error_bytes < 16 || c.executions.max_error_bytes > 65'536) {
-    return Bad("executions.max_error_bytes", "must be in 16..65536");
-  }
   if (s.one_shot_retention_ms < s.max_catchup_ms + 60'000) {
     return Bad("scheduler.one_shot_retention", "must be at least scheduler.max_catchup plus one minute");
-  }
-  if (s.workers < 1 || s.workers > 64) return Bad("scheduler.workers", "must be in 1..64");
-  if (s.firings_in_flight < 1 || s.firings_in_flight > 64) {
-    return Bad("scheduler.firings_in_flight", "must be in 1..64");
-  }
-  if (c.kafka.command_batch_max < 1) return Bad("kafka.command_batch_max", "must be positive");
-  if (c.commands.max_details_bytes < 2 || c.commands.max_details_bytes > 900 * 1024) {
-    return Bad("commands.max_details_bytes", "must be in 2..921600");
-  }
-  if (c.admin.db_sessions < 1 || c.admin.db_sessions > 256) return Bad("admin.db_sessions", "must be in 1..256");
-  if (c.admin.read_wait_ms < 1 || c.admin.read_wait_ms > 60'000) return Bad("admin.read_wait", "must be in 1ms..60s");
-  if (c.admin.statement_timeout_ms < 10 || c.admin.statement_timeout_ms > 600'000) {
-    return Bad("admin.statement_timeout", "must be in 10ms..10m");
-  }
-  if (c.admin.worker_threads < 1 || c.admin.worker_threads > 4096) return Bad("admin.worker_threads", "must be in 1..4096");
-  if (c.admin.max_queued_connections < 0 || c.admin.max_queued_connections > 65'536) {
-    return Bad("admin.max_queued_connections", "must be in 0..65536");
   }
   if (c.log.format != "text" && c.log.format != "json") return Bad("log.format", "must be text or json");
   static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error", "critical", "off"};
@@ -337,17 +464,17 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const EnvLookup& env)
   } catch (const YAML::Exception& e) {
     return Status::Invalid("config", fmt::format("config is not valid YAML: {}", e.what()));
   }
+  if (!root.IsMap()) return Bad("<root>", "expected a map");
+  const YAML::Node& const_root = root;  // const: lookups never add keys
   Config c;
   try {
-    if (Status st = Walk(root, "", &c); !st.ok()) return st;
-    for (const Key& k : kKeys) {
-      if (k.kind == Kind::kStringMap) continue;
-      const std::string name = EnvNameFor(k.path);
-      auto v = env(name);
-      if (!v) continue;
-      if (Status st = Apply(k, YAML::Node(*v), &c); !st.ok()) {
-        return Status::Invalid("config", fmt::format("environment {}: {}", name, st.message()));
+    for (const Section& section : Sections()) {
+      const YAML::Node node = section.name.empty() ? const_root : const_root[section.name];
+      if (node.IsDefined() && !node.IsMap()) return Bad(section.name, "expected a map");
+      if (node.IsDefined()) {
+        if (Status st = RejectUnknownKeys(node, section); !st.ok()) return st;
       }
+      if (Status st = section.parse(node, env, &c); !st.ok()) return st;
     }
   } catch (const YAML::Exception& e) {
     return Status::Invalid("config", fmt::format("config has a value of the wrong shape: {}", e.what()));

@@ -7,14 +7,40 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "belfry/config.h"
 #include "belfry/status.h"
 
 namespace belfry {
 
-// "500ms", "30s", "15m", "1h", "1d" (integers only). nullopt on anything else.
+// "500ms", "30s", "15m", "1h", "1d" (integers only). nullopt on anything else, and when the
+// milliseconds do not fit in int64_t.
 std::optional<int64_t> ParseDurationMs(std::string_view text);
+
+enum class ConfigKeyKind {
+  kString,
+  kBool,         // true | false
+  kInteger,      // in [min, max]
+  kDuration,     // "500ms" ... "7d", in [min, max] milliseconds
+  kIntegerList,  // each item in [min, max]
+  kStringList,
+  kStringMap,  // kafka.properties: YAML only, no environment variable
+  kEnum,       // scheduler.misfire_policy
+  kRemoved,    // still recognised, to fail with a message naming its replacement
+};
+
+// One key ParseConfig accepts.
+struct ConfigKey {
+  std::string path;     // "scheduler.shard_count"
+  std::string env_var;  // "BELFRY_SCHEDULER_SHARD_COUNT"; empty for kStringMap
+  ConfigKeyKind kind;
+  int64_t min = 0;  // kInteger, kDuration (ms), kIntegerList: the inclusive range
+  int64_t max = 0;
+};
+
+// Every key ParseConfig accepts, section by section (the parser's own table).
+const std::vector<ConfigKey>& ConfigKeys();
 
 // Looks up an environment variable; returns nullopt when unset. Injected for tests.
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
@@ -29,7 +55,8 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const EnvLookup& env)
 // Reads the file (if path is non-empty) and calls ParseConfig.
 StatusOr<Config> LoadConfig(const std::string& path, const EnvLookup& env);
 
-// The cross-field rules (60-second rule, intervals dividing 1440, ...). Called by ParseConfig.
+// The rules that span keys or sets of values (60-second rule, intervals dividing 1440, log level
+// names, ...). Called by ParseConfig; each key's own range is checked as the key is read.
 Status ValidateConfig(const Config& c);
 
 const char* MisfirePolicyName(MisfirePolicy p);

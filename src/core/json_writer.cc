@@ -1,6 +1,7 @@
 #include "core/json_writer.h"
 
 #include "core/iso_time.h"
+#include "core/message_quote.h"
 
 namespace belfry {
 
@@ -10,9 +11,19 @@ void AppendJsonString(std::string* out, std::string_view s) {
   size_t run_start = 0;
   for (size_t i = 0; i < s.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') continue;
+    if (c >= 0x80) {
+      if (const size_t len = Utf8SequenceLength(s, i); len != 0) {
+        i += len - 1;
+        continue;
+      }
+    }
     out->append(s.data() + run_start, i - run_start);
     run_start = i + 1;
+    if (c >= 0x80) {
+      out->append("\\ufffd");
+      continue;
+    }
     switch (c) {
       case '"':
         out->append("\\\"");

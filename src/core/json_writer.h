@@ -10,7 +10,9 @@
 namespace belfry {
 
 // Appends `s` as a JSON string literal (with quotes), escaping '"', '\\' and control characters.
-// REQUIRES: s is valid UTF-8 (everything belfry writes was validated at ingestion).
+// A byte that starts no well-formed UTF-8 sequence is written as \ufffd, so the output is valid
+// UTF-8 JSON whatever `s` holds (most callers pass text validated at ingestion; log messages
+// may carry anything a library or PostgreSQL said).
 void AppendJsonString(std::string* out, std::string_view s);
 
 // Appends `t` as an ISO-8601 JSON string ("2026-11-22T13:37:32.500Z"), or null when absent.
