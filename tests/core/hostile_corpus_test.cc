@@ -1,6 +1,7 @@
-// Runs every case of tests/corpus/hostile/MANIFEST.tsv through ParseCommand and checks the exact
-// rejection reason. The manifest format is documented at its top; tests/corpus/hostile_corpus
-// loads it.
+// Runs every case of the hostile corpora through its parser and checks the exact rejection reason:
+// tests/corpus/hostile (commands, ParseCommand) and tests/corpus/hostile_reports (execution
+// reports, ParseExecutionReport). The manifest format is documented at the top of each
+// MANIFEST.tsv; tests/corpus/hostile_corpus loads them.
 #include "corpus/hostile_corpus.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/command_parser.h"
+#include "core/execution_report.h"
 #include "core/topic_policy.h"
 
 namespace belfry {
@@ -77,6 +79,30 @@ TEST_F(HostileCorpusTest, EveryCaseIsRejectedWithItsReason) {
   EXPECT_GE(reasons.size(), 15u);
 }
 
+StatusOr<ExecutionReport> ParseReport(const HostileCase& c) {
+  RawExecution raw;
+  raw.key = c.key;
+  raw.value = c.value;
+  raw.source = SourcePosition{4, 2000 + c.line, 1'795'870'800'000};
+  return ParseExecutionReport(raw, ExecutionRules{});
+}
+
+TEST(HostileReportCorpusTest, EveryCaseIsRejectedWithItsReason) {
+  const std::vector<HostileCase> cases = LoadHostileCorpus(HostileCorpus::kExecutionReports);
+  std::set<std::string> reasons;
+  for (const HostileCase& c : cases) {
+    SCOPED_TRACE(Trace(c));
+    const StatusOr<ExecutionReport> result = ParseReport(c);
+    ASSERT_FALSE(result.ok()) << "accepted a hostile execution report";
+    EXPECT_EQ(result.status().code(), Status::Code::kInvalid);
+    EXPECT_EQ(result.status().reason(), c.expected_reason) << result.status().ToString();
+    ExpectPrintableMessage(result.status());
+    reasons.insert(c.expected_reason);
+  }
+  EXPECT_GE(cases.size(), 40u);
+  EXPECT_GE(reasons.size(), 17u);
+}
+
 TEST(HostileCorpusManifestTest, KeyEscapesDecode) {
   EXPECT_EQ(DecodeCorpusKey("-"), std::nullopt);
   EXPECT_EQ(DecodeCorpusKey("a\\x00b"), std::string("a\0b", 3));
@@ -92,6 +118,16 @@ TEST(HostileCorpusManifestTest, GeneratedValuesHaveTheDocumentedSizes) {
   EXPECT_EQ(mb->value->size(), 1'000'000u);
   EXPECT_GT(key->value->size(), 200u * 1024);
   EXPECT_GT(details->value->size(), 70u * 1024);
+
+  const std::vector<HostileCase> reports = LoadHostileCorpus(HostileCorpus::kExecutionReports);
+  const HostileCase* arrays = FindCase(reports, "@gen:report_arrays_10000");
+  const HostileCase* objects = FindCase(reports, "@gen:report_objects_10000");
+  const HostileCase* large = FindCase(reports, "@gen:report_value_70k");
+  ASSERT_TRUE(arrays && objects && large);
+  EXPECT_EQ(std::count(arrays->value->begin(), arrays->value->end(), '['), 10'000);
+  EXPECT_EQ(std::count(objects->value->begin(), objects->value->end(), '{'), 10'001);  // and the report's
+  EXPECT_GT(large->value->size(), 70u * 1024);
+  EXPECT_EQ(FindCase(reports, "@tombstone")->value, std::nullopt);
 }
 
 }  // namespace
