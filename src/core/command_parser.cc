@@ -14,6 +14,7 @@
 #include "core/calendar_schedule.h"
 #include "core/interval_name.h"
 #include "core/iso_time.h"
+#include "core/json_object_fields.h"
 #include "core/message_quote.h"
 #include "core/one_shot_placement.h"
 #include "core/retry_fields.h"
@@ -31,7 +32,6 @@ constexpr size_t kMaxIdBytes = 255;
 constexpr size_t kMaxOwnerBytes = 255;
 constexpr size_t kMaxKeyBytes = 1024;
 constexpr int64_t kMaxAbsPriority = 1'000'000;
-constexpr size_t kMaxJsonDepth = 32;
 // Messages quote at most this many bytes of any user-supplied text.
 constexpr size_t kMaxEchoBytes = 100;
 
@@ -97,77 +97,7 @@ constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
     "timeZone",
 };
 
-const char* TypeName(const element& el) {
-  switch (el.type()) {
-    case element_type::ARRAY:
-      return "an array";
-    case element_type::OBJECT:
-      return "an object";
-    case element_type::INT64:
-    case element_type::UINT64:
-    case element_type::DOUBLE:
-      return "a number";
-    case element_type::STRING:
-      return "a string";
-    case element_type::BOOL:
-      return "a boolean";
-    case element_type::NULL_VALUE:
-      return "null";
-  }
-  return "an unknown type";
-}
-
-Status WrongType(Field field, std::string_view expected, const element& got) {
-  return Reject("wrong_type",
-                fmt::format("field \"{}\" must be {}, not {}", kFieldNames[field], expected, TypeName(got)));
-}
-
-// The known fields of one command object, each seen at most once.
-class CommandFields final {
- public:
-  // Ok, or unknown_field / duplicate_field for the first offending field in document order.
-  Status Collect(const simdjson::dom::object& object) {
-    for (const simdjson::dom::key_value_pair field : object) {
-      const auto known = std::find(kFieldNames.begin(), kFieldNames.end(), field.key);
-      if (known == kFieldNames.end()) {
-        return Reject(
-            "unknown_field",
-            fmt::format("unknown field {} (known fields: op, id, owner, startDateTime, endDateTime, "
-                        "executionInterval, intervalMinutes, offsetMinutes, topic, key, jobDetails, "
-                        "priority, runAt, maxRetries, retryBackoff, cron, timeZone)",
-                        Quote(field.key)));
-      }
-      const auto index = static_cast<size_t>(known - kFieldNames.begin());
-      if (seen_[index]) {
-        return Reject("duplicate_field",
-                      fmt::format("field \"{}\" appears more than once", kFieldNames[index]));
-      }
-      seen_[index] = true;
-      values_[index] = field.value;
-    }
-    return Status::Ok();
-  }
-
-  // The field's value; nullopt when it is absent or JSON null.
-  std::optional<element> Get(Field field) const {
-    if (!seen_[field] || values_[field].is_null()) return std::nullopt;
-    return values_[field];
-  }
-
-  // Ok and sets *out (unchanged when absent or null), or wrong_type.
-  Status GetString(Field field, std::optional<std::string_view>* out) const {
-    const std::optional<element> el = Get(field);
-    if (!el) return Status::Ok();
-    std::string_view s;
-    if (el->get_string().get(s) != simdjson::SUCCESS) return WrongType(field, "a string", *el);
-    *out = s;
-    return Status::Ok();
-  }
-
- private:
-  std::array<element, kFieldCount> values_{};
-  std::array<bool, kFieldCount> seen_{};
-};
+static_assert(kFieldCount <= JsonObjectFields::kMaxFields);
 
 // An integer-valued JSON number. Numbers with a fraction or exponent are not integers, even when
 // their value is integral.
@@ -214,7 +144,8 @@ Status CheckId(std::string_view id) {
   }
   if (id.find(kRetryIdMarker) != std::string_view::npos) {
     return Reject("invalid_id", fmt::format("id {} contains \"{}\", which belfry reserves for the ids of "
-                                            "scheduled retries", Quote(id), kRetryIdMarker));
+                                            "scheduled retries",
+                                            Quote(id), kRetryIdMarker));
   }
   return Status::Ok();
 }
@@ -232,7 +163,7 @@ Status CheckConfigured(int32_t minutes, std::string_view given, const CommandRul
 }
 
 // Sets *interval from executionInterval and/or intervalMinutes.
-Status ParseInterval(const CommandFields& fields, const CommandRules& rules, int32_t* interval) {
+Status ParseInterval(const JsonObjectFields& fields, const CommandRules& rules, int32_t* interval) {
   std::optional<int32_t> from_name;
   std::string name_text;
   std::optional<std::string_view> name;
@@ -253,7 +184,7 @@ Status ParseInterval(const CommandFields& fields, const CommandRules& rules, int
     const JsonInteger n = ReadInteger(*el);
     switch (n.kind) {
       case JsonInteger::Kind::kNotNumber:
-        return WrongType(kIntervalMinutes, "an integer number", *el);
+        return fields.WrongType(kIntervalMinutes, "an integer number", *el);
       case JsonInteger::Kind::kNotInteger:
         return Reject("unsupported_interval",
                       fmt::format("intervalMinutes {} is not an integer", NumberText(*el)));
@@ -290,11 +221,12 @@ Status ParseInterval(const CommandFields& fields, const CommandRules& rules, int
 }
 
 // Sets *offset to the explicit offsetMinutes, if given.
-Status ParseExplicitOffset(const CommandFields& fields, int32_t interval, std::optional<int32_t>* offset) {
+Status ParseExplicitOffset(const JsonObjectFields& fields, int32_t interval, std::optional<int32_t>* offset) {
   const std::optional<element> el = fields.Get(kOffsetMinutes);
   if (!el) return Status::Ok();
   const JsonInteger n = ReadInteger(*el);
-  if (n.kind == JsonInteger::Kind::kNotNumber) return WrongType(kOffsetMinutes, "an integer number", *el);
+  if (n.kind == JsonInteger::Kind::kNotNumber)
+    return fields.WrongType(kOffsetMinutes, "an integer number", *el);
   if (n.kind != JsonInteger::Kind::kOk || n.value < 0 || n.value >= interval) {
     return Reject("offset_out_of_range",
                   fmt::format("offsetMinutes {} must be an integer in [0, {}) for interval {}",
@@ -305,7 +237,7 @@ Status ParseExplicitOffset(const CommandFields& fields, int32_t interval, std::o
 }
 
 // An optional date field; an empty string means absent, like null (project44 producers send "").
-Status ParseDate(const CommandFields& fields, Field field, std::optional<EpochMs>* out) {
+Status ParseDate(const JsonObjectFields& fields, Field field, std::optional<EpochMs>* out) {
   std::optional<std::string_view> text;
   if (Status s = fields.GetString(field, &text); !s.ok()) return s;
   if (!text || text->empty()) return Status::Ok();
@@ -345,14 +277,14 @@ bool ContainsNul(const element& el) {
   }
 }
 
-Status ParseDetails(const CommandFields& fields, const CommandRules& rules, std::string* details_json) {
+Status ParseDetails(const JsonObjectFields& fields, const CommandRules& rules, std::string* details_json) {
   const std::optional<element> el = fields.Get(kJobDetails);
   if (!el) {
     *details_json = "{}";
     return Status::Ok();
   }
   if (!el->is_object()) {
-    return Reject("invalid_details", fmt::format("jobDetails must be an object, not {}", TypeName(*el)));
+    return Reject("invalid_details", fmt::format("jobDetails must be an object, not {}", JsonTypeName(*el)));
   }
   if (ContainsNul(*el)) {
     return Reject("invalid_details", "jobDetails contains a NUL character (\\u0000), which cannot be stored");
@@ -367,7 +299,7 @@ Status ParseDetails(const CommandFields& fields, const CommandRules& rules, std:
 
 // A one-shot upsert: executionInterval "ONCE" (runAt, else startDateTime, is the time) or a runAt
 // with no interval. Sets the one-shot fields of *spec; *is_one_shot = false for interval jobs.
-Status ParseOneShot(const CommandFields& fields, const RawCommand& raw, const CommandRules& rules,
+Status ParseOneShot(const JsonObjectFields& fields, const RawCommand& raw, const CommandRules& rules,
                     JobSpec* spec, bool* is_one_shot) {
   *is_one_shot = false;
   std::optional<std::string_view> name;
@@ -404,7 +336,7 @@ Status ParseOneShot(const CommandFields& fields, const RawCommand& raw, const Co
   return Status::Ok();
 }
 
-Status ParseStartEnd(const CommandFields& fields, JobSpec* spec) {
+Status ParseStartEnd(const JsonObjectFields& fields, JobSpec* spec) {
   if (Status s = ParseDate(fields, kStartDateTime, &spec->start_at); !s.ok()) return s;
   if (Status s = ParseDate(fields, kEndDateTime, &spec->end_at); !s.ok()) return s;
   if (spec->start_at && spec->end_at && *spec->end_at <= *spec->start_at) {
@@ -416,7 +348,7 @@ Status ParseStartEnd(const CommandFields& fields, JobSpec* spec) {
 }
 
 // The interval, offset and start/end of an interval job.
-Status ParseIntervalSchedule(const CommandFields& fields, const RawCommand& raw, const CommandRules& rules,
+Status ParseIntervalSchedule(const JsonObjectFields& fields, const RawCommand& raw, const CommandRules& rules,
                              JobSpec* spec) {
   if (Status s = ParseInterval(fields, rules, &spec->interval_minutes); !s.ok()) return s;
   std::optional<int32_t> explicit_offset;
@@ -442,8 +374,8 @@ Status ParseIntervalSchedule(const CommandFields& fields, const RawCommand& raw,
 
 // A calendar job: `cron` with an optional `timeZone` (default UTC). Sets *is_calendar = false
 // when there is no cron field. See docs/calendar-schedules.md.
-Status ParseCalendar(const CommandFields& fields, const RawCommand& raw, const CommandRules& rules, JobSpec* spec,
-                     bool* is_calendar) {
+Status ParseCalendar(const JsonObjectFields& fields, const RawCommand& raw, const CommandRules& rules,
+                     JobSpec* spec, bool* is_calendar) {
   *is_calendar = false;
   std::optional<std::string_view> cron;
   if (Status s = fields.GetString(kCron, &cron); !s.ok()) return s;
@@ -451,14 +383,16 @@ Status ParseCalendar(const CommandFields& fields, const RawCommand& raw, const C
   if (Status s = fields.GetString(kTimeZone, &zone); !s.ok()) return s;
   if (!cron) {
     if (zone) {
-      return Reject("invalid_time_zone", "timeZone applies only to cron jobs; this command has no cron field");
+      return Reject("invalid_time_zone",
+                    "timeZone applies only to cron jobs; this command has no cron field");
     }
     return Status::Ok();
   }
   for (const Field other : {kExecutionInterval, kIntervalMinutes, kOffsetMinutes, kRunAt}) {
     if (fields.Get(other)) {
-      return Reject("conflicting_schedule",
-                    fmt::format("a cron job has no {}: give either cron or an interval or runAt", kFieldNames[other]));
+      return Reject(
+          "conflicting_schedule",
+          fmt::format("a cron job has no {}: give either cron or an interval or runAt", kFieldNames[other]));
     }
   }
   if (Status s = ParseStartEnd(fields, spec); !s.ok()) return s;
@@ -470,7 +404,7 @@ Status ParseCalendar(const CommandFields& fields, const RawCommand& raw, const C
   return Status::Ok();
 }
 
-Status ParseUpsert(const CommandFields& fields, const RawCommand& raw, const CommandRules& rules,
+Status ParseUpsert(const JsonObjectFields& fields, const RawCommand& raw, const CommandRules& rules,
                    JobSpec* spec) {
   bool calendar = false;
   if (Status s = ParseCalendar(fields, raw, rules, spec, &calendar); !s.ok()) return s;
@@ -519,7 +453,7 @@ Status ParseUpsert(const CommandFields& fields, const RawCommand& raw, const Com
 
   if (const std::optional<element> el = fields.Get(kPriority)) {
     const JsonInteger n = ReadInteger(*el);
-    if (n.kind == JsonInteger::Kind::kNotNumber) return WrongType(kPriority, "an integer number", *el);
+    if (n.kind == JsonInteger::Kind::kNotNumber) return fields.WrongType(kPriority, "an integer number", *el);
     if (n.kind != JsonInteger::Kind::kOk || n.value < -kMaxAbsPriority || n.value > kMaxAbsPriority) {
       return Reject("invalid_priority", fmt::format("priority {} must be an integer in [{}, {}]",
                                                     NumberText(*el), -kMaxAbsPriority, kMaxAbsPriority));
@@ -540,38 +474,6 @@ Status ParseUpsert(const CommandFields& fields, const RawCommand& raw, const Com
 // ---------------------------------------------------------------------------------------------
 // JSON parsing.
 
-// A DOM parser per thread, limited to kMaxJsonDepth. nullptr if it cannot allocate.
-simdjson::dom::parser* ThreadParser() {
-  constexpr size_t kInitialCapacity = 64 * 1024;
-  thread_local simdjson::dom::parser parser;
-  if (parser.max_depth() != kMaxJsonDepth || parser.capacity() == 0) {
-    if (parser.allocate(kInitialCapacity, kMaxJsonDepth) != simdjson::SUCCESS) return nullptr;
-  }
-  return &parser;
-}
-
-Status JsonError(simdjson::error_code error) {
-  switch (error) {
-    case simdjson::DEPTH_ERROR:
-      return Reject("too_deep", fmt::format("JSON nesting is deeper than {} levels", kMaxJsonDepth));
-    case simdjson::NUMBER_ERROR:
-      return Reject("invalid_number",
-                    "a JSON number is malformed or out of range (integers must fit in 64 bits, other numbers "
-                    "in a double)");
-    case simdjson::UTF8_ERROR:
-      return Reject("invalid_utf8", "command value is not valid UTF-8");
-    case simdjson::EMPTY:
-      return Reject("invalid_json", "command value is empty or only whitespace");
-    case simdjson::STRING_ERROR:
-      return Reject("invalid_json", "a JSON string has an invalid escape or an unpaired surrogate");
-    case simdjson::UNESCAPED_CHARS:
-      return Reject("invalid_json", "a JSON string contains an unescaped control character");
-    default:
-      return Reject("invalid_json",
-                    fmt::format("command value is not JSON: {}", simdjson::error_message(error)));
-  }
-}
-
 StatusOr<Command> ParseTombstone(const RawCommand& raw, const CommandRules& rules) {
   if (!raw.key) return Reject("missing_id", "tombstone (null value) without a Kafka key");
   if (Status s = CheckId(*raw.key); !s.ok()) {
@@ -590,35 +492,10 @@ StatusOr<Command> ParseTombstone(const RawCommand& raw, const CommandRules& rule
 
 StatusOr<Command> ParseCommand(const RawCommand& raw, const CommandRules& rules) {
   if (!raw.value) return ParseTombstone(raw, rules);
-  const std::string& value = *raw.value;
-
-  if (static_cast<int64_t>(value.size()) > rules.max_command_bytes) {
-    return Reject("too_large",
-                  fmt::format("command is {} bytes; the limit is {}", value.size(), rules.max_command_bytes));
-  }
-  if (!simdjson::validate_utf8(value.data(), value.size())) {
-    return Reject("invalid_utf8",
-                  fmt::format("command value is not valid UTF-8 (first bad byte at offset {})",
-                              FirstInvalidUtf8(value)));
-  }
-
-  simdjson::dom::parser* parser = ThreadParser();
-  if (parser == nullptr) return Status::Retryable("out of memory allocating the JSON parser");
-  element root;
-  if (const simdjson::error_code error = parser->parse(value.data(), value.size(), true).get(root);
-      error != simdjson::SUCCESS) {
-    if (error == simdjson::MEMALLOC || error == simdjson::CAPACITY) {
-      return Status::Retryable(fmt::format("JSON parser: {}", simdjson::error_message(error)));
-    }
-    return JsonError(error);
-  }
-  simdjson::dom::object object;
-  if (root.get_object().get(object) != simdjson::SUCCESS) {
-    return Reject("not_object", fmt::format("command must be a JSON object, not {}", TypeName(root)));
-  }
-
-  CommandFields fields;
-  if (Status s = fields.Collect(object); !s.ok()) return s;
+  StatusOr<JsonObjectFields> parsed =
+      JsonObjectFields::Parse(*raw.value, {"command", kFieldNames, rules.max_command_bytes});
+  if (!parsed.ok()) return parsed.status();
+  const JsonObjectFields& fields = parsed.value();
 
   Command command;
   command.source = raw.source;

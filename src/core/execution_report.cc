@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/iso_time.h"
+#include "core/json_object_fields.h"
 #include "core/json_writer.h"
 #include "core/message_quote.h"
 
@@ -58,47 +59,15 @@ enum Field : size_t {
 constexpr std::array<std::string_view, kCount> kNames = {"jobId",     "scheduledFor", "status", "error",
                                                          "startedAt", "finishedAt",   "worker", "attempt"};
 
-const char* TypeName(const element& el) {
-  switch (el.type()) {
-    case element_type::ARRAY:
-      return "an array";
-    case element_type::OBJECT:
-      return "an object";
-    case element_type::INT64:
-    case element_type::UINT64:
-    case element_type::DOUBLE:
-      return "a number";
-    case element_type::STRING:
-      return "a string";
-    case element_type::BOOL:
-      return "a boolean";
-    case element_type::NULL_VALUE:
-      return "null";
-  }
-  return "an unknown type";
-}
-
-Status WrongType(Field f, std::string_view expected, const element& el) {
-  return Reject("wrong_type",
-                fmt::format("field \"{}\" must be {}, not {}", kNames[f], expected, TypeName(el)));
-}
-
-// nullopt value = absent or null.
-Status GetString(const std::array<std::optional<element>, kCount>& v, Field f,
-                 std::optional<std::string_view>* out) {
-  if (!v[f] || v[f]->is_null()) return Status::Ok();
-  std::string_view s;
-  if (v[f]->get_string().get(s) != simdjson::SUCCESS) return WrongType(f, "a string", *v[f]);
-  *out = s;
-  return Status::Ok();
-}
+static_assert(kCount <= JsonObjectFields::kMaxFields);
 
 // A time: ISO-8601 text or integer epoch milliseconds.
-Status GetTime(const std::array<std::optional<element>, kCount>& v, Field f, std::optional<EpochMs>* out) {
-  if (!v[f] || v[f]->is_null()) return Status::Ok();
-  if (v[f]->type() == element_type::INT64) {
+Status GetTime(const JsonObjectFields& fields, Field f, std::optional<EpochMs>* out) {
+  const std::optional<element> el = fields.Get(f);
+  if (!el) return Status::Ok();
+  if (el->type() == element_type::INT64) {
     int64_t ms = -1;
-    if (v[f]->get_int64().get(ms) != simdjson::SUCCESS) ms = -1;
+    if (el->get_int64().get(ms) != simdjson::SUCCESS) ms = -1;
     if (ms < 0 || ms > 253'402'300'799'999) {
       return Reject("invalid_date", fmt::format("{} {} is outside years 1970-9999", kNames[f], ms));
     }
@@ -106,8 +75,8 @@ Status GetTime(const std::array<std::optional<element>, kCount>& v, Field f, std
     return Status::Ok();
   }
   std::string_view s;
-  if (v[f]->get_string().get(s) != simdjson::SUCCESS) {
-    return WrongType(f, "an ISO-8601 string or epoch milliseconds", *v[f]);
+  if (el->get_string().get(s) != simdjson::SUCCESS) {
+    return fields.WrongType(f, "an ISO-8601 string or epoch milliseconds", *el);
   }
   *out = ParseIsoTime(s);
   if (!*out) return Reject("invalid_date", fmt::format("{} {} is not a valid UTC time", kNames[f], Quote(s)));
@@ -130,39 +99,15 @@ const char* ExecutionStatusName(ExecutionStatus s) {
 
 StatusOr<ExecutionReport> ParseExecutionReport(const RawExecution& raw, const ExecutionRules& rules) {
   if (!raw.value) return Reject("tombstone", "an execution report must have a value");
-  const std::string& value = *raw.value;
-  if (static_cast<int64_t>(value.size()) > rules.max_value_bytes) {
-    return Reject("too_large",
-                  fmt::format("report is {} bytes; the limit is {}", value.size(), rules.max_value_bytes));
-  }
-  thread_local simdjson::dom::parser parser;
-  element root;
-  if (const auto error = parser.parse(value).get(root); error != simdjson::SUCCESS) {
-    return Reject("invalid_json", fmt::format("report is not JSON: {}", simdjson::error_message(error)));
-  }
-  simdjson::dom::object object;
-  if (root.get_object().get(object) != simdjson::SUCCESS) {
-    return Reject("not_object", fmt::format("report must be a JSON object, not {}", TypeName(root)));
-  }
-  std::array<std::optional<element>, kCount> v;
-  for (const simdjson::dom::key_value_pair field : object) {
-    const auto known = std::find(kNames.begin(), kNames.end(), field.key);
-    if (known == kNames.end()) {
-      return Reject(
-          "unknown_field",
-          fmt::format("unknown field {} (known fields: jobId, scheduledFor, status, error, startedAt, "
-                      "finishedAt, worker, attempt)",
-                      Quote(field.key)));
-    }
-    const auto i = static_cast<size_t>(known - kNames.begin());
-    if (v[i]) return Reject("duplicate_field", fmt::format("field \"{}\" appears more than once", kNames[i]));
-    v[i] = field.value;
-  }
+  StatusOr<JsonObjectFields> parsed =
+      JsonObjectFields::Parse(*raw.value, {"report", kNames, rules.max_value_bytes});
+  if (!parsed.ok()) return parsed.status();
+  const JsonObjectFields& fields = parsed.value();
 
   ExecutionReport r;
   r.source = raw.source;
   std::optional<std::string_view> job_id;
-  if (Status s = GetString(v, kJobId, &job_id); !s.ok()) return s;
+  if (Status s = fields.GetString(kJobId, &job_id); !s.ok()) return s;
   if (!job_id || job_id->empty()) return Reject("missing_field", "report has no jobId");
   if (job_id->size() > kMaxIdBytes || HasControlChar(*job_id)) {
     return Reject("invalid_id", fmt::format("jobId {} is over {} bytes or has a control character",
@@ -174,12 +119,12 @@ StatusOr<ExecutionReport> ParseExecutionReport(const RawExecution& raw, const Ex
   r.job_id = std::string(*job_id);
 
   std::optional<EpochMs> scheduled_for;
-  if (Status s = GetTime(v, kScheduledFor, &scheduled_for); !s.ok()) return s;
+  if (Status s = GetTime(fields, kScheduledFor, &scheduled_for); !s.ok()) return s;
   if (!scheduled_for) return Reject("missing_field", "report has no scheduledFor");
   r.scheduled_for_ms = *scheduled_for;
 
   std::optional<std::string_view> status;
-  if (Status s = GetString(v, kStatus, &status); !s.ok()) return s;
+  if (Status s = fields.GetString(kStatus, &status); !s.ok()) return s;
   if (!status) return Reject("missing_field", "report has no status");
   if (*status == "succeeded") {
     r.status = ExecutionStatus::kSucceeded;
@@ -193,16 +138,16 @@ StatusOr<ExecutionReport> ParseExecutionReport(const RawExecution& raw, const Ex
   }
 
   std::optional<std::string_view> error;
-  if (Status s = GetString(v, kError, &error); !s.ok()) return s;
+  if (Status s = fields.GetString(kError, &error); !s.ok()) return s;
   if (error) r.error = std::string(TruncateUtf8(*error, static_cast<size_t>(rules.max_error_bytes)));
   if (r.error.find('\0') != std::string::npos)
     r.error.erase(std::remove(r.error.begin(), r.error.end(), '\0'), r.error.end());
 
-  if (Status s = GetTime(v, kStartedAt, &r.started_at); !s.ok()) return s;
-  if (Status s = GetTime(v, kFinishedAt, &r.finished_at); !s.ok()) return s;
+  if (Status s = GetTime(fields, kStartedAt, &r.started_at); !s.ok()) return s;
+  if (Status s = GetTime(fields, kFinishedAt, &r.finished_at); !s.ok()) return s;
 
   std::optional<std::string_view> worker;
-  if (Status s = GetString(v, kWorker, &worker); !s.ok()) return s;
+  if (Status s = fields.GetString(kWorker, &worker); !s.ok()) return s;
   if (worker) {
     if (worker->size() > kMaxWorkerBytes || HasControlChar(*worker)) {
       return Reject("invalid_worker",
@@ -211,10 +156,9 @@ StatusOr<ExecutionReport> ParseExecutionReport(const RawExecution& raw, const Ex
     r.worker = std::string(*worker);
   }
 
-  if (v[kAttempt] && !v[kAttempt]->is_null()) {
+  if (const std::optional<element> el = fields.Get(kAttempt)) {
     int64_t attempt = 0;
-    if (v[kAttempt]->type() != element_type::INT64 ||
-        v[kAttempt]->get_int64().get(attempt) != simdjson::SUCCESS) {
+    if (el->type() != element_type::INT64 || el->get_int64().get(attempt) != simdjson::SUCCESS) {
       return Reject("invalid_attempt", "attempt must be an integer");
     }
     if (attempt < 0 || attempt > kMaxAttempt) {

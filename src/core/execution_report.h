@@ -25,9 +25,11 @@ struct ExecutionRules {
 };
 
 // Returns the report, or Invalid with a stable reason (the DLQ's belfry-error is
-// "<reason>: <message>"): invalid_json, not_object, unknown_field, duplicate_field, wrong_type,
-// missing_field, invalid_id, key_mismatch, invalid_date, invalid_status, invalid_attempt,
-// invalid_worker, too_large, tombstone. Never throws, for any bytes. Thread-safe.
+// "<reason>: <message>"): tombstone, then the rules every JSON message shares (too_large,
+// invalid_utf8, invalid_json, invalid_number, too_deep beyond 32 levels, not_object,
+// unknown_field, duplicate_field; see core/json_object_fields.h), then wrong_type, missing_field,
+// invalid_id, key_mismatch, invalid_date, invalid_status, invalid_worker, invalid_attempt; or
+// Retryable if the JSON parser cannot allocate. Never throws, for any bytes. Thread-safe.
 StatusOr<ExecutionReport> ParseExecutionReport(const RawExecution& raw, const ExecutionRules& rules);
 
 // The history value, as the HTTP API and `belfry jobs history --json` print it:

@@ -86,13 +86,48 @@ TEST(ExecutionReportTest, Rejections) {
       {"j", R"({"jobId":"j",)" + ok_sf + R"(,"status":"succeeded","worker":"a\nb"})", "invalid_worker"},
       {"j", R"({"jobId":"j",)" + ok_sf + R"(,"status":"succeeded","finishedAt":true})", "wrong_type"},
       {"j", std::string(70'000, ' '), "too_large"},
-      {"j", "\xff\xfe", "invalid_json"},
+      {"j", "\xff\xfe", "invalid_utf8"},
+      {"j", R"({"jobId":"j",)" + ok_sf + R"(,"status":"succeeded","attempt":1e999})", "invalid_number"},
+      {"j", "", "invalid_json"},
   };
   for (const auto& c : cases) {
     auto r = Parse(c.key, c.value);
     ASSERT_FALSE(r.ok()) << c.value.value_or("<null>");
     EXPECT_EQ(r.status().reason(), c.reason) << c.value.value_or("<null>") << " -> " << r.status().ToString();
   }
+}
+
+// A report whose "error" holds `levels` nested arrays (or objects), so the document is
+// levels + 1 deep.
+std::string NestedReport(int levels, bool objects) {
+  std::string open, close;
+  for (int i = 0; i < levels; ++i) {
+    open += objects ? "{\"a\":" : "[";
+    close += objects ? "}" : "]";
+  }
+  if (objects) open += "1";
+  return R"({"jobId":"j","scheduledFor":0,"status":"failed","error":)" + open + close + "}";
+}
+
+TEST(ExecutionReportTest, DeepNestingIsRejectedAsTooDeep) {
+  for (const bool objects : {false, true}) {
+    SCOPED_TRACE(objects ? "objects" : "arrays");
+    for (const int levels : {32, 1000, 10'000}) {
+      SCOPED_TRACE(levels);
+      auto r = Parse("j", NestedReport(levels, objects));
+      ASSERT_FALSE(r.ok());
+      EXPECT_EQ(r.status().code(), Status::Code::kInvalid);
+      EXPECT_EQ(r.status().reason(), "too_deep") << r.status().ToString();
+      EXPECT_NE(r.status().message().find("32 levels"), std::string::npos) << r.status().ToString();
+    }
+  }
+}
+
+TEST(ExecutionReportTest, NestingUpToTheLimitIsParsed) {
+  // 31 levels inside "error" make 32 with the report itself: parsed, then refused for its type.
+  auto r = Parse("j", NestedReport(31, false));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), "wrong_type") << r.status().ToString();
 }
 
 ExecutionReport Report(EpochMs sf, int32_t attempt, ExecutionStatus s, std::string error = "") {

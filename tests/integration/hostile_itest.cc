@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "belfry_process.h"
-#include "hostile_corpus.h"
+#include "corpus/hostile_corpus.h"
 #include "itest_support.h"
 #include "plain_producer.h"
 
@@ -70,7 +70,7 @@ TEST(HostileTest, CorpusInterleavedWithValidCommandsIsRejectedCaseByCase) {
   BelfryProcess node(env, "/tmp/belfry-" + world->run_id + ".log");
   ASSERT_TRUE(node.WaitForLog("belfry serving", 60'000)) << node.Log();
 
-  std::vector<HostileCase> cases = LoadHostileCorpus();
+  std::vector<HostileCase> cases = LoadHostileCorpus(HostileCorpus::kCommands);
   ASSERT_GE(cases.size(), 40u);
   const std::map<std::string, std::string> reserved = {{"belfry.commands", world->commands_topic},
                                                        {"belfry.commands.dlq", world->dlq_topic},
