@@ -42,7 +42,8 @@ class FiringPoolTest : public ::testing::Test {
 
   std::unique_ptr<FiringPool> StartPool(int32_t in_flight) {
     cfg_.firings_in_flight = in_flight;
-    return std::make_unique<FiringPool>(cfg_, std::vector<FiringPool::Worker>{{&firer_, &ledger_}}, clock_);
+    return std::make_unique<FiringPool>(cfg_, std::vector<FiringPool::Worker>{{&firer_, &ledger_}}, clock_,
+                                        /*backoff_seed=*/7);
   }
 
   SchedulerConfig cfg_;
