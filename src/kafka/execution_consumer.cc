@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/backoff.h"
+#include "kafka/group_membership.h"
 #include "kafka/kafka_client_config.h"
 #include "kafka/topic_partition_list.h"
 
@@ -44,7 +46,10 @@ class ExecutionConsumer::Impl {
         rules_(rules),
         options_(std::move(options)),
         consumer_logger_(options_.client_id),
-        producer_logger_(options_.client_id + "-dlq") {}
+        producer_logger_(options_.client_id + "-dlq"),
+        membership_(options_.client_id),
+        retry_backoff_(BackoffPolicy{options_.retry_initial_ms, options_.retry_max_ms},
+                       options_.backoff_seed) {}
 
   ~Impl() {
     if (consumer_ != nullptr) consumer_->close();
@@ -63,8 +68,12 @@ class ExecutionConsumer::Impl {
     auto cconf = BuildKafkaConf(config_, options_.client_id, consumer_settings, &consumer_logger_);
     if (!cconf.ok()) return cconf.status();
     std::string errstr;
+    if (cconf.value()->set("rebalance_cb", &membership_, errstr) != RdKafka::Conf::CONF_OK) {
+      return Status::Invalid("kafka_config", "rebalance_cb: " + errstr);
+    }
     consumer_.reset(RdKafka::KafkaConsumer::create(cconf.value().get(), errstr));
     if (consumer_ == nullptr) return Status::Invalid("kafka_config", "creating consumer: " + errstr);
+    membership_.Attach(consumer_.get());
     const KafkaSettings producer_settings = {
         {"enable.idempotence", "true"},
         {"acks", "all"},
@@ -85,6 +94,15 @@ class ExecutionConsumer::Impl {
     return Status::Ok();
   }
 
+  ExecutionConsumerStats Stats() const {
+    ExecutionConsumerStats stats;
+    stats.batches_total = batches_total_.load();
+    stats.retries_total = retries_total_.load();
+    stats.assignments_total = membership_.assignments_total();
+    stats.revocations_total = membership_.revocations_total();
+    return stats;
+  }
+
   // Two stages: this thread polls and parses batch n+1 while a second one stores batch n (and
   // sends its rejects to the DLQ). Offsets are committed here, in batch order, only once their
   // batch is stored: a crash re-reads whatever was not durably stored, never skips it.
@@ -95,6 +113,7 @@ class ExecutionConsumer::Impl {
       if (!in_flight.valid()) return true;
       if (!in_flight.get()) return false;
       Commit(previous.messages);
+      batches_total_.fetch_add(1);
       if (options_.on_batch) options_.on_batch(previous.report);
       previous = InFlightBatch{};
       return true;
@@ -180,14 +199,15 @@ class ExecutionConsumer::Impl {
   // Runs fn until it succeeds, backing off; false iff stop was requested first.
   template <typename Fn>
   bool Retry(StopSignal& stop, const char* what, Fn&& fn) {
-    int64_t backoff = options_.retry_initial_ms;
+    retry_backoff_.Reset();
     for (;;) {
       const Status st = fn();
       if (st.ok()) return true;
+      retries_total_.fetch_add(1);
+      const int64_t backoff = retry_backoff_.NextDelayMs();
       spdlog::warn("kafka[{}]: {} failed: {}; retrying in {} ms", options_.client_id, what, st.ToString(),
                    backoff);
       if (!stop.WaitFor(std::chrono::milliseconds(backoff))) return false;
-      backoff = std::min(backoff * 2, options_.retry_max_ms);
     }
   }
 
@@ -229,7 +249,11 @@ class ExecutionConsumer::Impl {
       n = std::max(n, m->offset() + 1);
     }
     TopicPartitionList offsets;
-    for (const auto& [tp, offset] : next) offsets.Add(tp.first, tp.second, offset);
+    for (const auto& [tp, offset] : next) {
+      // A revoked partition's position is its new owner's business; re-reading is idempotent.
+      if (membership_.IsAssigned(tp)) offsets.Add(tp.first, tp.second, offset);
+    }
+    if (offsets.empty()) return;
     const RdKafka::ErrorCode err = consumer_->commitSync(offsets.get());
     if (err != RdKafka::ERR_NO_ERROR) {
       // Stored already; a re-read after a rebalance is an idempotent no-op.
@@ -243,9 +267,13 @@ class ExecutionConsumer::Impl {
   const ExecutionConsumerOptions options_;
   KafkaEventLogger consumer_logger_;
   KafkaEventLogger producer_logger_;
+  GroupMembership membership_;  // the consumer's rebalance_cb
   DeliveryCounter deliveries_;
   std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
   std::unique_ptr<RdKafka::Producer> producer_;
+  Backoff retry_backoff_;
+  std::atomic<uint64_t> batches_total_{0};
+  std::atomic<uint64_t> retries_total_{0};
 };
 
 StatusOr<std::unique_ptr<ExecutionConsumer>> ExecutionConsumer::Create(const KafkaConfig& config,
@@ -261,5 +289,7 @@ ExecutionConsumer::ExecutionConsumer(std::unique_ptr<Impl> impl) : impl_(std::mo
 ExecutionConsumer::~ExecutionConsumer() = default;
 
 void ExecutionConsumer::Run(StopSignal& stop) { impl_->Run(stop); }
+
+ExecutionConsumerStats ExecutionConsumer::Stats() const { return impl_->Stats(); }
 
 }  // namespace belfry
