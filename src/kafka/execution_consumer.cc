@@ -103,15 +103,19 @@ class ExecutionConsumer::Impl {
     return stats;
   }
 
-  // Two stages: this thread polls and parses batch n+1 while a second one stores batch n (and
-  // sends its rejects to the DLQ). Offsets are committed here, in batch order, only once their
-  // batch is stored: a crash re-reads whatever was not durably stored, never skips it.
+  // Two stages: this thread polls and parses batch n+1 while a second one makes the first attempt
+  // to store batch n (and send its rejects to the DLQ). If that attempt fails, this thread
+  // retries it, backing off with the partitions paused and consume() still called, so that a
+  // long database outage does not get the member evicted from its group. Offsets are committed
+  // here, in batch order, only once their batch is stored: a crash re-reads whatever was not
+  // durably stored, never skips it.
   void Run(StopSignal& stop) {
-    std::future<bool> in_flight;  // true iff the batch was stored (false: stop was requested)
+    std::future<Status> in_flight;  // the first attempt to store `previous`
     InFlightBatch previous;
     const auto finish_previous = [&]() -> bool {
       if (!in_flight.valid()) return true;
-      if (!in_flight.get()) return false;
+      const Status first = in_flight.get();
+      if (!first.ok() && !RetryKeepingMembership(stop, &previous, first)) return false;
       Commit(previous.messages);
       batches_total_.fetch_add(1);
       if (options_.on_batch) options_.on_batch(previous.report);
@@ -128,8 +132,7 @@ class ExecutionConsumer::Impl {
       Parse(&next);
       if (!finish_previous()) return;
       previous = std::move(next);
-      in_flight =
-          std::async(std::launch::async, [this, &stop, batch = &previous] { return Store(stop, batch); });
+      in_flight = std::async(std::launch::async, [this, batch = &previous] { return StoreOnce(batch); });
     }
     finish_previous();
   }
@@ -140,6 +143,7 @@ class ExecutionConsumer::Impl {
     ExecutionBatchReport report;
     std::vector<ExecutionReport> valid;
     std::vector<std::pair<const RdKafka::Message*, Status>> rejected;
+    bool stored = false;  // the valid reports are stored; the DLQ records may still be missing
   };
 
   void Parse(InFlightBatch* batch) {
@@ -162,21 +166,39 @@ class ExecutionConsumer::Impl {
     batch->report.stored = batch->valid.size();
   }
 
-  // Stores the batch, then publishes its rejects; false iff stop was requested first.
-  bool Store(StopSignal& stop, InFlightBatch* batch) {
-    const bool stored = Retry(stop, "storing execution reports", [&] {
+  // One attempt: stores the batch (unless an earlier attempt did), then sends its rejects to the
+  // DLQ and waits for their acknowledgements.
+  Status StoreOnce(InFlightBatch* batch) {
+    if (!batch->stored) {
       StatusOr<ExecutionApplyResult> applied = store_.ApplyReports(batch->valid);
       if (!applied.ok()) return applied.status();
       batch->report.applied = applied.value();
-      return Status::Ok();
-    });
-    if (!stored) return false;
-    return Retry(stop, "publishing to the executions DLQ",
-                 [&] { return PublishRejections(batch->rejected); });
+      batch->stored = true;
+    }
+    return PublishRejections(batch->rejected);
   }
 
+  // Retries StoreOnce after `failed` until it succeeds, backing off with the group membership kept
+  // (GroupMembership::WaitPaused). One attempt must return within max.poll.interval.ms. Returns
+  // false iff stop was requested first.
+  bool RetryKeepingMembership(StopSignal& stop, InFlightBatch* batch, Status failed) {
+    retry_backoff_.Reset();
+    while (!failed.ok()) {
+      retries_total_.fetch_add(1);
+      const int64_t backoff_ms = retry_backoff_.NextDelayMs();
+      spdlog::warn("kafka[{}]: {} failed (attempt {}): {}; retrying in {} ms", options_.client_id,
+                   batch->stored ? "publishing to the executions DLQ" : "storing execution reports",
+                   retry_backoff_.failures(), failed.ToString(), backoff_ms);
+      if (membership_.WaitPaused(stop, backoff_ms) == GroupMembership::WaitResult::kStopped) return false;
+      failed = StoreOnce(batch);
+    }
+    membership_.Resume();
+    return true;
+  }
+
+  // Starts with the messages consumed while backing off (GroupMembership::carryover).
   std::vector<MessagePtr> Poll(StopSignal& stop) {
-    std::vector<MessagePtr> batch;
+    std::vector<MessagePtr> batch = membership_.carryover().Take();
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.batch_wait_ms);
     int timeout_ms = 200;  // the first message may take a while; the rest gather for batch_wait
@@ -194,21 +216,6 @@ class ExecutionConsumer::Impl {
       timeout_ms = static_cast<int>(left.count());
     }
     return batch;
-  }
-
-  // Runs fn until it succeeds, backing off; false iff stop was requested first.
-  template <typename Fn>
-  bool Retry(StopSignal& stop, const char* what, Fn&& fn) {
-    retry_backoff_.Reset();
-    for (;;) {
-      const Status st = fn();
-      if (st.ok()) return true;
-      retries_total_.fetch_add(1);
-      const int64_t backoff = retry_backoff_.NextDelayMs();
-      spdlog::warn("kafka[{}]: {} failed: {}; retrying in {} ms", options_.client_id, what, st.ToString(),
-                   backoff);
-      if (!stop.WaitFor(std::chrono::milliseconds(backoff))) return false;
-    }
   }
 
   Status PublishRejections(const std::vector<std::pair<const RdKafka::Message*, Status>>& rejected) {
