@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "app/node_health.h"
 #include "app/signal_waiter.h"
 #include "app/system_clock.h"
+#include "core/backoff.h"
 #include "http/execution_metrics.h"
 #include "core/calendar_schedule.h"
 #include "core/firing_pool.h"
@@ -36,16 +38,16 @@ namespace {
 // fired, so it is fired again later (at-least-once), never lost.
 constexpr auto kShutdownBudget = std::chrono::milliseconds(9000);
 
-// Waits until the schema is current. Retries connection faults with backoff; a schema or
-// shard_count mismatch is fatal.
+// Waits until the schema is current. Retries connection faults with jittered backoff (so that
+// nodes started together do not retry together); a schema or shard_count mismatch is fatal.
 Status AwaitSchema(const Config& cfg, const std::string& migrations_dir, StopSignal& stop) {
-  int64_t backoff_ms = 250;
+  Backoff backoff(BackoffPolicy{250, 5000}, std::random_device{}());
   while (true) {
     Status st = CheckSchema(cfg.database_url, migrations_dir, cfg.scheduler.shard_count);
     if (st.ok() || !st.retryable()) return st;
-    spdlog::warn("database not reachable yet ({}); retrying in {} ms", st.message(), backoff_ms);
-    if (!stop.WaitFor(std::chrono::milliseconds(backoff_ms))) return Status::Retryable("stopped");
-    backoff_ms = std::min<int64_t>(backoff_ms * 2, 5000);
+    const int64_t wait_ms = backoff.NextDelayMs();
+    spdlog::warn("database not reachable yet ({}); retrying in {} ms", st.message(), wait_ms);
+    if (!stop.WaitFor(std::chrono::milliseconds(wait_ms))) return Status::Retryable("stopped");
   }
 }
 
@@ -208,7 +210,7 @@ int RunServe(const Config& cfg) {
   std::unique_ptr<AdminServer> admin = std::move(admin_or.value());
   spdlog::info("admin HTTP listening on {} (port {})", cfg.admin.listen, admin->port());
 
-  auto pool = std::make_unique<FiringPool>(cfg.scheduler, pool_workers, clock);
+  auto pool = std::make_unique<FiringPool>(cfg.scheduler, pool_workers, clock, std::random_device{}());
   std::thread consumer_thread([&] { consumer->Run(stop); });
   std::thread execution_thread([&] {
     if (execution_consumer != nullptr) execution_consumer->Run(stop);

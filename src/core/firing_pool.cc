@@ -3,17 +3,28 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/backoff.h"
+
 namespace belfry {
 namespace {
 
 // The catch-up scan leaves a slot this long to its on-time firing before treating it as
 // missed; it covers the firing itself and clock differences between nodes.
 constexpr int64_t kScanGraceMs = 2000;
-constexpr int64_t kMaxBackoffMs = 5000;
+// A shard whose firing failed is not fired again by a catch-up scan before its back-off ends.
+constexpr BackoffPolicy kFiringBackoff{250, 5000};
+
+std::vector<Backoff> PerShardBackoff(int32_t shards, uint64_t seed) {
+  std::vector<Backoff> out;
+  out.reserve(static_cast<size_t>(std::max(0, shards)));
+  for (int32_t s = 0; s < shards; ++s) out.emplace_back(kFiringBackoff, seed + static_cast<uint64_t>(s));
+  return out;
+}
 
 }  // namespace
 
-FiringPool::FiringPool(const SchedulerConfig& cfg, std::vector<Worker> workers, Clock& clock)
+FiringPool::FiringPool(const SchedulerConfig& cfg, std::vector<Worker> workers, Clock& clock,
+                       uint64_t backoff_seed)
     : cfg_(cfg),
       clock_(clock),
       workers_(std::move(workers)),
@@ -21,7 +32,7 @@ FiringPool::FiringPool(const SchedulerConfig& cfg, std::vector<Worker> workers, 
       busy_(cfg.shard_count, false),
       pending_(cfg.shard_count, -1),
       retry_after_(cfg.shard_count, 0),
-      failures_(cfg.shard_count, 0),
+      backoff_(PerShardBackoff(cfg.shard_count, backoff_seed)),
       acked_(workers_.size(), false),
       in_flight_(workers_.size(), 0) {
   for (size_t i = 0; i < workers_.size(); ++i) threads_.emplace_back([this, i] { WorkerLoop(i); });
@@ -183,11 +194,9 @@ void FiringPool::CompleteDone(size_t index, bool wait_all, InFlightList* flights
 void FiringPool::EndFireLocked(const FireRequest& req, ShardFirer::Outcome outcome) {
   const int32_t s = req.shard;
   if (outcome == ShardFirer::Outcome::kFailed) {
-    const int64_t n = ++failures_[s];
-    const int64_t backoff = std::min<int64_t>(kMaxBackoffMs, 250LL << std::min<int64_t>(n - 1, 5));
-    retry_after_[s] = clock_.NowMs() + backoff;
+    retry_after_[s] = clock_.NowMs() + backoff_[s].NextDelayMs();
   } else {
-    failures_[s] = 0;
+    backoff_[s].Reset();
     retry_after_[s] = 0;
   }
   busy_[s] = false;

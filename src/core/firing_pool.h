@@ -19,6 +19,7 @@
 #include "belfry/clock.h"
 #include "belfry/config.h"
 #include "belfry/shard_ledger.h"
+#include "core/backoff.h"
 #include "core/catchup_planner.h"
 #include "core/shard_firer.h"
 #include "core/shard_ticker.h"
@@ -32,8 +33,10 @@ class FiringPool final : public TickDispatcher {
     ShardLedger* ledger = nullptr;  // not owned; used for catch-up scans
   };
 
-  // Starts one thread per worker. REQUIRES: !workers.empty(); everything outlives the pool.
-  FiringPool(const SchedulerConfig& cfg, std::vector<Worker> workers, Clock& clock);
+  // Starts one thread per worker. `backoff_seed` seeds the jitter of the per-shard back-off
+  // after a failed firing (core/backoff.h): give each node a different one (random), so that
+  // nodes do not retry in lockstep. REQUIRES: !workers.empty(); everything outlives the pool.
+  FiringPool(const SchedulerConfig& cfg, std::vector<Worker> workers, Clock& clock, uint64_t backoff_seed);
   // Finishes the firings in progress (waiting for their acks and recording them), drops queued
   // requests (the ledger still shows them as not fired, so any node fires them later) and joins
   // the threads.
@@ -86,7 +89,7 @@ class FiringPool final : public TickDispatcher {
   std::vector<bool> busy_;              // per shard
   std::vector<int64_t> pending_;        // per shard: highest minute asked for while busy (-1)
   std::vector<EpochMs> retry_after_;    // per shard: backoff after a failed firing
-  std::vector<int64_t> failures_;       // per shard: consecutive failures
+  std::vector<Backoff> backoff_;        // per shard: consecutive failed firings, jittered
   std::vector<bool> acked_;             // per worker: one of its open firings may be done
   std::vector<size_t> in_flight_;       // per worker: open firings
   size_t in_flight_total_ = 0;

@@ -12,13 +12,14 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <utility>
 #include <vector>
 
+#include "core/backoff.h"
 #include "core/command_batch.h"
 #include "core/commit_queue.h"
 #include "kafka/delivery_error.h"
+#include "kafka/group_membership.h"
 #include "kafka/kafka_client_config.h"
 #include "kafka/ordered_messages.h"
 #include "kafka/topic_partition_list.h"
@@ -80,7 +81,7 @@ struct Publication {
   std::vector<RdKafka::ErrorCode> results;  // per record; ERR__IN_PROGRESS until reported
   size_t outstanding = 0;                   // records without a report yet
   int attempt = 1;
-  int64_t backoff_ms = 0;
+  Backoff backoff{BackoffPolicy{}, 0};
 };
 
 uint32_t TicketTag(uint64_t ticket) { return static_cast<uint32_t>(ticket & 0xffffffffu); }
@@ -89,15 +90,6 @@ using OrderedBatch = OrderedMessages<MessagePtr>;
 
 int64_t MicrosSince(SteadyClock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - start).count();
-}
-
-std::string PartitionsToString(const std::vector<RdKafka::TopicPartition*>& parts) {
-  std::string out;
-  for (const RdKafka::TopicPartition* tp : parts) {
-    if (!out.empty()) out += ",";
-    out += tp->topic() + "[" + std::to_string(tp->partition()) + "]";
-  }
-  return out.empty() ? "(none)" : out;
 }
 
 }  // namespace
@@ -111,8 +103,9 @@ class CommandConsumer::Impl {
         options_(std::move(options)),
         event_logger_(options_.client_id),
         producer_logger_(options_.client_id + "-producer"),
-        rebalance_(this),
-        delivery_report_(this) {}
+        membership_(options_.client_id),
+        delivery_report_(this),
+        apply_backoff_(RetryPolicy(), options_.backoff_seed) {}
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
@@ -127,12 +120,9 @@ class CommandConsumer::Impl {
 
   Status Init() {
     KafkaSettings consumer_settings = {
-        {"group.id", config_.group_id},
-        {"enable.auto.commit", "false"},
-        {"enable.auto.offset.store", "false"},
-        {"auto.offset.reset", "earliest"},
-        {"enable.partition.eof", "false"},
-        {"isolation.level", "read_committed"},
+        {"group.id", config_.group_id},        {"enable.auto.commit", "false"},
+        {"enable.auto.offset.store", "false"}, {"auto.offset.reset", "earliest"},
+        {"enable.partition.eof", "false"},     {"isolation.level", "read_committed"},
     };
     consumer_settings.insert(consumer_settings.end(), ConsumerFetchSettings().begin(),
                              ConsumerFetchSettings().end());
@@ -140,11 +130,12 @@ class CommandConsumer::Impl {
         BuildKafkaConf(config_, options_.client_id, consumer_settings, &event_logger_);
     if (!cconf.ok()) return cconf.status();
     std::string errstr;
-    if (cconf.value()->set("rebalance_cb", &rebalance_, errstr) != RdKafka::Conf::CONF_OK) {
+    if (cconf.value()->set("rebalance_cb", &membership_, errstr) != RdKafka::Conf::CONF_OK) {
       return Status::Invalid("kafka_config", "rebalance_cb: " + errstr);
     }
     consumer_.reset(RdKafka::KafkaConsumer::create(cconf.value().get(), errstr));
     if (consumer_ == nullptr) return Status::Invalid("kafka_config", "creating consumer: " + errstr);
+    membership_.Attach(consumer_.get());
 
     StatusOr<std::unique_ptr<RdKafka::Producer>> producer = NewProducer();
     if (!producer.ok()) return producer.status();
@@ -210,7 +201,7 @@ class CommandConsumer::Impl {
       if (!SettleAndCommit(stop, MaxUnsettled())) break;
     }
     AbandonUnsettled();
-    ResumeIfPaused();
+    membership_.Resume();
     Close();
   }
 
@@ -231,18 +222,6 @@ class CommandConsumer::Impl {
   }
 
  private:
-  class Rebalance final : public RdKafka::RebalanceCb {
-   public:
-    explicit Rebalance(Impl* impl) : impl_(impl) {}
-    void rebalance_cb(RdKafka::KafkaConsumer* consumer, RdKafka::ErrorCode err,
-                      std::vector<RdKafka::TopicPartition*>& partitions) override {
-      impl_->OnRebalance(consumer, err, partitions);
-    }
-
-   private:
-    Impl* const impl_;
-  };
-
   class DeliveryReport final : public RdKafka::DeliveryReportCb {
    public:
     explicit DeliveryReport(Impl* impl) : impl_(impl) {}
@@ -251,49 +230,6 @@ class CommandConsumer::Impl {
    private:
     Impl* const impl_;
   };
-
-  enum class WaitResult { kElapsed, kStopped };
-
-  // Runs on the Run thread, inside consume().
-  void OnRebalance(RdKafka::KafkaConsumer* consumer, RdKafka::ErrorCode err,
-                   std::vector<RdKafka::TopicPartition*>& partitions) {
-    const bool cooperative = consumer->rebalance_protocol() == "COOPERATIVE";
-    if (err == RdKafka::ERR__ASSIGN_PARTITIONS) {
-      spdlog::info("kafka[{}]: assigned {}", options_.client_id, PartitionsToString(partitions));
-      if (cooperative) {
-        std::unique_ptr<RdKafka::Error> e(consumer->incremental_assign(partitions));
-        if (e != nullptr) spdlog::error("kafka[{}]: incremental_assign: {}", options_.client_id, e->str());
-      } else {
-        assigned_.clear();
-        const RdKafka::ErrorCode e = consumer->assign(partitions);
-        if (e != RdKafka::ERR_NO_ERROR) {
-          spdlog::error("kafka[{}]: assign: {}", options_.client_id, RdKafka::err2str(e));
-        }
-      }
-      for (const RdKafka::TopicPartition* tp : partitions) assigned_.emplace(tp->topic(), tp->partition());
-      // While a batch is being retried nothing new may be fetched, from new partitions too.
-      if (paused_) consumer->pause(partitions);
-      return;
-    }
-    if (err == RdKafka::ERR__REVOKE_PARTITIONS) {
-      spdlog::info("kafka[{}]: revoked {}", options_.client_id, PartitionsToString(partitions));
-    } else {
-      spdlog::error("kafka[{}]: rebalance error {}; dropping the assignment", options_.client_id,
-                    RdKafka::err2str(err));
-    }
-    std::set<std::pair<std::string, int32_t>> revoked;
-    for (const RdKafka::TopicPartition* tp : partitions) revoked.emplace(tp->topic(), tp->partition());
-    if (cooperative && err == RdKafka::ERR__REVOKE_PARTITIONS) {
-      std::unique_ptr<RdKafka::Error> e(consumer->incremental_unassign(partitions));
-      if (e != nullptr) spdlog::error("kafka[{}]: incremental_unassign: {}", options_.client_id, e->str());
-      for (const auto& tp : revoked) assigned_.erase(tp);
-    } else {
-      consumer->unassign();
-      assigned_.clear();
-    }
-    // Messages held back for the next batch now belong to whoever gets their partitions.
-    carryover_.Retain([&](const OrderedBatch::Key& tp) { return assigned_.contains(tp); });
-  }
 
   void OnDelivered(RdKafka::Message& m) {
     const auto tag = reinterpret_cast<uintptr_t>(m.msg_opaque());
@@ -313,8 +249,7 @@ class CommandConsumer::Impl {
   // then takes what is already buffered, for at most command_batch_wait_ms (BatchIsReady).
   // While earlier batches await acknowledgements it waits in short slices and settles them.
   std::vector<MessagePtr> Gather(StopSignal& stop) {
-    OrderedBatch batch = std::move(carryover_);
-    carryover_ = OrderedBatch();
+    OrderedBatch batch = std::exchange(membership_.carryover(), OrderedBatch());
     const size_t max = static_cast<size_t>(std::max<int32_t>(1, config_.command_batch_max));
     const int64_t wait_ms = std::max<int64_t>(0, config_.command_batch_wait_ms);
     SteadyClock::time_point first_at = SteadyClock::now();
@@ -336,7 +271,7 @@ class CommandConsumer::Impl {
         continue;
       }
       if (m->err() != RdKafka::ERR_NO_ERROR) {
-        LogConsumeError(*m);
+        membership_.LogConsumeError(*m);
         continue;
       }
       drained = false;
@@ -366,7 +301,7 @@ class CommandConsumer::Impl {
     const int64_t apply_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - apply_start).count();
     AddStageTime(&CommandStageTimes::apply_us, MicrosSince(apply_start));
-    ResumeIfPaused();
+    membership_.Resume();
 
     CommandBatchReport report;
     report.size = batch.size();
@@ -384,10 +319,15 @@ class CommandConsumer::Impl {
     p.records = BuildRecords(batch, prepared);
     p.results.assign(p.records.size(), RdKafka::ERR__IN_PROGRESS);
     p.outstanding = p.records.size();
-    p.backoff_ms = options_.retry_initial_ms;
+    // Each batch's publication backs off on its own, with its own jitter.
+    p.backoff = Backoff(RetryPolicy(), options_.backoff_seed ^ (ticket * 0xd1342543de82ef95ULL));
     for (size_t i = 0; i < p.records.size(); ++i) Produce(p, i);
     producer_->poll(0);
     return true;
+  }
+
+  BackoffPolicy RetryPolicy() const {
+    return BackoffPolicy{options_.retry_initial_ms, options_.retry_max_ms};
   }
 
   size_t MaxUnsettled() const {
@@ -522,11 +462,12 @@ class CommandConsumer::Impl {
 
   // Returns false iff stop was requested before the store accepted the actions.
   bool ApplyWithRetry(const std::vector<JobAction>& actions, StopSignal& stop, int32_t* attempts) {
-    int64_t backoff_ms = options_.retry_initial_ms;
+    apply_backoff_.Reset();
     for (;;) {
       ++*attempts;
       const Status s = ApplyOnce(actions);
       if (s.ok()) return true;
+      const int64_t backoff_ms = apply_backoff_.NextDelayMs();
       if (s.retryable()) {
         spdlog::warn("kafka[{}]: applying {} job actions failed (attempt {}): {}; retrying in {} ms",
                      options_.client_id, actions.size(), *attempts, s.ToString(), backoff_ms);
@@ -542,8 +483,7 @@ class CommandConsumer::Impl {
         std::lock_guard<std::mutex> lock(stats_mu_);
         ++stats_.apply_retries_total;
       }
-      if (WaitKeepingMembership(stop, backoff_ms) == WaitResult::kStopped) return false;
-      backoff_ms = std::min(backoff_ms * 2, options_.retry_max_ms);
+      if (membership_.WaitPaused(stop, backoff_ms) == GroupMembership::WaitResult::kStopped) return false;
     }
   }
 
@@ -604,6 +544,7 @@ class CommandConsumer::Impl {
       failed.push_back(i);
     }
     ReplaceProducerIfFatal();
+    const int64_t backoff_ms = p.backoff.NextDelayMs();
     const auto level = ClassifyDeliveryError(first_err) == SendStatus::kErrorNonRetryable
                            ? spdlog::level::err
                            : spdlog::level::warn;
@@ -611,14 +552,13 @@ class CommandConsumer::Impl {
                 "kafka[{}]: {} of {} DLQ/results records not delivered (attempt {}, first error: {}); "
                 "retrying in {} ms",
                 options_.client_id, failed.size(), p.records.size(), p.attempt, RdKafka::err2str(first_err),
-                p.backoff_ms);
+                backoff_ms);
     {
       std::lock_guard<std::mutex> lock(stats_mu_);
       ++stats_.publish_retries_total;
     }
-    if (WaitKeepingMembership(stop, p.backoff_ms) == WaitResult::kStopped) return false;
-    ResumeIfPaused();
-    p.backoff_ms = std::min(p.backoff_ms * 2, options_.retry_max_ms);
+    if (membership_.WaitPaused(stop, backoff_ms) == GroupMembership::WaitResult::kStopped) return false;
+    membership_.Resume();
     ++p.attempt;
     for (size_t i : failed) p.results[i] = RdKafka::ERR__IN_PROGRESS;
     p.outstanding = failed.size();
@@ -675,7 +615,7 @@ class CommandConsumer::Impl {
     for (const auto& [tp, offset] : next) {
       // A revoked partition's position is its new owner's business; the batch was applied, so
       // skipping its commit only costs an idempotent replay.
-      if (assigned_.contains(tp)) offsets.Add(tp.first, tp.second, offset);
+      if (membership_.IsAssigned(tp)) offsets.Add(tp.first, tp.second, offset);
     }
     if (offsets.empty()) return;
     const RdKafka::ErrorCode err = consumer_->commitSync(offsets.get());
@@ -690,48 +630,6 @@ class CommandConsumer::Impl {
                      tp->partition(), tp->offset(), RdKafka::err2str(tp->err()));
       }
     }
-  }
-
-  // Waits `ms` with the assigned partitions paused, calling consume() every 100 ms so the group
-  // does not evict this member. Anything consume() still hands out is kept for the next batch.
-  WaitResult WaitKeepingMembership(StopSignal& stop, int64_t ms) {
-    PauseAssigned();
-    const auto deadline = SteadyClock::now() + std::chrono::milliseconds(ms);
-    for (;;) {
-      MessagePtr m(consumer_->consume(0));
-      if (m->err() == RdKafka::ERR_NO_ERROR) {
-        carryover_.Append(std::move(m));
-      } else if (m->err() != RdKafka::ERR__TIMED_OUT) {
-        LogConsumeError(*m);
-      }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
-      if (left.count() <= 0) return WaitResult::kElapsed;
-      if (!stop.WaitFor(std::min(left, std::chrono::milliseconds(100)))) return WaitResult::kStopped;
-    }
-  }
-
-  void PauseAssigned() {
-    if (paused_) return;
-    paused_ = true;
-    TopicPartitionList parts;
-    consumer_->assignment(parts.get());
-    if (!parts.empty()) consumer_->pause(parts.get());
-  }
-
-  void ResumeIfPaused() {
-    if (!paused_) return;
-    paused_ = false;
-    TopicPartitionList parts;
-    consumer_->assignment(parts.get());
-    if (!parts.empty()) consumer_->resume(parts.get());
-  }
-
-  void LogConsumeError(const RdKafka::Message& m) {
-    const auto now = SteadyClock::now();
-    if (m.err() == last_consume_error_ && now - last_consume_error_log_ < std::chrono::seconds(30)) return;
-    last_consume_error_ = m.err();
-    last_consume_error_log_ = now;
-    spdlog::warn("kafka[{}]: consume: {} ({})", options_.client_id, RdKafka::err2str(m.err()), m.errstr());
   }
 
   void MaybeRefreshLag() {
@@ -768,21 +666,17 @@ class CommandConsumer::Impl {
   // Callbacks outlive the clients (declared first, destroyed last).
   KafkaEventLogger event_logger_;
   KafkaEventLogger producer_logger_;
-  Rebalance rebalance_;
+  GroupMembership membership_;  // the consumer's rebalance_cb
   DeliveryReport delivery_report_;
   std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
   std::unique_ptr<RdKafka::Producer> producer_;
 
   // Run-thread state (the callbacks above run inside consume()/flush() on that thread).
-  std::set<std::pair<std::string, int32_t>> assigned_;
-  OrderedBatch carryover_;  // consumed during a retry wait; starts the next batch
-  bool paused_ = false;
+  Backoff apply_backoff_;
   bool closed_ = false;
   CommitQueue commit_queue_;              // applied batches, in apply order, until committed
   std::deque<Publication> publications_;  // records of unsettled batches, in apply order
   std::map<uint64_t, CommandBatchReport> pending_reports_;  // by ticket, reported once committed
-  RdKafka::ErrorCode last_consume_error_ = RdKafka::ERR_NO_ERROR;
-  SteadyClock::time_point last_consume_error_log_{};
   SteadyClock::time_point last_lag_refresh_{};
 
   CommandConsumerStats logged_stats_;  // Run thread only: the snapshot LogStageTimes last logged

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 
 #include "belfry/config.h"
@@ -60,9 +61,12 @@ struct CommandConsumerStats {
 
 struct CommandConsumerOptions {
   std::string client_id = "belfry-commands";
-  // Backoff between failed ApplyActions attempts / publication rounds: doubles from initial.
+  // Backoff between failed ApplyActions attempts / publication rounds (core/backoff.h): the
+  // ceiling doubles from initial to max, the wait is drawn from its upper half.
   int64_t retry_initial_ms = 100;
   int64_t retry_max_ms = 5000;
+  // Seeds the back-off's jitter; random by default, so that nodes do not retry in lockstep.
+  uint64_t backoff_seed = std::random_device{}();
   // message.timeout.ms of the DLQ/results producer.
   int64_t publish_timeout_ms = 30000;
   int64_t lag_refresh_ms = 5000;

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/backoff.h"
+#include "kafka/group_membership.h"
 #include "kafka/kafka_client_config.h"
 #include "kafka/topic_partition_list.h"
 
@@ -44,7 +46,10 @@ class ExecutionConsumer::Impl {
         rules_(rules),
         options_(std::move(options)),
         consumer_logger_(options_.client_id),
-        producer_logger_(options_.client_id + "-dlq") {}
+        producer_logger_(options_.client_id + "-dlq"),
+        membership_(options_.client_id),
+        retry_backoff_(BackoffPolicy{options_.retry_initial_ms, options_.retry_max_ms},
+                       options_.backoff_seed) {}
 
   ~Impl() {
     if (consumer_ != nullptr) consumer_->close();
@@ -63,8 +68,12 @@ class ExecutionConsumer::Impl {
     auto cconf = BuildKafkaConf(config_, options_.client_id, consumer_settings, &consumer_logger_);
     if (!cconf.ok()) return cconf.status();
     std::string errstr;
+    if (cconf.value()->set("rebalance_cb", &membership_, errstr) != RdKafka::Conf::CONF_OK) {
+      return Status::Invalid("kafka_config", "rebalance_cb: " + errstr);
+    }
     consumer_.reset(RdKafka::KafkaConsumer::create(cconf.value().get(), errstr));
     if (consumer_ == nullptr) return Status::Invalid("kafka_config", "creating consumer: " + errstr);
+    membership_.Attach(consumer_.get());
     const KafkaSettings producer_settings = {
         {"enable.idempotence", "true"},
         {"acks", "all"},
@@ -85,16 +94,30 @@ class ExecutionConsumer::Impl {
     return Status::Ok();
   }
 
-  // Two stages: this thread polls and parses batch n+1 while a second one stores batch n (and
-  // sends its rejects to the DLQ). Offsets are committed here, in batch order, only once their
-  // batch is stored: a crash re-reads whatever was not durably stored, never skips it.
+  ExecutionConsumerStats Stats() const {
+    ExecutionConsumerStats stats;
+    stats.batches_total = batches_total_.load();
+    stats.retries_total = retries_total_.load();
+    stats.assignments_total = membership_.assignments_total();
+    stats.revocations_total = membership_.revocations_total();
+    return stats;
+  }
+
+  // Two stages: this thread polls and parses batch n+1 while a second one makes the first attempt
+  // to store batch n (and send its rejects to the DLQ). If that attempt fails, this thread
+  // retries it, backing off with the partitions paused and consume() still called, so that a
+  // long database outage does not get the member evicted from its group. Offsets are committed
+  // here, in batch order, only once their batch is stored: a crash re-reads whatever was not
+  // durably stored, never skips it.
   void Run(StopSignal& stop) {
-    std::future<bool> in_flight;  // true iff the batch was stored (false: stop was requested)
+    std::future<Status> in_flight;  // the first attempt to store `previous`
     InFlightBatch previous;
     const auto finish_previous = [&]() -> bool {
       if (!in_flight.valid()) return true;
-      if (!in_flight.get()) return false;
+      const Status first = in_flight.get();
+      if (!first.ok() && !RetryKeepingMembership(stop, &previous, first)) return false;
       Commit(previous.messages);
+      batches_total_.fetch_add(1);
       if (options_.on_batch) options_.on_batch(previous.report);
       previous = InFlightBatch{};
       return true;
@@ -109,8 +132,7 @@ class ExecutionConsumer::Impl {
       Parse(&next);
       if (!finish_previous()) return;
       previous = std::move(next);
-      in_flight =
-          std::async(std::launch::async, [this, &stop, batch = &previous] { return Store(stop, batch); });
+      in_flight = std::async(std::launch::async, [this, batch = &previous] { return StoreOnce(batch); });
     }
     finish_previous();
   }
@@ -121,6 +143,7 @@ class ExecutionConsumer::Impl {
     ExecutionBatchReport report;
     std::vector<ExecutionReport> valid;
     std::vector<std::pair<const RdKafka::Message*, Status>> rejected;
+    bool stored = false;  // the valid reports are stored; the DLQ records may still be missing
   };
 
   void Parse(InFlightBatch* batch) {
@@ -143,21 +166,39 @@ class ExecutionConsumer::Impl {
     batch->report.stored = batch->valid.size();
   }
 
-  // Stores the batch, then publishes its rejects; false iff stop was requested first.
-  bool Store(StopSignal& stop, InFlightBatch* batch) {
-    const bool stored = Retry(stop, "storing execution reports", [&] {
+  // One attempt: stores the batch (unless an earlier attempt did), then sends its rejects to the
+  // DLQ and waits for their acknowledgements.
+  Status StoreOnce(InFlightBatch* batch) {
+    if (!batch->stored) {
       StatusOr<ExecutionApplyResult> applied = store_.ApplyReports(batch->valid);
       if (!applied.ok()) return applied.status();
       batch->report.applied = applied.value();
-      return Status::Ok();
-    });
-    if (!stored) return false;
-    return Retry(stop, "publishing to the executions DLQ",
-                 [&] { return PublishRejections(batch->rejected); });
+      batch->stored = true;
+    }
+    return PublishRejections(batch->rejected);
   }
 
+  // Retries StoreOnce after `failed` until it succeeds, backing off with the group membership kept
+  // (GroupMembership::WaitPaused). One attempt must return within max.poll.interval.ms. Returns
+  // false iff stop was requested first.
+  bool RetryKeepingMembership(StopSignal& stop, InFlightBatch* batch, Status failed) {
+    retry_backoff_.Reset();
+    while (!failed.ok()) {
+      retries_total_.fetch_add(1);
+      const int64_t backoff_ms = retry_backoff_.NextDelayMs();
+      spdlog::warn("kafka[{}]: {} failed (attempt {}): {}; retrying in {} ms", options_.client_id,
+                   batch->stored ? "publishing to the executions DLQ" : "storing execution reports",
+                   retry_backoff_.failures(), failed.ToString(), backoff_ms);
+      if (membership_.WaitPaused(stop, backoff_ms) == GroupMembership::WaitResult::kStopped) return false;
+      failed = StoreOnce(batch);
+    }
+    membership_.Resume();
+    return true;
+  }
+
+  // Starts with the messages consumed while backing off (GroupMembership::carryover).
   std::vector<MessagePtr> Poll(StopSignal& stop) {
-    std::vector<MessagePtr> batch;
+    std::vector<MessagePtr> batch = membership_.carryover().Take();
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.batch_wait_ms);
     int timeout_ms = 200;  // the first message may take a while; the rest gather for batch_wait
@@ -175,20 +216,6 @@ class ExecutionConsumer::Impl {
       timeout_ms = static_cast<int>(left.count());
     }
     return batch;
-  }
-
-  // Runs fn until it succeeds, backing off; false iff stop was requested first.
-  template <typename Fn>
-  bool Retry(StopSignal& stop, const char* what, Fn&& fn) {
-    int64_t backoff = options_.retry_initial_ms;
-    for (;;) {
-      const Status st = fn();
-      if (st.ok()) return true;
-      spdlog::warn("kafka[{}]: {} failed: {}; retrying in {} ms", options_.client_id, what, st.ToString(),
-                   backoff);
-      if (!stop.WaitFor(std::chrono::milliseconds(backoff))) return false;
-      backoff = std::min(backoff * 2, options_.retry_max_ms);
-    }
   }
 
   Status PublishRejections(const std::vector<std::pair<const RdKafka::Message*, Status>>& rejected) {
@@ -229,7 +256,11 @@ class ExecutionConsumer::Impl {
       n = std::max(n, m->offset() + 1);
     }
     TopicPartitionList offsets;
-    for (const auto& [tp, offset] : next) offsets.Add(tp.first, tp.second, offset);
+    for (const auto& [tp, offset] : next) {
+      // A revoked partition's position is its new owner's business; re-reading is idempotent.
+      if (membership_.IsAssigned(tp)) offsets.Add(tp.first, tp.second, offset);
+    }
+    if (offsets.empty()) return;
     const RdKafka::ErrorCode err = consumer_->commitSync(offsets.get());
     if (err != RdKafka::ERR_NO_ERROR) {
       // Stored already; a re-read after a rebalance is an idempotent no-op.
@@ -243,9 +274,13 @@ class ExecutionConsumer::Impl {
   const ExecutionConsumerOptions options_;
   KafkaEventLogger consumer_logger_;
   KafkaEventLogger producer_logger_;
+  GroupMembership membership_;  // the consumer's rebalance_cb
   DeliveryCounter deliveries_;
   std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
   std::unique_ptr<RdKafka::Producer> producer_;
+  Backoff retry_backoff_;
+  std::atomic<uint64_t> batches_total_{0};
+  std::atomic<uint64_t> retries_total_{0};
 };
 
 StatusOr<std::unique_ptr<ExecutionConsumer>> ExecutionConsumer::Create(const KafkaConfig& config,
@@ -261,5 +296,7 @@ ExecutionConsumer::ExecutionConsumer(std::unique_ptr<Impl> impl) : impl_(std::mo
 ExecutionConsumer::~ExecutionConsumer() = default;
 
 void ExecutionConsumer::Run(StopSignal& stop) { impl_->Run(stop); }
+
+ExecutionConsumerStats ExecutionConsumer::Stats() const { return impl_->Stats(); }
 
 }  // namespace belfry

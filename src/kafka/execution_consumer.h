@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 
 #include "belfry/config.h"
@@ -28,10 +29,22 @@ struct ExecutionConsumerOptions {
   std::string client_id = "belfry-executions";
   int32_t batch_max = 5000;
   int64_t batch_wait_ms = 50;
+  // Backoff between failed store / DLQ attempts (core/backoff.h): the ceiling doubles from
+  // initial to max, the wait is drawn from its upper half.
   int64_t retry_initial_ms = 100;
   int64_t retry_max_ms = 5000;
+  // Seeds the back-off's jitter; random by default, so that nodes do not retry in lockstep.
+  uint64_t backoff_seed = std::random_device{}();
   int64_t publish_timeout_ms = 30000;
   std::function<void(const ExecutionBatchReport&)> on_batch;  // on the Run thread
+};
+
+// Totals since construction.
+struct ExecutionConsumerStats {
+  uint64_t batches_total = 0;      // batches stored and committed
+  uint64_t retries_total = 0;      // failed store / DLQ attempts
+  uint64_t assignments_total = 0;  // partition assignments received from the group
+  uint64_t revocations_total = 0;  // revoked or lost assignments (an eviction, close())
 };
 
 class ExecutionConsumer final {
@@ -49,6 +62,9 @@ class ExecutionConsumer final {
   // Consumes until `stop` is requested. A batch interrupted by stop is not committed (it is
   // re-read and re-stored idempotently). REQUIRES: called at most once.
   void Run(StopSignal& stop);
+
+  // Thread-safe snapshot.
+  ExecutionConsumerStats Stats() const;
 
  private:
   explicit ExecutionConsumer(std::unique_ptr<Impl> impl);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <thread>
 
+#include "core/backoff.h"
 #include "scheduler_sim.h"
 
 namespace belfry {
@@ -42,7 +43,8 @@ class FiringPoolTest : public ::testing::Test {
 
   std::unique_ptr<FiringPool> StartPool(int32_t in_flight) {
     cfg_.firings_in_flight = in_flight;
-    return std::make_unique<FiringPool>(cfg_, std::vector<FiringPool::Worker>{{&firer_, &ledger_}}, clock_);
+    return std::make_unique<FiringPool>(cfg_, std::vector<FiringPool::Worker>{{&firer_, &ledger_}}, clock_,
+                                        /*backoff_seed=*/7);
   }
 
   SchedulerConfig cfg_;
@@ -132,6 +134,31 @@ TEST_F(FiringPoolTest, AFailedAckLeavesTheWatermarkForARetry) {
   EXPECT_EQ(ledger_.FiredThrough(a_.shard), kM - 1);  // its batch failed
   EXPECT_EQ(ledger_.FiredThrough(b_.shard), kM);
   EXPECT_EQ(observer_.failures, 1);
+}
+
+TEST_F(FiringPoolTest, AFailedShardWaitsItsJitteredBackoffBeforeAScanRetriesIt) {
+  // StartPool seeds the pool with 7, and the pool seeds shard s's back-off with 7 + s: its first
+  // wait is drawn from [125, 250] ms instead of being the same 250 ms on every node.
+  const int64_t wait = Backoff(BackoffPolicy{250, 5000}, 7 + static_cast<uint64_t>(a_.shard)).NextDelayMs();
+  ASSERT_GE(wait, 125);
+  ASSERT_LT(wait, 250) << "this seed does not show the jitter; pick another";
+  sink_.FailNextBatches(1);
+  auto pool = StartPool(4);
+  const EpochMs failed_at = clock_.NowMs();
+  pool->DispatchOnTime(a_.shard, kM);
+  pool->Drain();
+  ASSERT_EQ(ledger_.FiredThrough(a_.shard), kM - 1);
+  ASSERT_EQ(observer_.failures, 1);
+
+  clock_.Set(failed_at + wait - 1);
+  pool->DispatchCatchUpScan();
+  pool->Drain();
+  EXPECT_EQ(ledger_.FiredThrough(a_.shard), kM - 1) << "retried before its back-off ended";
+
+  clock_.Set(failed_at + wait);
+  pool->DispatchCatchUpScan();
+  pool->Drain();
+  EXPECT_EQ(ledger_.FiredThrough(a_.shard), kM) << "not retried once its back-off ended";
 }
 
 }  // namespace

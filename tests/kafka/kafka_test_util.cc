@@ -77,6 +77,55 @@ std::map<int32_t, int64_t> CommittedOffsets(const std::string& group, const std:
   return out;
 }
 
+Status ProduceMessages(const std::string& topic,
+                       const std::vector<std::pair<std::string, std::string>>& messages) {
+  std::string errstr;
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  conf->set("bootstrap.servers", std::getenv("BELFRY_KAFKA_BROKERS"), errstr);
+  conf->set("enable.idempotence", "true", errstr);
+  std::unique_ptr<RdKafka::Producer> p(RdKafka::Producer::create(conf.get(), errstr));
+  if (p == nullptr) return Status::Invalid("kafka_config", errstr);
+  for (const auto& [key, value] : messages) {
+    const RdKafka::ErrorCode err = p->produce(topic, RdKafka::Topic::PARTITION_UA,
+                                              RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(value.data()),
+                                              value.size(), key.data(), key.size(), 0, nullptr, nullptr);
+    if (err != RdKafka::ERR_NO_ERROR) return Status::Retryable("produce: " + RdKafka::err2str(err));
+  }
+  if (p->flush(30000) != RdKafka::ERR_NO_ERROR || p->outq_len() != 0) {
+    return Status::Retryable("flush timed out");
+  }
+  return Status::Ok();
+}
+
+StatusOr<ExecutionApplyResult> RecordingExecutionStore::ApplyReports(
+    const std::vector<ExecutionReport>& reports) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++calls_;
+  if (failing_) return Status::Retryable("connection to PostgreSQL lost");
+  ExecutionApplyResult result;
+  for (const ExecutionReport& r : reports) {
+    const std::string key = r.job_id + "/" + std::to_string(r.scheduled_for_ms) + "/" +
+                            std::to_string(r.attempt) + "/" + ExecutionStatusName(r.status);
+    if (++stored_[key] == 1) ++result.stored;
+  }
+  return result;
+}
+
+void RecordingExecutionStore::SetFailing(bool failing) {
+  std::lock_guard<std::mutex> lock(mu_);
+  failing_ = failing;
+}
+
+int RecordingExecutionStore::apply_calls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return calls_;
+}
+
+std::map<std::string, int> RecordingExecutionStore::stored() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stored_;
+}
+
 Status RecordingJobStore::ApplyActions(const std::vector<JobAction>& actions) {
   std::function<void(int)> hook;
   int call = 0;

@@ -1,5 +1,6 @@
 // Shared helpers for the Kafka integration tests: the broker address (BELFRY_KAFKA_BROKERS is
-// required), unique names, polling waits, and a JobStore that records and can fail applies.
+// required), unique names, polling waits, a producer of plain messages, and a JobStore and an
+// ExecutionStore that record and can fail applies.
 #pragma once
 
 #include <chrono>
@@ -9,9 +10,11 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "belfry/config.h"
+#include "belfry/execution.h"
 #include "belfry/job_store.h"
 #include "fakes/fake_job_store.h"
 
@@ -29,6 +32,10 @@ bool WaitUntil(const std::function<bool()>& pred, std::chrono::milliseconds time
 // The committed offsets of `group` for partitions 0..partitions-1 of `topic` (negative: none).
 std::map<int32_t, int64_t> CommittedOffsets(const std::string& group, const std::string& topic,
                                             int32_t partitions);
+
+// Produces (key, value) messages to `topic` and waits until the broker has acknowledged all.
+Status ProduceMessages(const std::string& topic,
+                       const std::vector<std::pair<std::string, std::string>>& messages);
 
 // A FakeJobStore that records every ApplyActions call and can fail the next n of them.
 class RecordingJobStore final : public JobStore {
@@ -60,6 +67,31 @@ class RecordingJobStore final : public JobStore {
   Status fail_status_;
   std::function<void(int)> on_apply_;
   std::vector<std::vector<JobAction>> applied_;
+};
+
+// An ExecutionStore that counts how often each report (job id, scheduledFor, attempt, status) was
+// stored by a successful ApplyReports, and fails every call while SetFailing(true). Thread-safe.
+class RecordingExecutionStore final : public ExecutionStore {
+ public:
+  StatusOr<ExecutionApplyResult> ApplyReports(const std::vector<ExecutionReport>& reports) override;
+  StatusOr<ExecutionPage> ListExecutions(const std::string&, int32_t, const std::string&) override {
+    return ExecutionPage{};
+  }
+  StatusOr<std::optional<JobStats>> GetJobStats(const std::string&) override {
+    return std::optional<JobStats>();
+  }
+
+  // While true, ApplyReports returns Retryable and stores nothing.
+  void SetFailing(bool failing);
+  int apply_calls() const;
+  // "<jobId>/<scheduledFor ms>/<attempt>/<status>" -> times stored.
+  std::map<std::string, int> stored() const;
+
+ private:
+  mutable std::mutex mu_;
+  bool failing_ = false;
+  int calls_ = 0;
+  std::map<std::string, int> stored_;
 };
 
 }  // namespace belfry::testing
