@@ -15,11 +15,11 @@ struct ShardMinuteReport {
   int64_t last_minute = 0;
   bool coalesced = false;
   bool on_time = true;
-  int64_t triggers = 0;        // sent and acknowledged
-  int64_t refused = 0;         // dropped by the output-topic policy
-  int64_t query_ms = 0;        // until the last row arrived
-  int64_t total_ms = 0;        // claim to last ack
-  int64_t lateness_ms = 0;     // last ack time - the (last) slot time
+  int64_t triggers = 0;     // sent and acknowledged
+  int64_t refused = 0;      // dropped by the output-topic policy
+  int64_t query_ms = 0;     // until the last row arrived
+  int64_t total_ms = 0;     // claim to last ack
+  int64_t lateness_ms = 0;  // last ack time - the (last) slot time
 };
 
 class SchedulerObserver {
@@ -29,6 +29,9 @@ class SchedulerObserver {
   virtual void OnMissed(int64_t caught_up, int64_t skipped, int64_t too_old) = 0;
   virtual void OnFiringFailed(int32_t shard, const Status& status) = 0;
   virtual void OnRefusedTopic(std::string_view topic) = 0;
+  // Releasing a claim (after a firing that recorded nothing) failed. Nothing is lost: the lease
+  // expires by itself and the shard is fired again then, only later than it could have been.
+  virtual void OnReleaseFailed(int32_t shard, const Status& status) = 0;
 };
 
 // Does nothing; the default.
@@ -38,6 +41,7 @@ class NullSchedulerObserver final : public SchedulerObserver {
   void OnMissed(int64_t, int64_t, int64_t) override {}
   void OnFiringFailed(int32_t, const Status&) override {}
   void OnRefusedTopic(std::string_view) override {}
+  void OnReleaseFailed(int32_t, const Status&) override {}
 };
 
 }  // namespace belfry

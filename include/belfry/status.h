@@ -8,7 +8,9 @@
 
 namespace belfry {
 
-class Status final {
+// [[nodiscard]]: every Status and StatusOr result must be looked at; the build treats a dropped
+// one as an error (-Werror=unused-result). Where dropping is right, say why and cast to void.
+class [[nodiscard]] Status final {
  public:
   enum class Code {
     kOk,
@@ -50,7 +52,7 @@ class Status final {
 
 // StatusOr<T> holds either a value or a non-ok Status.
 template <typename T>
-class StatusOr final {
+class [[nodiscard]] StatusOr final {
  public:
   StatusOr(T value) : v_(std::move(value)) {}          // NOLINT: implicit by design
   StatusOr(Status status) : v_(std::move(status)) {}   // NOLINT: implicit by design

@@ -21,9 +21,10 @@ class NodeHealth final : public SchedulerObserver {
     next_.OnFired(r);
   }
   void OnMissed(int64_t caught_up, int64_t skipped, int64_t too_old) override {
-    spdlog::warn("missed shard-minutes: {} caught up, {} skipped by the misfire policy, {} older than max_catchup "
-                 "dropped",
-                 caught_up, skipped, too_old);
+    spdlog::warn(
+        "missed shard-minutes: {} caught up, {} skipped by the misfire policy, {} older than max_catchup "
+        "dropped",
+        caught_up, skipped, too_old);
     next_.OnMissed(caught_up, skipped, too_old);
   }
   void OnFiringFailed(int32_t shard, const Status& status) override {
@@ -33,11 +34,17 @@ class NodeHealth final : public SchedulerObserver {
     const EpochMs now = clock_.NowMs();
     EpochMs last = last_failure_log_ms_;
     if (now - last >= 10'000 && last_failure_log_ms_.compare_exchange_strong(last, now)) {
-      spdlog::warn("firing shard {} failed ({} consecutive failures), will retry: {}", shard, n, status.ToString());
+      spdlog::warn("firing shard {} failed ({} consecutive failures), will retry: {}", shard, n,
+                   status.ToString());
     }
     next_.OnFiringFailed(shard, status);
   }
   void OnRefusedTopic(std::string_view topic) override { next_.OnRefusedTopic(topic); }
+  void OnReleaseFailed(int32_t shard, const Status& status) override {
+    spdlog::warn("releasing the claim of shard {} failed; its lease will expire instead: {}", shard,
+                 status.ToString());
+    next_.OnReleaseFailed(shard, status);
+  }
 
   int64_t consecutive_failures() const { return consecutive_failures_; }
   EpochMs last_fired_ms() const { return last_fired_ms_; }

@@ -26,7 +26,8 @@ void ShardFirer::Pending::NotifyWhenDone(const std::function<void()>& fn) {
 }
 
 ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
-                       TriggerSink& sink, const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer)
+                       TriggerSink& sink, const TopicPolicy& policy, Clock& clock,
+                       SchedulerObserver& observer)
     : cfg_(cfg),
       node_id_(std::move(node_id)),
       store_(store),
@@ -35,6 +36,10 @@ ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore
       policy_(policy),
       clock_(clock),
       observer_(observer) {}
+
+void ShardFirer::ReleaseClaim(int32_t shard) {
+  if (Status st = ledger_.Release(shard, node_id_); !st.ok()) observer_.OnReleaseFailed(shard, st);
+}
 
 bool ShardFirer::TopicAllowed(std::string_view topic) {
   auto it = topic_allowed_.find(topic);
@@ -93,7 +98,7 @@ ShardFirer::Outcome ShardFirer::FireUpTo(int32_t shard, int64_t target_minute, S
 
 ShardFirer::Outcome ShardFirer::Begin(int32_t shard, int64_t target_minute, Pending* pending, Status* error) {
   auto fail = [&](Status st, bool release) {
-    if (release) ledger_.Release(shard, node_id_);
+    if (release) ReleaseClaim(shard);
     observer_.OnFiringFailed(shard, st);
     if (error) *error = std::move(st);
     return Outcome::kFailed;
@@ -104,7 +109,7 @@ ShardFirer::Outcome ShardFirer::Begin(int32_t shard, int64_t target_minute, Pend
 
   const FiringPlan plan = PlanFiring(claim->fired_through, target_minute, shard, clock_.NowMs(), cfg_);
   if (plan.nothing_to_do) {
-    ledger_.Release(shard, node_id_);
+    ReleaseClaim(shard);
     return Outcome::kNothingToDo;
   }
   // The lease is renewed after each query without moving the watermark (MarkFired never moves
@@ -188,12 +193,13 @@ ShardFirer::Outcome ShardFirer::Complete(Pending& pending, Status* error) {
   }
   pending.queries_.clear();  // the batches are finished; drop their buffers now
   if (!first_error.ok()) {
-    if (pending.release_on_error_) ledger_.Release(shard, node_id_);
+    if (pending.release_on_error_) ReleaseClaim(shard);
     observer_.OnFiringFailed(shard, first_error);
     if (error) *error = std::move(first_error);
     return Outcome::kFailed;
   }
-  if (Status st = ledger_.MarkFired(shard, pending.advance_to_, node_id_, cfg_.claim_lease_ms, true); !st.ok()) {
+  if (Status st = ledger_.MarkFired(shard, pending.advance_to_, node_id_, cfg_.claim_lease_ms, true);
+      !st.ok()) {
     observer_.OnFiringFailed(shard, st);
     if (error) *error = std::move(st);
     return Outcome::kFailed;
@@ -214,11 +220,11 @@ ShardFirer::Outcome ShardFirer::StartWatermark(int32_t shard, int64_t minute, St
   if (claim->fired_through) {
     // It fired an earlier minute meanwhile: the catch-up scan owns it from here; never move an
     // existing watermark past slots nobody fired.
-    ledger_.Release(shard, node_id_);
+    ReleaseClaim(shard);
     return Outcome::kNothingToDo;
   }
   if (Status st = ledger_.MarkFired(shard, minute, node_id_, cfg_.claim_lease_ms, true); !st.ok()) {
-    ledger_.Release(shard, node_id_);
+    ReleaseClaim(shard);
     if (error) *error = std::move(st);
     return Outcome::kFailed;
   }

@@ -109,6 +109,9 @@ class ShardFirer final {
   // Streams one query's due jobs into a new batch of `pending`, without waiting for acks.
   Status QueueQuery(const DueQuery& q, bool on_time, Pending* pending);
   bool TopicAllowed(std::string_view topic);
+  // Releases this node's claim of `shard`, reporting a failure to the observer (the lease then
+  // expires by itself).
+  void ReleaseClaim(int32_t shard);
 
   const SchedulerConfig& cfg_;
   const std::string node_id_;

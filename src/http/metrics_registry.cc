@@ -64,6 +64,12 @@ struct MetricsRegistry::Metrics {
                              .Help("Triggers sent to their topic and acknowledged by Kafka.")
                              .Register(*registry)
                              .Add({})),
+        release_failures(prometheus::BuildCounter()
+                             .Name("belfry_claim_release_failures_total")
+                             .Help("Shard claims whose release failed after a firing that recorded nothing; "
+                                   "the lease expires instead.")
+                             .Register(*registry)
+                             .Add({})),
         triggers_refused_family(
             prometheus::BuildCounter()
                 .Name("belfry_triggers_refused_total")
@@ -192,6 +198,7 @@ struct MetricsRegistry::Metrics {
   Counter& skipped_policy;
   Counter& skipped_too_old;
   Counter& firing_failures;
+  Counter& release_failures;
   Histogram& tick_duration;
   Histogram& tick_query;
   Histogram& tick_rows;
@@ -244,6 +251,7 @@ void MetricsRegistry::OnMissed(int64_t caught_up, int64_t skipped, int64_t too_o
 }
 
 void MetricsRegistry::OnFiringFailed(int32_t, const Status&) { m_->firing_failures.Increment(); }
+void MetricsRegistry::OnReleaseFailed(int32_t, const Status&) { m_->release_failures.Increment(); }
 
 void MetricsRegistry::OnRefusedTopic(std::string_view) { m_->refused_topic_policy.Increment(); }
 

@@ -38,6 +38,7 @@ class MetricsRegistry final : public SchedulerObserver {
   void OnMissed(int64_t caught_up, int64_t skipped, int64_t too_old) override;
   void OnFiringFailed(int32_t shard, const Status& status) override;
   void OnRefusedTopic(std::string_view topic) override;
+  void OnReleaseFailed(int32_t shard, const Status& status) override;
 
   // One committed command batch (see CommandBatchReport in src/kafka/command_consumer.h).
   // `apply_latency_ms` is observed only when the batch applied at least one command. Label values

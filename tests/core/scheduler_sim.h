@@ -31,8 +31,9 @@ class RecordingObserver final : public SchedulerObserver {
   }
   void OnFiringFailed(int32_t, const Status&) override { ++failures; }
   void OnRefusedTopic(std::string_view) override { ++refused; }
+  void OnReleaseFailed(int32_t, const Status&) override { ++release_failures; }
   std::vector<ShardMinuteReport> fired;
-  int64_t caught_up = 0, skipped = 0, too_old = 0, failures = 0, refused = 0;
+  int64_t caught_up = 0, skipped = 0, too_old = 0, failures = 0, refused = 0, release_failures = 0;
 };
 
 // Runs the ticker synchronously: on-time slots and catch-up scans fire on the ticker's thread.

@@ -52,6 +52,24 @@ TEST_F(ShardFirerTest, QueryFailureRecordsNothing) {
   EXPECT_EQ(ledger_.FiredThrough(s.shard), kM - 1);
 }
 
+TEST_F(ShardFirerTest, AFailedReleaseIsReportedAndTheLeaseExpiresInstead) {
+  JobSpec s = MakeJob("j", 1, 0);
+  store_.Put(s);
+  ledger_.SetFiredThrough(s.shard, kM - 1);
+  sink_.FailNextBatches(1);
+  ledger_.FailReleases(true);
+  EXPECT_EQ(firer_.FireUpTo(s.shard, kM), ShardFirer::Outcome::kFailed);
+  EXPECT_EQ(observer_.failures, 1);
+  EXPECT_EQ(observer_.release_failures, 1);
+  // The claim is still ours until its lease ends; after that the shard fires as usual.
+  ledger_.FailReleases(false);
+  ShardFirer other(cfg_, "node-b", store_, ledger_, sink_, policy_, clock_, observer_);
+  EXPECT_EQ(other.FireUpTo(s.shard, kM), ShardFirer::Outcome::kNotClaimed);
+  clock_.Advance(cfg_.claim_lease_ms + 1);
+  EXPECT_EQ(other.FireUpTo(s.shard, kM + 1), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(ledger_.FiredThrough(s.shard), kM + 1);
+}
+
 TEST_F(ShardFirerTest, AnotherNodesLiveClaimBlocks) {
   JobSpec s = MakeJob("j", 1, 0);
   store_.Put(s);
@@ -204,7 +222,6 @@ TEST_F(ShardFirerTest, AFiringWhoseClaimLapsedAndWasTakenRecordsNothing) {
   EXPECT_EQ(firer_.Complete(pending), ShardFirer::Outcome::kFailed);
   EXPECT_EQ(ledger_.FiredThrough(s.shard), kM - 1);  // node-b owns it now
 }
-
 
 TEST_F(ShardFirerTest, APendingFiringThatQueuedNothingIsDoneAtOnce) {
   cfg_.misfire_policy = MisfirePolicy::kSkip;

@@ -42,12 +42,18 @@ Status FakeShardLedger::MarkFired(int32_t shard, int64_t minute, const std::stri
 
 Status FakeShardLedger::Release(int32_t shard, const std::string& node) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (fail_releases_) return Status::Retryable("release failed (FakeShardLedger::FailReleases)");
   Row& r = rows_[shard];
   if (r.claim_node == node) {
     r.claim_node.clear();
     r.claim_until = 0;
   }
   return Status::Ok();
+}
+
+void FakeShardLedger::FailReleases(bool fail) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_releases_ = fail;
 }
 
 StatusOr<std::vector<ShardState>> FakeShardLedger::LoadStates() {

@@ -13,14 +13,18 @@ class FakeShardLedger final : public ShardLedger {
  public:
   FakeShardLedger(int32_t shard_count, Clock& clock);
 
-  StatusOr<ShardClaim> Claim(int32_t shard, int64_t up_to_minute, const std::string& node, int64_t lease_ms) override;
-  Status MarkFired(int32_t shard, int64_t minute, const std::string& node, int64_t lease_ms, bool release) override;
+  StatusOr<ShardClaim> Claim(int32_t shard, int64_t up_to_minute, const std::string& node,
+                             int64_t lease_ms) override;
+  Status MarkFired(int32_t shard, int64_t minute, const std::string& node, int64_t lease_ms,
+                   bool release) override;
   Status Release(int32_t shard, const std::string& node) override;
   StatusOr<std::vector<ShardState>> LoadStates() override;
 
   // Test controls.
   void SetFiredThrough(int32_t shard, int64_t minute);
   std::optional<int64_t> FiredThrough(int32_t shard) const;
+  // While set, Release() fails with Retryable and releases nothing.
+  void FailReleases(bool fail);
 
  private:
   struct Row {
@@ -30,6 +34,7 @@ class FakeShardLedger final : public ShardLedger {
   };
   mutable std::mutex mu_;
   std::map<int32_t, Row> rows_;
+  bool fail_releases_ = false;
   Clock& clock_;
 };
 
