@@ -40,7 +40,8 @@ std::string FetchMetricsText(const std::string& admin) {
 
 int64_t SumMetricSamples(std::string_view text, std::string_view metric, std::string_view label) {
   int64_t sum = -1;
-  const std::string needle = "\n" + std::string(metric);
+  std::string needle(1, '\n');  // not "\n" + std::string(...): GCC 12 warns (-Wrestrict)
+  needle.append(metric);
   size_t pos = 0;
   while ((pos = text.find(needle, pos)) != std::string_view::npos) {
     const size_t end = text.find('\n', pos + 1);
@@ -56,7 +57,8 @@ int64_t SumMetricSamples(std::string_view text, std::string_view metric, std::st
 
 CumulativeBuckets ParseHistogramBuckets(std::string_view text, std::string_view metric) {
   CumulativeBuckets out;
-  const std::string needle = "\n" + std::string(metric) + "_bucket{";
+  std::string needle(1, '\n');
+  needle.append(metric).append("_bucket{");
   size_t pos = 0;
   while ((pos = text.find(needle, pos)) != std::string_view::npos) {
     const size_t end = text.find('\n', pos + 1);
