@@ -16,6 +16,12 @@ struct CommandOutcomeView {
   int64_t offset = -1;
 };
 
+// One key for a command's position in the commands topic, which its outcome repeats: how a
+// delivery report and an outcome are matched.
+inline uint64_t CommandPositionKey(int32_t partition, int64_t offset) {
+  return (static_cast<uint64_t>(partition) << 44) ^ static_cast<uint64_t>(offset);
+}
+
 class CommandOutcomeParser final {
  public:
   // False when `json` is not an outcome record.

@@ -83,10 +83,6 @@ int64_t SteadyNs() {
       .count();
 }
 
-uint64_t PositionKey(int32_t partition, int64_t offset) {
-  return (static_cast<uint64_t>(partition) << 44) ^ static_cast<uint64_t>(offset);
-}
-
 // Sends and outcomes meet here: whichever of the two arrives second records the latency, in the
 // whole run's histogram, in the one of the second (since `start_ms`) the command was sent in, and,
 // if it was sent `warmup_ms` or more after `start_ms`, in the steady-state histogram.
@@ -183,7 +179,7 @@ int RunCrud(const CommonOptions& common, const CrudOptions& options) {
   settings.overrides = common.kafka_properties;
   LoadtestProducer producer(settings, [&](const Delivery& d) {
     if (!d.ok) return;
-    matcher.OnSent(PositionKey(d.partition, d.offset), static_cast<EpochMs>(d.opaque));
+    matcher.OnSent(CommandPositionKey(d.partition, d.offset), static_cast<EpochMs>(d.opaque));
     published->Add();
     last_ack_ns.store(SteadyNs(), std::memory_order_relaxed);
   });
@@ -247,7 +243,7 @@ int RunCrud(const CommonOptions& common, const CrudOptions& options) {
       CommandOutcomeView o;
       uint64_t n = 0;
       if (r.null_value || !parser.Parse(r.value, &o) || !factory.NumberOf(o.id, &n)) return;
-      matcher.OnOutcome(PositionKey(o.partition, o.offset), r.received_ms);
+      matcher.OnOutcome(CommandPositionKey(o.partition, o.offset), r.received_ms);
       if (o.applied) {
         ++applied;
       } else if (rejected++ == 0) {

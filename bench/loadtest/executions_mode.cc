@@ -7,9 +7,6 @@
 // polled every 100 ms). See docs/loadtest.md, "executions".
 #include <fmt/format.h>
 #include <librdkafka/rdkafkacpp.h>
-#include <netdb.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -29,6 +26,7 @@
 #include "loadtest/live_topic_reader.h"
 #include "loadtest/loadtest_modes.h"
 #include "loadtest/loadtest_producer.h"
+#include "loadtest/metrics_scrape.h"
 #include "loadtest/pg_connection.h"
 #include "loadtest/progress_meter.h"
 #include "loadtest/workload.h"
@@ -79,42 +77,10 @@ std::map<int, double> BackendCpu(PgConnection& pg) {
 }
 
 // The sum of the samples of `metric` with `label` in belfry's /metrics at `admin` (host:port),
-// or -1 when it cannot be read. One HTTP/1.0 GET on a plain socket.
+// or -1 when it cannot be read.
 int64_t ScrapeMetric(const std::string& admin, const std::string& metric, const std::string& label) {
-  const size_t colon = admin.rfind(':');
-  if (colon == std::string::npos) return -1;
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (getaddrinfo(admin.substr(0, colon).c_str(), admin.substr(colon + 1).c_str(), &hints, &res) != 0)
-    return -1;
-  const int fd = socket(res->ai_family, res->ai_socktype, res->ai_protocol);
-  const bool connected = fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0;
-  freeaddrinfo(res);
-  if (!connected) {
-    if (fd >= 0) close(fd);
-    return -1;
-  }
-  const std::string request = "GET /metrics HTTP/1.0\r\nHost: " + admin + "\r\n\r\n";
-  if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
-    close(fd);
-    return -1;
-  }
-  std::string body;
-  char buf[65536];
-  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) body.append(buf, static_cast<size_t>(n));
-  close(fd);
-  int64_t sum = -1;
-  size_t pos = 0;
-  while ((pos = body.find("\n" + metric, pos)) != std::string::npos) {
-    const size_t end = body.find('\n', pos + 1);
-    const std::string line = body.substr(pos + 1, end - pos - 1);
-    pos = end;
-    if (line.find(label) == std::string::npos) continue;
-    const size_t space = line.rfind(' ');
-    sum = std::max<int64_t>(sum, 0) + static_cast<int64_t>(std::stod(line.substr(space + 1)));
-  }
-  return sum;
+  const std::string text = FetchMetricsText(admin);
+  return text.empty() ? -1 : SumMetricSamples(text, metric, label);
 }
 
 // Per-partition committed offsets of belfry's execution group, read without joining the group.

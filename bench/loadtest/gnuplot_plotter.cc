@@ -141,4 +141,29 @@ std::string GnuplotPlotter::Throughput(const std::string& name, const std::strin
   return Render(name, script);
 }
 
+std::string GnuplotPlotter::Lines(const std::string& name, const std::string& title,
+                                  const std::string& x_label, const std::string& y_label,
+                                  const std::vector<XySeries>& series) const {
+  if (prefix_.empty()) return "";
+  const std::string data = prefix_ + "-" + name + ".dat";
+  std::string plot;
+  {
+    std::ofstream out(data);
+    int block = 0;
+    for (const XySeries& s : series) {
+      if (s.points.empty()) continue;
+      out << "# " << s.title << '\n';
+      for (const auto& [x, y] : s.points) out << x << ' ' << y << '\n';
+      out << "\n\n";  // a gnuplot data block per series
+      plot += fmt::format("{}{} index {} using 1:2 with linespoints lw 2 title {}",
+                          plot.empty() ? "plot " : ", ", GpQuote(data), block++, GpQuote(s.title));
+    }
+  }
+  if (plot.empty()) return "";
+  const std::string script =
+      fmt::format("set title {}\nset xlabel {}\nset ylabel {}\nset grid\nset yrange [0:*]\n{}\n",
+                  GpQuote(title), GpQuote(x_label), GpQuote(y_label), plot);
+  return Render(name, script);
+}
+
 }  // namespace belfry::loadtest

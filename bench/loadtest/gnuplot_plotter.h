@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "loadtest/latency_histogram.h"
@@ -14,6 +15,11 @@ namespace belfry::loadtest {
 struct ThroughputSeries {
   std::string title;
   std::vector<int64_t> per_second;
+};
+
+struct XySeries {
+  std::string title;
+  std::vector<std::pair<double, double>> points;
 };
 
 class GnuplotPlotter final {
@@ -30,6 +36,11 @@ class GnuplotPlotter final {
   // Lines of events per second over time (x: seconds since start).
   std::string Throughput(const std::string& name, const std::string& title, const std::string& y_label,
                          const std::vector<ThroughputSeries>& series) const;
+
+  // Lines with points of (x, y) series, e.g. a value sampled over minutes. Series without
+  // points are left out; "" when none has any.
+  std::string Lines(const std::string& name, const std::string& title, const std::string& x_label,
+                    const std::string& y_label, const std::vector<XySeries>& series) const;
 
  private:
   std::string Render(const std::string& name, const std::string& script) const;

@@ -98,6 +98,17 @@ std::string JobCommandFactory::Upsert(uint64_t n, uint64_t version, bool resched
       schedule += fmt::format(",\"offsetMinutes\":{}", schedule_rng() % static_cast<uint64_t>(interval));
     }
   }
+  return UpsertWithSchedule(n, schedule, version, rng);
+}
+
+std::string JobCommandFactory::UpsertInterval(uint64_t n, int32_t interval, int32_t offset, uint64_t version,
+                                              std::mt19937_64& rng) const {
+  return UpsertWithSchedule(n, fmt::format(R"("intervalMinutes":{},"offsetMinutes":{})", interval, offset),
+                            version, rng);
+}
+
+std::string JobCommandFactory::UpsertWithSchedule(uint64_t n, const std::string& schedule, uint64_t version,
+                                                  std::mt19937_64& rng) const {
   const uint64_t owner = (Mix64(n) >> 16) % static_cast<uint64_t>(spec_.owners);
   return fmt::format(R"({{"op":"upsert","id":"{}","owner":"lt-owner-{}",{},"topic":"{}",)"
                      R"("key":"shipment-{}","jobDetails":{}}})",
@@ -107,6 +118,14 @@ std::string JobCommandFactory::Upsert(uint64_t n, uint64_t version, bool resched
 
 std::string JobCommandFactory::Delete(uint64_t n) const {
   return fmt::format(R"({{"op":"delete","id":"{}"}})", Id(n));
+}
+
+std::string JobCommandFactory::Pause(uint64_t n) const {
+  return fmt::format(R"({{"op":"pause","id":"{}"}})", Id(n));
+}
+
+std::string JobCommandFactory::Resume(uint64_t n) const {
+  return fmt::format(R"({{"op":"resume","id":"{}"}})", Id(n));
 }
 
 }  // namespace belfry::loadtest

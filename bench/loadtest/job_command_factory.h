@@ -101,11 +101,21 @@ class JobCommandFactory final {
   // An upsert of job n. `version` changes the details (and, with `reschedule`, the interval
   // and offset, or a cron job's expression) so that updates differ from creates.
   std::string Upsert(uint64_t n, uint64_t version, bool reschedule, std::mt19937_64& rng) const;
+  // An upsert of interval job n with this interval and explicit offset (churn's updates choose
+  // both); otherwise as Upsert.
+  std::string UpsertInterval(uint64_t n, int32_t interval, int32_t offset, uint64_t version,
+                             std::mt19937_64& rng) const;
   std::string Delete(uint64_t n) const;
+  std::string Pause(uint64_t n) const;
+  std::string Resume(uint64_t n) const;
 
   const JobCommandSpec& spec() const { return spec_; }
 
  private:
+  // The upsert of job n with `schedule` (the JSON members that say when it fires).
+  std::string UpsertWithSchedule(uint64_t n, const std::string& schedule, uint64_t version,
+                                 std::mt19937_64& rng) const;
+
   const JobCommandSpec spec_;
 };
 

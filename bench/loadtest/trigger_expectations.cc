@@ -314,7 +314,7 @@ void TriggerExpectations::SetWindow(EpochMs first_ms, EpochMs last_ms) {
 
 TriggerExpectations::Verdict TriggerExpectations::Record(std::string_view job_id, EpochMs scheduled_for_ms) {
   const int64_t index = Find(job_id);
-  if (index < 0) return Verdict::kUnknownJob;
+  if (index < 0 || jobs_[static_cast<size_t>(index)].released) return Verdict::kUnknownJob;
   if (scheduled_for_ms < first_ms_ || scheduled_for_ms > last_ms_) return Verdict::kOutsideWindow;
   const JobInfo& job = jobs_[static_cast<size_t>(index)];
   const int64_t minute = EpochMinuteOf(scheduled_for_ms);
@@ -338,22 +338,60 @@ TriggerExpectations::Verdict TriggerExpectations::Record(std::string_view job_id
 
 int64_t TriggerExpectations::CountMissing(std::vector<MissingTrigger>* examples, size_t limit) const {
   int64_t missing = 0;
+  ForEachMissing([&](std::string_view id, EpochMs slot) {
+    ++missing;
+    if (examples != nullptr && examples->size() < limit) examples->push_back({std::string(id), slot});
+  });
+  return missing;
+}
+
+void TriggerExpectations::ForEachMissing(const std::function<void(std::string_view, EpochMs)>& fn) const {
   size_t cron_position = 0;  // cron_ is in job order
   for (size_t i = 0; i < jobs_.size(); ++i) {
     const auto check = [&](int64_t minute, EpochMs slot) {
       const uint64_t bit = static_cast<uint64_t>(i) * static_cast<uint64_t>(minutes_) +
                            static_cast<uint64_t>(minute - first_minute_);
       if ((seen_[bit / 64] >> (bit % 64)) & 1) return;
-      ++missing;
-      if (examples != nullptr && examples->size() < limit) examples->push_back({std::string(IdOf(i)), slot});
+      fn(IdOf(i), slot);
     };
     if (jobs_[i].cron) {
       ForEachCronDueSlot(cron_position++, check);
-    } else {
+    } else if (!jobs_[i].released) {
       ForEachDueSlot(i, check);
     }
   }
-  return missing;
+}
+
+std::optional<TriggerExpectations::IntervalJobView> TriggerExpectations::IntervalJobOf(
+    std::string_view id) const {
+  const int64_t index = Find(id);
+  if (index < 0) return std::nullopt;
+  const JobInfo& job = jobs_[static_cast<size_t>(index)];
+  if (job.cron || job.has_dates || job.released) return std::nullopt;
+  return IntervalJobView{job.shard, job.interval, job.offset, job.paused != 0};
+}
+
+void TriggerExpectations::ForEachIntervalJob(const std::function<void(std::string_view, bool)>& fn) const {
+  for (size_t i = 0; i < jobs_.size(); ++i) {
+    const JobInfo& job = jobs_[i];
+    if (!job.cron && !job.has_dates && !job.released) fn(IdOf(i), job.paused != 0);
+  }
+}
+
+void TriggerExpectations::Release(std::string_view id, std::vector<uint64_t>* seen_minutes) {
+  const int64_t found = Find(id);
+  if (found < 0 || !IntervalJobOf(id)) throw std::logic_error("Release: not a judged interval job");
+  const size_t index = static_cast<size_t>(found);
+  seen_minutes->assign((static_cast<size_t>(minutes_) + 63) / 64, 0);
+  ForEachDueSlot(index, [&](int64_t, EpochMs) { --expected_; });
+  for (int64_t k = 0; k < minutes_; ++k) {
+    const uint64_t bit =
+        static_cast<uint64_t>(index) * static_cast<uint64_t>(minutes_) + static_cast<uint64_t>(k);
+    if (((seen_[bit / 64] >> (bit % 64)) & 1) == 0) continue;
+    --arrived_;
+    (*seen_minutes)[static_cast<size_t>(k) / 64] |= uint64_t{1} << (k % 64);
+  }
+  jobs_[index].released = 1;
 }
 
 double TriggerExpectations::expected_per_minute() const {

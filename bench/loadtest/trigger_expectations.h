@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,6 +64,31 @@ class TriggerExpectations final {
   int64_t arrived() const { return arrived_; }  // distinct expected pairs seen
   // Counts the expected pairs not seen; lists up to `limit` of them in `examples`.
   int64_t CountMissing(std::vector<MissingTrigger>* examples, size_t limit) const;
+  // Calls fn(job_id, slot_ms) for every expected pair not seen.
+  void ForEachMissing(const std::function<void(std::string_view, EpochMs)>& fn) const;
+
+  // For `verify --churn-rate` (ChurnExpectations), which takes over the jobs it changes.
+  struct IntervalJobView {
+    int32_t shard = 0;
+    int32_t interval_minutes = 1;
+    int32_t offset_minutes = 0;
+    bool paused = false;
+  };
+  // The loaded job `id` if it is an interval job without dates and still judged here.
+  std::optional<IntervalJobView> IntervalJobOf(std::string_view id) const;
+  // Calls fn(id, paused) for every job IntervalJobOf accepts.
+  void ForEachIntervalJob(const std::function<void(std::string_view, bool)>& fn) const;
+  // Stops judging `id` here: its due pairs leave expected(), its arrivals leave arrived(), and
+  // bit k of *seen_minutes is set iff its slot of minute first_minute() + k arrived. From then
+  // on Record() returns kUnknownJob for it and the missing count skips it.
+  // REQUIRES: SetWindow(); IntervalJobOf(id).
+  void Release(std::string_view id, std::vector<uint64_t>* seen_minutes);
+  // The window as SetWindow() fixed it: slots [first_ms(), last_ms()], kept per minute from
+  // first_minute() for window_minutes() minutes.
+  EpochMs first_ms() const { return first_ms_; }
+  EpochMs last_ms() const { return last_ms_; }
+  int64_t first_minute() const { return first_minute_; }
+  int64_t window_minutes() const { return minutes_; }
 
   size_t job_count() const { return jobs_.size(); }
   int64_t paused_jobs() const { return paused_jobs_; }
@@ -87,6 +113,7 @@ class TriggerExpectations final {
     uint8_t paused = 0;
     uint8_t has_dates : 1 = 0;
     uint8_t cron : 1 = 0;  // judged by the calendar rule: its CronRef is in cron_
+    uint8_t released : 1 = 0;  // judged elsewhere since Release()
   };
   // A cron job's schedule, as indices into expressions_ and zones_.
   struct CronRef {

@@ -5,20 +5,27 @@
 #include <charconv>
 
 #include "core/iso_time.h"
+#include "loadtest/churn_expectations.h"
 
 namespace belfry::loadtest {
+
+bool ScheduledForOf(const LiveRecord& record, EpochMs* scheduled_for) {
+  const std::string_view sf = record.headers[1];
+  return record.has_header[0] && record.has_header[1] &&
+         std::from_chars(sf.data(), sf.data() + sf.size(), *scheduled_for).ec == std::errc();
+}
 
 TriggerExpectations::Verdict TriggerTally::Add(const LiveRecord& record) {
   received_.fetch_add(1, std::memory_order_relaxed);
   value_bytes_ += static_cast<int64_t>(record.value.size());
   EpochMs scheduled_for = 0;
-  const std::string_view sf = record.headers[1];
-  if (!record.has_header[0] || !record.has_header[1] ||
-      std::from_chars(sf.data(), sf.data() + sf.size(), scheduled_for).ec != std::errc()) {
+  if (!ScheduledForOf(record, &scheduled_for)) {
     malformed_.fetch_add(1, std::memory_order_relaxed);
     return TriggerExpectations::Verdict::kNotDue;
   }
-  const TriggerExpectations::Verdict verdict = expectations_->Record(record.headers[0], scheduled_for);
+  const TriggerExpectations::Verdict verdict =
+      churn_ != nullptr ? churn_->Record(record.headers[0], scheduled_for, record.received_ms)
+                        : expectations_->Record(record.headers[0], scheduled_for);
   switch (verdict) {
     case TriggerExpectations::Verdict::kExpected:
       lateness_.Record(record.received_ms - scheduled_for);

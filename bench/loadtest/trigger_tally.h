@@ -18,11 +18,19 @@ namespace belfry::loadtest {
 // The header names a LiveTopicReader of triggers must extract, in this order.
 inline const std::vector<std::string> kTriggerHeaders = {"belfry-job-id", "belfry-scheduled-for"};
 
+class ChurnExpectations;
+
+// The belfry-scheduled-for header of a record read with kTriggerHeaders; false if it is absent
+// or not a number (or the job id header is absent).
+bool ScheduledForOf(const LiveRecord& record, EpochMs* scheduled_for);
+
 class TriggerTally final {
  public:
   // `arrivals` (optional) is incremented for every first arrival of an expected trigger.
   TriggerTally(TriggerExpectations* expectations, ProgressCounter* arrivals)
       : expectations_(expectations), arrivals_(arrivals) {}
+  // Judges through `churn` (verify --churn-rate), which falls back to its TriggerExpectations.
+  TriggerTally(ChurnExpectations* churn, ProgressCounter* arrivals) : churn_(churn), arrivals_(arrivals) {}
 
   // Judges one message read with kTriggerHeaders. Not thread-safe (the counters may be read
   // from other threads).
@@ -46,7 +54,8 @@ class TriggerTally final {
   std::string ProgressText() const;
 
  private:
-  TriggerExpectations* const expectations_;
+  TriggerExpectations* const expectations_ = nullptr;
+  ChurnExpectations* const churn_ = nullptr;
   ProgressCounter* const arrivals_;
   std::atomic<int64_t> received_{0};
   std::atomic<int64_t> duplicates_{0};

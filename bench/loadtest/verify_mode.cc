@@ -3,15 +3,22 @@
 // [start + grace, end - grace] must arrive exactly once. Reports missing (exit code 1 if any),
 // duplicates, unexpected triggers, lateness (receive time - scheduledFor) and triggers/min.
 //
-// The job table is read once, before the window opens, so verify assumes no commands change
-// the verified jobs during the run (it reports whether any did).
+// The job table is read once, before the window opens. Without --churn-rate verify assumes no
+// commands change the verified jobs during the run (it reports whether any did); with it, verify
+// sends the changes itself (ChurnDriver) and follows them (ChurnExpectations). Every run also
+// reports per window of slot time (WindowReport, BelfrySampler).
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <memory>
 #include <thread>
 
 #include "core/iso_time.h"
 #include "loadtest/belfry_process.h"
+#include "loadtest/belfry_sampler.h"
+#include "loadtest/churn_driver.h"
+#include "loadtest/churn_expectations.h"
 #include "loadtest/gnuplot_plotter.h"
 #include "loadtest/host_snapshot.h"
 #include "loadtest/live_topic_reader.h"
@@ -20,6 +27,7 @@
 #include "loadtest/progress_meter.h"
 #include "loadtest/trigger_expectations.h"
 #include "loadtest/trigger_tally.h"
+#include "loadtest/window_report.h"
 
 namespace belfry::loadtest {
 namespace {
@@ -31,7 +39,40 @@ struct VerifyOptions {
   int belfry_pid = 0;
   size_t missing_examples = 10;
   std::string plot_prefix;
+  // Churn (docs/loadtest.md, "verify with churn").
+  std::string churn_rate;  // "N/min" or N (per minute); empty: none
+  std::string churn_margin = "2s";
+  std::string churn_settle = "30s";
+  ChurnOptions churn;
+  // Per-window report and samples.
+  std::string report_window = "5m";
+  std::string admin;  // for /metrics; default $BELFRY_ADMIN_LISTEN, else none
+  std::string rss_every = "10s";
 };
+
+// "10000/min", "10000" (per minute) or "200/s", as commands per minute.
+double ParseChurnRate(const std::string& text) {
+  std::string number = text;
+  double scale = 1;
+  if (const size_t slash = text.find('/'); slash != std::string::npos) {
+    const std::string unit = text.substr(slash + 1);
+    number = text.substr(0, slash);
+    if (unit == "s") {
+      scale = 60;
+    } else if (unit != "min" && unit != "m") {
+      throw std::invalid_argument("--churn-rate: want N/min or N/s, not '" + text + "'");
+    }
+  }
+  size_t used = 0;
+  double value = -1;
+  try {
+    value = std::stod(number, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != number.size() || !(value >= 0))
+    throw std::invalid_argument("--churn-rate: bad rate '" + text + "'");
+  return value * scale;
+}
 
 std::string SqlLiteral(const std::string& s) {
   std::string out = "'";
@@ -47,6 +88,12 @@ int RunVerify(const CommonOptions& common, const VerifyOptions& options) {
   const int64_t grace_ms = ParseDurationMs(options.grace);
   if (duration_ms <= 2 * grace_ms)
     throw std::invalid_argument("--duration must be longer than twice --grace");
+  const double churn_per_min = options.churn_rate.empty() ? 0 : ParseChurnRate(options.churn_rate);
+  const int64_t churn_margin_ms = ParseDurationMs(options.churn_margin);
+  const int64_t report_window_ms = ParseDurationMs(options.report_window);
+  const int64_t rss_every_ms = ParseDurationMs(options.rss_every);
+  if (report_window_ms < 1000 || rss_every_ms < 100)
+    throw std::invalid_argument("--report-window must be at least 1s and --rss-every at least 100ms");
 
   PgConnection conn(common.database_url, "");
   const EpochMs load_started_ms = WallClockMs();
@@ -68,21 +115,62 @@ int RunVerify(const CommonOptions& common, const VerifyOptions& options) {
              FormatIsoTime(window_first), FormatIsoTime(window_last), expectations.expected(),
              expectations.expected_per_minute(), reader.assigned_partitions());
 
+  WindowReport windows(window_first, window_last, report_window_ms);
+  BelfrySampler sampler(options.admin, options.belfry_pid, rss_every_ms, &conn, &windows);
+  std::unique_ptr<ChurnExpectations> churn;
+  std::unique_ptr<ChurnDriver> churn_driver;
+  if (churn_per_min > 0) {
+    ChurnOptions churn_options = options.churn;
+    churn_options.per_minute = churn_per_min;
+    churn = std::make_unique<ChurnExpectations>(&expectations, churn_margin_ms);
+    churn_driver = std::make_unique<ChurnDriver>(common, churn_options, options.topics_prefix, expectations,
+                                                 churn.get(), &windows, start_ms, window_last);
+    fmt::print(stderr, "verify: churn {:.0f} commands/min on jobs {}<n> (and new ones), margin {} ms\n",
+               churn_per_min, churn_options.id_prefix, churn_margin_ms);
+  }
+
   TriggerTally* tally_ptr = nullptr;
   ProgressMeter meter("verify", [&tally_ptr] { return tally_ptr->ProgressText(); });
   ProgressCounter* arrived = meter.AddCounter("expected seen", expectations.expected());
-  TriggerTally tally(&expectations, arrived);
+  std::unique_ptr<TriggerTally> tally_owner = churn ? std::make_unique<TriggerTally>(churn.get(), arrived)
+                                                    : std::make_unique<TriggerTally>(&expectations, arrived);
+  TriggerTally& tally = *tally_owner;
   tally_ptr = &tally;
   meter.Start();
   while (true) {
     const EpochMs now = WallClockMs();
     if (now >= end_ms) break;
-    reader.Poll(std::min<int64_t>(200, end_ms - now), [&](const LiveRecord& r) { tally.Add(r); });
+    sampler.Poll(now);
+    if (churn_driver) churn_driver->Pump(now);
+    reader.Poll(std::min<int64_t>(churn_driver ? 50 : 200, end_ms - now), [&](const LiveRecord& r) {
+      const TriggerExpectations::Verdict verdict = tally.Add(r);
+      EpochMs slot = 0;
+      if (ScheduledForOf(r, &slot)) windows.AddArrival(verdict, slot, r.received_ms);
+    });
   }
   meter.Stop();
+  if (churn_driver) churn_driver->Settle(ParseDurationMs(options.churn_settle));
+  sampler.Finish(WallClockMs());
 
   std::vector<TriggerExpectations::MissingTrigger> examples;
-  const int64_t missing = expectations.CountMissing(&examples, options.missing_examples);
+  int64_t missing = 0;
+  const auto on_missing = [&](std::string_view id, EpochMs slot) {
+    ++missing;
+    windows.AddMissing(slot);
+    if (examples.size() < options.missing_examples) examples.push_back({std::string(id), slot});
+  };
+  expectations.ForEachMissing(on_missing);
+  ChurnExpectations::Totals churn_totals;
+  std::vector<std::string> late_unexpected;
+  if (churn) {
+    churn_totals = churn->Finish(on_missing, [&](std::string_view id, EpochMs slot) {
+      windows.AddLateUnexpected(slot);
+      if (late_unexpected.size() < 10)
+        late_unexpected.push_back(fmt::format("{} @ {}", id, FormatIsoTime(slot)));
+    });
+  }
+  const int64_t expected_total = expectations.expected() + churn_totals.required;
+  const int64_t received_total = expectations.arrived() + churn_totals.required_seen;
   const double window_minutes = static_cast<double>(window_last - window_first) / 60'000.0;
 
   nlohmann::ordered_json j;
@@ -96,8 +184,8 @@ int RunVerify(const CommonOptions& common, const VerifyOptions& options) {
   j["paused_jobs"] = expectations.paused_jobs();
   j["topics"] = expectations.topics().size();
   j["partitions"] = reader.assigned_partitions();
-  j["expected"] = expectations.expected();
-  j["received"] = expectations.arrived();
+  j["expected"] = expected_total;
+  j["received"] = received_total;
   j["missing"] = missing;
   nlohmann::ordered_json missing_list = nlohmann::ordered_json::array();
   for (const auto& m : examples)
@@ -105,9 +193,20 @@ int RunVerify(const CommonOptions& common, const VerifyOptions& options) {
   if (!examples.empty()) j["missing_examples"] = missing_list;
   const nlohmann::ordered_json counts = tally.Json();
   for (const auto& [key, value] : counts.items()) j[key] = value;
+  if (churn) {
+    j["unexpected"]["total"] = tally.unexpected() + churn_totals.forbidden_seen;
+    j["unexpected"]["forbidden_at_end"] = churn_totals.forbidden_seen;
+    if (!late_unexpected.empty()) j["unexpected"]["forbidden_at_end_examples"] = late_unexpected;
+    nlohmann::ordered_json c = churn_driver->Json();
+    c["changed_jobs_slots"] = {{"required", churn_totals.required},
+                               {"required_received", churn_totals.required_seen},
+                               {"missing", churn_totals.missing},
+                               {"allowed_received", churn_totals.allowed_seen},
+                               {"allowed_not_received", churn_totals.allowed_absent}};
+    j["churn"] = c;
+  }
   j["lateness"] = tally.lateness().Summary();
-  j["triggers_per_min"] =
-      window_minutes > 0 ? static_cast<double>(expectations.arrived()) / window_minutes : 0;
+  j["triggers_per_min"] = window_minutes > 0 ? static_cast<double>(received_total) / window_minutes : 0;
   j["expected_per_min"] = expectations.expected_per_minute();
   j["messages_per_s"] = static_cast<double>(tally.received()) / (static_cast<double>(duration_ms) / 1000.0);
   j["value_bytes_avg"] = tally.received() > 0 ? tally.value_bytes() / tally.received() : 0;
@@ -136,8 +235,15 @@ int RunVerify(const CommonOptions& common, const VerifyOptions& options) {
                            {{"first arrivals of expected triggers", meter.PerSecond(arrived)}})}) {
     if (!path.empty()) plots.push_back(path);
   }
+  for (const std::string& path : windows.WriteFiles(options.plot_prefix)) plots.push_back(path);
   if (!plots.empty()) j["plots"] = plots;
+  j["by_window"] = windows.Json();
   fmt::print("{}\n", j.dump(2));
+  if (churn) {
+    const bool clean = missing == 0 && j["unexpected"]["total"].get<int64_t>() == 0 &&
+                       churn_driver->rejected() == 0 && churn_driver->failed_deliveries() == 0;
+    return clean ? 0 : 1;
+  }
   return missing == 0 ? 0 : 1;
 }
 
@@ -155,10 +261,48 @@ void RegisterVerifyMode(CLI::App& app, CommonOptions* common, ModeRunner* run) {
       ->capture_default_str();
   sub->add_option("--topics-prefix", options->topics_prefix, "trigger topics (and jobs) to verify")
       ->capture_default_str();
-  sub->add_option("--belfry-pid", options->belfry_pid, "report this process's peak RSS (VmHWM) at the end");
+  sub->add_option("--belfry-pid", options->belfry_pid,
+                  "report this process's peak RSS (VmHWM) at the end, and sample its VmRSS (--rss-every)");
   sub->add_option("--missing-examples", options->missing_examples, "missing triggers to list")
       ->capture_default_str();
-  sub->add_option("--plot", options->plot_prefix, "write PREFIX-lateness.png and PREFIX-throughput.png");
+  sub->add_option(
+      "--plot", options->plot_prefix,
+      "write PREFIX-lateness.png, PREFIX-throughput.png, PREFIX-windows.csv and the per-window charts "
+      "(PREFIX-rss.png, PREFIX-window-lateness.png, PREFIX-window-tick-query.png)");
+  sub->add_option("--report-window", options->report_window, "width of the by_window report (slot time)")
+      ->capture_default_str();
+  if (const char* listen = std::getenv("BELFRY_ADMIN_LISTEN"); listen != nullptr && *listen != 0) {
+    options->admin = listen;
+    if (options->admin.rfind("0.0.0.0:", 0) == 0) options->admin = "127.0.0.1" + options->admin.substr(7);
+  }
+  sub->add_option(
+         "--admin", options->admin,
+         "belfry's admin address, for the tick query per window from /metrics (env BELFRY_ADMIN_LISTEN; "
+         "empty: not sampled)")
+      ->capture_default_str();
+  sub->add_option("--rss-every", options->rss_every, "with --belfry-pid, sample belfry's VmRSS this often")
+      ->capture_default_str();
+  sub->add_option("--churn-rate", options->churn_rate,
+                  "send N commands/min of churn during the window (\"100000/min\", or N/s) and follow them");
+  sub->add_option("--churn-mix", options->churn.mix, "weights of the churn ops")->capture_default_str();
+  sub->add_option(
+         "--churn-margin", options->churn_margin,
+         "how late (or early) a shard-minute's query may start after its slot; sets the judging rule's "
+         "uncertain span around each change")
+      ->capture_default_str();
+  sub->add_option("--churn-id-prefix", options->churn.id_prefix,
+                  "id prefix of the seeded jobs churn may change")
+      ->capture_default_str();
+  sub->add_option("--churn-intervals", options->churn.intervals,
+                  "interval mix of created and re-intervalled jobs")
+      ->capture_default_str();
+  sub->add_option("--churn-topics", options->churn.topics,
+                  "trigger topics <prefix>0..K-1 of churned jobs (0: as many as were loaded)")
+      ->capture_default_str();
+  sub->add_option("--churn-seed", options->churn.seed, "random seed of the churn")->capture_default_str();
+  sub->add_option("--churn-settle", options->churn_settle,
+                  "after the window, wait this long for missing outcomes")
+      ->capture_default_str();
   sub->callback(
       [common, options, run] { *run = [common, options] { return RunVerify(*common, *options); }; });
 }
