@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
 #include <stdexcept>
+#include <vector>
 
 #include "loadtest/kafka_admin.h"
+#include "loadtest/weight_list.h"
 
 namespace belfry::loadtest {
 namespace {
@@ -17,30 +21,9 @@ constexpr const char* kOpNames[6] = {"create", "update-offset", "update-interval
 ChurnMix ChurnMix::Parse(const std::string& text) {
   ChurnMix m{0, 0, 0, 0, 0, 0};
   double* fields[6] = {&m.create, &m.update_offset, &m.update_interval, &m.pause, &m.resume, &m.remove};
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    const std::string entry = text.substr(start, comma - start);
-    start = comma + 1;
-    const size_t colon = entry.find(':');
-    if (colon == std::string::npos)
-      throw std::invalid_argument("--churn-mix entry '" + entry + "' is not OP:WEIGHT");
-    const std::string op = entry.substr(0, colon);
-    size_t used = 0;
-    double weight = -1;
-    try {
-      weight = std::stod(entry.substr(colon + 1), &used);
-    } catch (const std::exception&) {
-    }
-    if (used != entry.size() - colon - 1 || !(weight >= 0))
-      throw std::invalid_argument("--churn-mix entry '" + entry + "': want a weight >= 0");
-    size_t i = 0;
-    while (i < 6 && op != kOpNames[i]) ++i;
-    if (i == 6)
-      throw std::invalid_argument("--churn-mix: unknown op '" + op +
-                                  "' (create, update-offset, update-interval, pause, resume, delete)");
-    *fields[i] = weight;
+  const std::vector<std::string> names(std::begin(kOpNames), std::end(kOpNames));
+  for (const NamedWeight& w : ParseWeightList(text, "--churn-mix", names)) {
+    *fields[std::find(names.begin(), names.end(), w.name) - names.begin()] = w.weight;
   }
   if (!(m.create + m.update_offset + m.update_interval + m.pause + m.resume + m.remove > 0))
     throw std::invalid_argument("--churn-mix: every weight is 0");

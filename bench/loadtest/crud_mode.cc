@@ -22,6 +22,7 @@
 #include "loadtest/loadtest_modes.h"
 #include "loadtest/loadtest_producer.h"
 #include "loadtest/progress_meter.h"
+#include "loadtest/weight_list.h"
 
 namespace belfry::loadtest {
 namespace {
@@ -36,7 +37,8 @@ struct CrudOptions {
   int32_t partitions = 4;
   size_t details_bytes = 200;
   double rate = 0;
-  int32_t warmup_s = 0;  // commands sent in the first warmup_s seconds are left out of the steady-state figure
+  int32_t warmup_s =
+      0;  // commands sent in the first warmup_s seconds are left out of the steady-state figure
   std::string timeout = "5m";
   bool cleanup = false;
   uint64_t seed = 1;
@@ -51,29 +53,10 @@ struct OpWeights {
 
 OpWeights ParseOps(const std::string& text) {
   OpWeights w{0, 0, 0};
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    const std::string entry = text.substr(start, comma - start);
-    start = comma + 1;
-    const size_t colon = entry.find(':');
-    if (colon == std::string::npos)
-      throw std::invalid_argument("--ops entry '" + entry + "' is not OP:WEIGHT");
-    const std::string op = entry.substr(0, colon);
-    const double weight = std::stod(entry.substr(colon + 1));
-    if (op == "create") {
-      w.create = weight;
-    } else if (op == "update") {
-      w.update = weight;
-    } else if (op == "delete") {
-      w.remove = weight;
-    } else {
-      throw std::invalid_argument("--ops: unknown op '" + op + "' (create, update, delete)");
-    }
+  for (const NamedWeight& e : ParseWeightList(text, "--ops", {"create", "update", "delete"})) {
+    (e.name == "create" ? w.create : e.name == "update" ? w.update : w.remove) = e.weight;
   }
-  if (w.create <= 0 || w.update < 0 || w.remove < 0)
-    throw std::invalid_argument("--ops needs a positive create weight");
+  if (w.create <= 0) throw std::invalid_argument("--ops needs a positive create weight");
   return w;
 }
 
