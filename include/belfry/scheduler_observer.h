@@ -29,6 +29,8 @@ class SchedulerObserver {
   virtual void OnMissed(int64_t caught_up, int64_t skipped, int64_t too_old) = 0;
   virtual void OnFiringFailed(int32_t shard, const Status& status) = 0;
   virtual void OnRefusedTopic(std::string_view topic) = 0;
+  // The catch-up debt of every shard, in shard-minutes still owed, as a catch-up scan read it.
+  virtual void OnCatchUpDebt(int64_t owed_minutes) { (void)owed_minutes; }
 };
 
 // Does nothing; the default.

@@ -45,6 +45,8 @@ constexpr Key kKeys[] = {
     {"scheduler.claim_lease", Kind::kDuration},
     {"scheduler.workers", Kind::kInt},
     {"scheduler.firings_in_flight", Kind::kInt},
+    {"scheduler.catch_up_rate", Kind::kInt},
+    {"scheduler.catch_up_chunk_minutes", Kind::kInt},
     {"scheduler.one_shot_retention", Kind::kDuration},
     {"commands.max_details_bytes", Kind::kInt},
     {"commands.allowed_topics", Kind::kStringList},
@@ -188,6 +190,10 @@ Status Apply(const Key& key, const YAML::Node& n, Config* c) {
   else if (path == "scheduler.claim_lease") c->scheduler.claim_lease_ms = i;
   else if (path == "scheduler.workers") c->scheduler.workers = static_cast<int32_t>(i);
   else if (path == "scheduler.firings_in_flight") c->scheduler.firings_in_flight = static_cast<int32_t>(i);
+  else if (path == "scheduler.catch_up_rate") c->scheduler.catch_up_rate = i;
+  else if (path == "scheduler.catch_up_chunk_minutes") {
+    c->scheduler.catch_up_chunk_minutes = static_cast<int32_t>(std::clamp<int64_t>(i, 0, 1000));
+  }
   else if (path == "commands.max_details_bytes") c->commands.max_details_bytes = i;
   else if (path == "commands.allowed_topics") {
     c->commands.allowed_topics.clear();
@@ -307,6 +313,12 @@ Status ValidateConfig(const Config& c) {
   if (s.workers < 1 || s.workers > 64) return Bad("scheduler.workers", "must be in 1..64");
   if (s.firings_in_flight < 1 || s.firings_in_flight > 64) {
     return Bad("scheduler.firings_in_flight", "must be in 1..64");
+  }
+  if (s.catch_up_rate < 0 || s.catch_up_rate > 100'000'000) {
+    return Bad("scheduler.catch_up_rate", "must be in 0..100000000 triggers/s (0 = unlimited)");
+  }
+  if (s.catch_up_chunk_minutes < 1 || s.catch_up_chunk_minutes > 60) {
+    return Bad("scheduler.catch_up_chunk_minutes", "must be in 1..60");
   }
   if (c.kafka.command_batch_max < 1) return Bad("kafka.command_batch_max", "must be positive");
   if (c.commands.max_details_bytes < 2 || c.commands.max_details_bytes > 900 * 1024) {
