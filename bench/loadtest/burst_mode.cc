@@ -1,14 +1,18 @@
 // burst: belfry's maximum trigger throughput, through its catch-up path. With belfry stopped,
-// every shard's fired_through is rewound so that the last K whole minutes (plus the current
-// minute up to now) are unfired; belfry is then started (by this mode with --belfry-bin, or by
-// the operator) and fires them all at once. The time from start to the last expected trigger
+// every shard's fired_through is rewound (and its catch-up debt cleared) so that the last K whole
+// minutes (plus the current minute up to now) are unfired; belfry is then started (by this mode
+// with --belfry-bin, with scheduler.catch_up_rate 0 so that the catch-up is unpaced; or by the
+// operator, who should set it so too) and fires them all at once: its first firings move the
+// watermarks to the present and record the missed minutes as debt, which debt firings drain. The time from start to the last expected trigger
 // received is the burst; its rate is compared with `raw` sending the same number of same-size
 // messages to as many topics and partitions, in the same run.
 //
 // Two ways to time it (--timing):
 //   acks (default): like `raw`, from the first trigger produced (its Kafka CreateTime) to the
-//     moment every expected trigger is acknowledged, read from belfry's own watermarks (a shard's
-//     fired_through moves only after every ack of its slots). The triggers are consumed and
+//     moment every expected trigger is acknowledged, read from belfry's own ledger (a shard's
+//     fired_through moves only after every ack of its on-time slots, and a debt chunk leaves the
+//     debt only after every ack of its slots: a shard is done when its watermark has reached the
+//     cut and its debt is empty). The triggers are consumed and
 //     checked (missing, duplicates) afterwards, so the checking does not take CPU from the burst.
 //   arrivals: from the first to the last expected trigger received by a consumer running during
 //     the burst (the consumer competes with belfry, PostgreSQL and the broker for the cores).
@@ -48,6 +52,7 @@ struct BurstOptions {
   std::string raw_topic = "lt.raw";
   std::string plot_prefix;
   std::string timing = "acks";
+  std::string catch_up_rate = "0";  // scheduler.catch_up_rate of the belfry this mode starts
 };
 
 std::vector<std::string> SplitArgs(const std::string& text) {
@@ -58,23 +63,24 @@ std::vector<std::string> SplitArgs(const std::string& text) {
 }
 
 // How many shards have acknowledged every slot up to `cut_ms`: fired_through has reached the
-// shard's last slot minute at or before the cut (a shard that never fired has not).
+// shard's last slot minute at or before the cut (a shard that never fired has not) and no missed
+// minute is still owed as catch-up debt.
 int64_t ShardsAckedThrough(PgConnection& conn, int64_t tick_ms, EpochMs cut_ms) {
   int64_t acked = 0;
-  for (const std::vector<std::string>& row :
-       conn.Exec("SELECT shard, fired_through FROM shard_state WHERE fired_through IS NOT NULL")) {
+  for (const std::vector<std::string>& row : conn.Exec(
+           "SELECT shard, fired_through FROM shard_state WHERE fired_through IS NOT NULL AND isempty(debt)")) {
     const int32_t shard = std::stoi(row[0]);
     if (std::stoll(row[1]) >= LastSlotMinuteAtOrBefore(cut_ms, shard, tick_ms)) ++acked;
   }
   return acked;
 }
 
-// Waits until no shard has a live claim (belfry is not running), or throws.
+// Waits until no shard has a live claim or debt lease (belfry is not running), or throws.
 void WaitForNoLiveClaims(PgConnection& conn, int64_t wait_ms) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   while (true) {
-    const int64_t claimed =
-        std::stoll(conn.ExecScalar("SELECT count(*) FROM shard_state WHERE claim_until > now()"));
+    const int64_t claimed = std::stoll(
+        conn.ExecScalar("SELECT count(*) FROM shard_state WHERE claim_until > now() OR debt_until > now()"));
     if (claimed == 0) return;
     if (std::chrono::steady_clock::now() >= deadline) {
       throw std::runtime_error(fmt::format(
@@ -101,7 +107,8 @@ int RunBurst(const CommonOptions& common, const BurstOptions& options) {
   const int64_t current_minute = EpochMinuteOf(WallClockMs());
   const int64_t rewind_to = current_minute - 1 - options.minutes;
   const PgRows updated = conn.ExecParams(
-      "WITH r AS (UPDATE shard_state SET fired_through = $1::bigint, updated_at = now() RETURNING 1) "
+      "WITH r AS (UPDATE shard_state SET fired_through = $1::bigint, debt = '{}', debt_node = NULL,"
+      " debt_until = NULL, updated_at = now() RETURNING 1) "
       "SELECT count(*) FROM r",
       {std::to_string(rewind_to)});
   const EpochMs window_first = (current_minute - options.minutes) * kMsPerMinute;
@@ -119,7 +126,8 @@ int RunBurst(const CommonOptions& common, const BurstOptions& options) {
                                                  {"BELFRY_DATABASE_URL", common.database_url},
                                                  {"BELFRY_KAFKA_BROKERS", common.brokers},
                                                  {"BELFRY_KAFKA_COMMANDS_TOPIC", common.commands_topic},
-                                                 {"BELFRY_KAFKA_RESULTS_TOPIC", common.results_topic}},
+                                                 {"BELFRY_KAFKA_RESULTS_TOPIC", common.results_topic},
+                                                 {"BELFRY_SCHEDULER_CATCH_UP_RATE", options.catch_up_rate}},
                                              options.belfry_log);
     fmt::print(stderr, "burst: started {} {} (pid {}, log {})\n", options.belfry_bin, options.belfry_args,
                belfry->pid(), options.belfry_log);
@@ -281,6 +289,9 @@ void RegisterBurstMode(CLI::App& app, CommonOptions* common, ModeRunner* run) {
                   "acks: first trigger produced to last acknowledged (consumed and checked afterwards); "
                   "arrivals: first to last received by a consumer running during the burst")
       ->check(CLI::IsMember({"acks", "arrivals"}))
+      ->capture_default_str();
+  sub->add_option("--catch-up-rate", options->catch_up_rate,
+                  "scheduler.catch_up_rate (triggers/s, 0 = unpaced) of the belfry started with --belfry-bin")
       ->capture_default_str();
   sub->add_flag("--no-raw", options->no_raw, "skip the raw-producer comparison");
   sub->add_option("--raw-topic", options->raw_topic, "topic prefix for the raw comparison")

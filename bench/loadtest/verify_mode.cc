@@ -42,6 +42,13 @@ std::string SqlLiteral(const std::string& s) {
   return out + "'";
 }
 
+// Missed shard-minutes still owed to belfry's catch-up (docs/catch-up.md). A catch-up in progress
+// fires slots before the window (not counted here) and competes with the window's on-time firing.
+int64_t CatchUpDebtMinutes(PgConnection& conn) {
+  return std::stoll(
+      conn.ExecScalar("SELECT coalesce(sum(upper(r) - lower(r)), 0) FROM shard_state, unnest(debt) AS r"));
+}
+
 int RunVerify(const CommonOptions& common, const VerifyOptions& options) {
   const int64_t duration_ms = ParseDurationMs(options.duration);
   const int64_t grace_ms = ParseDurationMs(options.grace);
@@ -64,6 +71,13 @@ int RunVerify(const CommonOptions& common, const VerifyOptions& options) {
   const EpochMs window_first = start_ms + grace_ms;
   const EpochMs window_last = end_ms - grace_ms;
   expectations.SetWindow(window_first, window_last);
+  const int64_t debt_at_start = CatchUpDebtMinutes(conn);
+  if (debt_at_start > 0) {
+    fmt::print(stderr,
+               "verify: a catch-up is running ({} shard-minutes owed): its triggers are outside the window, "
+               "but it competes with the on-time firing measured here\n",
+               debt_at_start);
+  }
   fmt::print(stderr, "verify: window {} .. {}: {} expected triggers ({:.0f}/min) on {} partitions\n",
              FormatIsoTime(window_first), FormatIsoTime(window_last), expectations.expected(),
              expectations.expected_per_minute(), reader.assigned_partitions());
@@ -112,6 +126,7 @@ int RunVerify(const CommonOptions& common, const VerifyOptions& options) {
   j["messages_per_s"] = static_cast<double>(tally.received()) / (static_cast<double>(duration_ms) / 1000.0);
   j["value_bytes_avg"] = tally.received() > 0 ? tally.value_bytes() / tally.received() : 0;
   j["reader_errors"] = reader.consume_errors();
+  j["catch_up_debt_minutes"] = {{"at_start", debt_at_start}, {"at_end", CatchUpDebtMinutes(conn)}};
   if (options.belfry_pid > 0) {
     const int64_t kb = PeakRssKb(options.belfry_pid);
     j["belfry_peak_rss_mb"] = kb >= 0 ? nlohmann::ordered_json(static_cast<double>(kb) / 1024.0) : nullptr;
