@@ -3,9 +3,9 @@
 // minutes (plus the current minute up to now) are unfired; belfry is then started (by this mode
 // with --belfry-bin, with scheduler.catch_up_rate 0 so that the catch-up is unpaced; or by the
 // operator, who should set it so too) and fires them all at once: its first firings move the
-// watermarks to the present and record the missed minutes as debt, which debt firings drain. The time from start to the last expected trigger
-// received is the burst; its rate is compared with `raw` sending the same number of same-size
-// messages to as many topics and partitions, in the same run.
+// watermarks to the present and record the missed minutes as debt, which debt firings drain. The time from
+// start to the last expected trigger received is the burst; its rate is compared with `raw` sending the same
+// number of same-size messages to as many topics and partitions, in the same run.
 //
 // Two ways to time it (--timing):
 //   acks (default): like `raw`, from the first trigger produced (its Kafka CreateTime) to the
@@ -67,8 +67,8 @@ std::vector<std::string> SplitArgs(const std::string& text) {
 // minute is still owed as catch-up debt.
 int64_t ShardsAckedThrough(PgConnection& conn, int64_t tick_ms, EpochMs cut_ms) {
   int64_t acked = 0;
-  for (const std::vector<std::string>& row : conn.Exec(
-           "SELECT shard, fired_through FROM shard_state WHERE fired_through IS NOT NULL AND isempty(debt)")) {
+  for (const std::vector<std::string>& row : conn.Exec("SELECT shard, fired_through FROM shard_state WHERE "
+                                                       "fired_through IS NOT NULL AND isempty(debt)")) {
     const int32_t shard = std::stoi(row[0]);
     if (std::stoll(row[1]) >= LastSlotMinuteAtOrBefore(cut_ms, shard, tick_ms)) ++acked;
   }

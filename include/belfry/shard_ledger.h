@@ -47,8 +47,8 @@ struct ShardState {
   bool claim_live = false;          // claim_until is in the future by the database's clock
   int64_t debt_minutes = 0;         // missed minutes owed (not yet fired), all ranges
   std::optional<int64_t> debt_first;  // the oldest minute owed
-  std::string debt_node;            // node holding the debt lease; empty when none
-  bool debt_live = false;           // the debt lease is live by the database's clock
+  std::string debt_node;              // node holding the debt lease; empty when none
+  bool debt_live = false;             // the debt lease is live by the database's clock
 };
 
 class ShardLedger {
@@ -70,7 +70,8 @@ class ShardLedger {
   // backwards), `add_debt` (minutes > the old fired_through that were missed and are owed; may be
   // empty) added to the debt, and the claim released. FailedPrecondition when `node` no longer
   // holds the claim (then nothing changes).
-  virtual Status Advance(int32_t shard, int64_t minute, const MinuteRange& add_debt, const std::string& node) = 0;
+  virtual Status Advance(int32_t shard, int64_t minute, const MinuteRange& add_debt,
+                         const std::string& node) = 0;
 
   // Releases the claim without recording anything (after a failed firing).
   virtual Status Release(int32_t shard, const std::string& node) = 0;

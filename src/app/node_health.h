@@ -24,8 +24,9 @@ class NodeHealth final : public SchedulerObserver {
   // never fired is worth a warning each time.
   void OnMissed(int64_t caught_up, int64_t skipped, int64_t too_old) override {
     if (skipped > 0 || too_old > 0) {
-      spdlog::warn("missed shard-minutes: {} skipped by the misfire policy, {} older than max_catchup dropped",
-                   skipped, too_old);
+      spdlog::warn(
+          "missed shard-minutes: {} skipped by the misfire policy, {} older than max_catchup dropped",
+          skipped, too_old);
     }
     next_.OnMissed(caught_up, skipped, too_old);
   }

@@ -111,7 +111,7 @@ class FiringPool final : public TickDispatcher {
   std::vector<size_t> in_flight_;       // per worker: open firings (debt firings included)
   std::vector<size_t> debt_in_flight_;  // per worker: open debt firings
   std::vector<uint64_t> renewed_epoch_;  // per worker: the scan epoch it last renewed its leases at
-  uint64_t scan_epoch_ = 0;             // bumped by every DispatchCatchUpScan: a lease heartbeat
+  uint64_t scan_epoch_ = 0;              // bumped by every DispatchCatchUpScan: a lease heartbeat
   size_t in_flight_total_ = 0;
   bool scan_queued_ = false;
   int32_t catch_up_running_ = 0;

@@ -40,7 +40,8 @@ ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore
       observer_(observer) {}
 
 ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
-                       TriggerSink& sink, const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer)
+                       TriggerSink& sink, const TopicPolicy& policy, Clock& clock,
+                       SchedulerObserver& observer)
     : ShardFirer(cfg, std::move(node_id), store, ledger, sink, sink, nullptr, policy, clock, observer) {}
 
 bool ShardFirer::TopicAllowed(std::string_view topic) {
@@ -159,7 +160,8 @@ ShardFirer::Outcome ShardFirer::Begin(int32_t shard, int64_t target_minute, Pend
   // Only the present: the missed minutes become debt when this firing is recorded, so a
   // catch-up never holds this shard's next slot (or any other shard's) back.
   for (int64_t m = plan.on_time.first; m <= plan.on_time.last; ++m) {
-    if (Status st = QueueQuery(DueQuery{shard, m, m, cfg_.tick_ms, TermsForMinute(cfg_.intervals, m)}, true, pending);
+    if (Status st =
+            QueueQuery(DueQuery{shard, m, m, cfg_.tick_ms, TermsForMinute(cfg_.intervals, m)}, true, pending);
         !st.ok()) {
       pending->error_ = std::move(st);
       break;
@@ -201,7 +203,8 @@ ShardFirer::Outcome ShardFirer::BeginDebt(int32_t shard, Pending* pending, Statu
     return Outcome::kFired;
   }
   for (int64_t m = chunk.fire.first; m <= chunk.fire.last; ++m) {
-    if (Status st = QueueQuery(DueQuery{shard, m, m, cfg_.tick_ms, TermsForMinute(cfg_.intervals, m)}, false, pending);
+    if (Status st = QueueQuery(DueQuery{shard, m, m, cfg_.tick_ms, TermsForMinute(cfg_.intervals, m)}, false,
+                               pending);
         !st.ok()) {
       if (pending->error_.ok()) pending->error_ = std::move(st);
       break;

@@ -16,8 +16,9 @@ ShardLag ComputeShardLag(const ShardState& s, EpochMs now, int64_t tick_ms) {
   std::optional<int64_t> oldest;
   if (past_watermark > 0) oldest = *s.fired_through + 1;
   if (s.debt_minutes > 0 && s.debt_first) oldest = std::min(oldest.value_or(*s.debt_first), *s.debt_first);
-  lag.lag_seconds = oldest ? static_cast<double>(std::max<int64_t>(now - SlotMs(*oldest, s.shard, tick_ms), 0)) / 1000.0
-                           : 0.0;
+  lag.lag_seconds =
+      oldest ? static_cast<double>(std::max<int64_t>(now - SlotMs(*oldest, s.shard, tick_ms), 0)) / 1000.0
+             : 0.0;
   return lag;
 }
 

@@ -26,9 +26,9 @@
 #include "core/job_json.h"
 #include "core/json_writer.h"
 #include "core/message_quote.h"
-#include "http/admission_queue.h"
 #include "core/shard_lag.h"
 #include "core/slot_math.h"
+#include "http/admission_queue.h"
 
 namespace belfry {
 namespace {

@@ -57,7 +57,8 @@ Status PgShardLedger::MarkFired(int32_t shard, int64_t minute, const std::string
   });
 }
 
-Status PgShardLedger::Advance(int32_t shard, int64_t minute, const MinuteRange& add_debt, const std::string& node) {
+Status PgShardLedger::Advance(int32_t shard, int64_t minute, const MinuteRange& add_debt,
+                              const std::string& node) {
   return session_.Run("advance shard", [&](pqxx::connection& conn) {
     pqxx::nontransaction txn(conn);
     const pqxx::result r =
@@ -90,8 +91,8 @@ Status PgShardLedger::RenewDebt(int32_t shard, const std::string& node, int64_t 
     pqxx::nontransaction txn(conn);
     const pqxx::result r = txn.exec_prepared(pg_queries::kRenewDebtName, shard, node, lease_ms);
     if (r.affected_rows() == 0) {
-      return Status::FailedPrecondition("debt lease lost: shard " + std::to_string(shard) + " is not held by " +
-                                        node);
+      return Status::FailedPrecondition("debt lease lost: shard " + std::to_string(shard) +
+                                        " is not held by " + node);
     }
     return Status::Ok();
   });
@@ -102,8 +103,8 @@ Status PgShardLedger::SettleDebt(int32_t shard, const MinuteRange& paid, const s
     pqxx::nontransaction txn(conn);
     const pqxx::result r = txn.exec_prepared(pg_queries::kSettleDebtName, shard, paid.first, paid.last, node);
     if (r.affected_rows() == 0) {
-      return Status::FailedPrecondition("debt lease lost: shard " + std::to_string(shard) + " is not held by " +
-                                        node);
+      return Status::FailedPrecondition("debt lease lost: shard " + std::to_string(shard) +
+                                        " is not held by " + node);
     }
     return Status::Ok();
   });

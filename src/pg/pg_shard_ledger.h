@@ -29,7 +29,8 @@ class PgShardLedger final : public ShardLedger {
   Status MarkFired(int32_t shard, int64_t minute, const std::string& node, int64_t lease_ms,
                    bool release) override;
   // FailedPrecondition("claim lost") when `node` does not hold the claim.
-  Status Advance(int32_t shard, int64_t minute, const MinuteRange& add_debt, const std::string& node) override;
+  Status Advance(int32_t shard, int64_t minute, const MinuteRange& add_debt,
+                 const std::string& node) override;
   // Releasing a claim that `node` does not hold is a no-op (Ok).
   Status Release(int32_t shard, const std::string& node) override;
   StatusOr<DebtClaim> ClaimDebt(int32_t shard, const std::string& node, int64_t lease_ms) override;

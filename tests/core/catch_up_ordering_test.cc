@@ -113,15 +113,16 @@ TEST_F(CatchUpOrderingTest, OnTimeSlotsStayOnTimeWhileAFifteenMinuteDebtDrains) 
   const int64_t max = lateness.back();
   RecordProperty("on_time_p99_ms", std::to_string(p99));
   RecordProperty("on_time_max_ms", std::to_string(max));
-  std::printf("on-time lateness over %zu triggers: p99 %lld ms, max %lld ms; last catch-up ack %lld ms after the "
-              "restart\n",
-              lateness.size(), static_cast<long long>(p99), static_cast<long long>(max),
-              static_cast<long long>(last_catch_up_ack - restart));
+  std::printf(
+      "on-time lateness over %zu triggers: p99 %lld ms, max %lld ms; last catch-up ack %lld ms after the "
+      "restart\n",
+      lateness.size(), static_cast<long long>(p99), static_cast<long long>(max),
+      static_cast<long long>(last_catch_up_ack - restart));
   EXPECT_LT(max, 1000) << "p99 " << p99 << " ms";
   // ... and they went out while the debt drained, not after it.
   EXPECT_GT(last_catch_up_ack, restart + 60'000);
-  const auto acked_before = std::count_if(on_time.begin(), on_time.end(),
-                                          [&](const SentTrigger& t) { return t.acked_ms < last_catch_up_ack; });
+  const auto acked_before = std::count_if(
+      on_time.begin(), on_time.end(), [&](const SentTrigger& t) { return t.acked_ms < last_catch_up_ack; });
   EXPECT_GT(acked_before, 120 * kJobsPerShard);
 
   // Every slot from the first missed minute to the last dispatched slot, exactly once.

@@ -87,7 +87,8 @@ TEST_F(ShardFirerTest, AFiringBehindFiresThePresentAndLeavesTheMissedMinutesAsDe
 
 TEST_F(ShardFirerTest, DebtFiringsGoToTheCatchUpSinkAndTheirOwnLease) {
   FakeTriggerSink catch_up_sink;
-  ShardFirer firer(cfg_, "node-a", store_, ledger_, sink_, catch_up_sink, nullptr, policy_, clock_, observer_);
+  ShardFirer firer(cfg_, "node-a", store_, ledger_, sink_, catch_up_sink, nullptr, policy_, clock_,
+                   observer_);
   JobSpec s = MakeJob("j", 1, 0);
   store_.Put(s);
   ledger_.SetFiredThrough(s.shard, kM - 3);
@@ -156,7 +157,8 @@ TEST_F(ShardFirerTest, DebtFiringsArePacedByTheLimiterAndKeepTheirLease) {
   StopSignal stop;
   RateLimiter limiter(10, clock_, stop);  // 10 triggers/s; the bucket holds one
   FakeTriggerSink catch_up_sink;
-  ShardFirer firer(cfg_, "node-a", store_, ledger_, sink_, catch_up_sink, &limiter, policy_, clock_, observer_);
+  ShardFirer firer(cfg_, "node-a", store_, ledger_, sink_, catch_up_sink, &limiter, policy_, clock_,
+                   observer_);
   std::vector<JobSpec> jobs;
   for (int n = 0; jobs.size() < 50; ++n) {
     JobSpec j = MakeJob("p" + std::to_string(n), 1, 0);

@@ -16,7 +16,8 @@ class FakeShardLedger final : public ShardLedger {
 
   StatusOr<ShardClaim> Claim(int32_t shard, int64_t up_to_minute, const std::string& node, int64_t lease_ms) override;
   Status MarkFired(int32_t shard, int64_t minute, const std::string& node, int64_t lease_ms, bool release) override;
-  Status Advance(int32_t shard, int64_t minute, const MinuteRange& add_debt, const std::string& node) override;
+  Status Advance(int32_t shard, int64_t minute, const MinuteRange& add_debt,
+                 const std::string& node) override;
   Status Release(int32_t shard, const std::string& node) override;
   StatusOr<DebtClaim> ClaimDebt(int32_t shard, const std::string& node, int64_t lease_ms) override;
   Status RenewDebt(int32_t shard, const std::string& node, int64_t lease_ms) override;

@@ -58,7 +58,7 @@ class FakeTriggerSink final : public TriggerSink {
   std::map<int64_t, std::function<void()>> waiting_;  // batch number -> NotifyWhenDone callback
   const Clock* clock_ = nullptr;                      // rate mode
   int64_t per_second_ = 0;
-  int64_t next_ack_us_ = 0;                     // when the queue's last trigger is acknowledged
+  int64_t next_ack_us_ = 0;                      // when the queue's last trigger is acknowledged
   std::map<int64_t, int64_t> waiting_until_us_;  // rate mode: batch number -> its last ack
 };
 

@@ -711,7 +711,7 @@ TEST_F(AdminServerTest, ShardsReportWatermarksClaimsAndLag) {
 
 TEST_F(AdminServerTest, ShardsReportCatchUpDebtInTheirLag) {
   const int64_t minute = EpochMinuteOf(kNow);
-  ledger_.SetFiredThrough(3, minute);  // the watermark is current ...
+  ledger_.SetFiredThrough(3, minute);                       // the watermark is current ...
   ledger_.AddDebt(3, MinuteRange{minute - 6, minute - 4});  // ... but three missed minutes are owed
   ASSERT_TRUE(ledger_.ClaimDebt(3, "node-c", 3000)->claimed);
   StartServer();

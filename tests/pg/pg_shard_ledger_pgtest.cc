@@ -3,8 +3,8 @@
 #include <atomic>
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -183,7 +183,8 @@ TEST_F(PgShardLedgerTest, AdvanceMovesTheWatermarkAndAddsTheDebtInOneStep) {
   EXPECT_EQ(s.debt_minutes, 13);
   EXPECT_EQ(s.debt_first, 86);
   EXPECT_EQ(s.claim_node, "");  // released
-  EXPECT_EQ(db_->Exec("SELECT debt::text FROM shard_state WHERE shard = 10")[0][0].as<std::string>(), "{[86,99)}");
+  EXPECT_EQ(db_->Exec("SELECT debt::text FROM shard_state WHERE shard = 10")[0][0].as<std::string>(),
+            "{[86,99)}");
 
   // Without the claim nothing changes: neither the watermark nor the debt.
   const Status lost = ledger_->Advance(10, 110, MinuteRange{101, 109}, "node-a");
@@ -222,7 +223,8 @@ TEST_F(PgShardLedgerTest, DebtIsClaimedLowestRangeFirstAndSettledUnderItsOwnLeas
   EXPECT_FALSE(ledger_->ClaimDebt(11, "node-b", kLeaseMs)->claimed);
   EXPECT_TRUE(ledger_->RenewDebt(11, "node-a", kLeaseMs).ok());
   EXPECT_EQ(ledger_->RenewDebt(11, "node-b", kLeaseMs).code(), Status::Code::kFailedPrecondition);
-  EXPECT_EQ(ledger_->SettleDebt(11, MinuteRange{150, 150}, "node-b").code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(ledger_->SettleDebt(11, MinuteRange{150, 150}, "node-b").code(),
+            Status::Code::kFailedPrecondition);
   // node-b's on-time firing completes meanwhile: its new debt and node-a's settlement both stand.
   ASSERT_TRUE(ledger_->Advance(11, 210, MinuteRange{201, 205}, "node-b").ok());
   ASSERT_TRUE(ledger_->SettleDebt(11, MinuteRange{150, 150}, "node-a").ok());
@@ -295,7 +297,8 @@ TEST_F(PgShardLedgerTest, RacingNodesNeverGetTheSameDebtChunk) {
   }
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(errors.load(), 0);
-  for (const auto& [key, times] : paid) EXPECT_EQ(times, 1) << "shard " << key.first << " minute " << key.second;
+  for (const auto& [key, times] : paid)
+    EXPECT_EQ(times, 1) << "shard " << key.first << " minute " << key.second;
   int64_t owed = 0;
   for (int32_t s = 0; s < 20; ++s) owed += State(s).debt_minutes;
   EXPECT_EQ(static_cast<int64_t>(paid.size()) + owed, 20 * 20);  // nothing lost either
