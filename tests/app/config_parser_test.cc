@@ -162,5 +162,20 @@ TEST(ConfigParserTest, ExecutionHistoryIsKeptByTime) {
   }
 }
 
+TEST(ConfigParserTest, CatchUpRateAndChunk) {
+  auto c = ParseConfig("", Env({}));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->scheduler.catch_up_rate, 100'000);
+  EXPECT_EQ(c->scheduler.catch_up_chunk_minutes, 1);
+  c = ParseConfig("scheduler:\n  catch_up_rate: 0\n  catch_up_chunk_minutes: 5\n",
+                  Env({{"BELFRY_SCHEDULER_CATCH_UP_RATE", "25000"}}));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->scheduler.catch_up_rate, 25'000);
+  EXPECT_EQ(c->scheduler.catch_up_chunk_minutes, 5);
+  ExpectError("scheduler:\n  catch_up_rate: -1\n", "scheduler.catch_up_rate");
+  ExpectError("scheduler:\n  catch_up_chunk_minutes: 0\n", "scheduler.catch_up_chunk_minutes");
+  ExpectError("scheduler:\n  catch_up_chunk_minutes: 4294967297\n", "scheduler.catch_up_chunk_minutes");
+}
+
 }  // namespace
 }  // namespace belfry
