@@ -34,6 +34,7 @@
 #include "loadtest/loadtest_modes.h"
 #include "loadtest/pg_connection.h"
 #include "loadtest/progress_meter.h"
+#include "loadtest/shard_rewind.h"
 #include "loadtest/trigger_expectations.h"
 #include "loadtest/trigger_tally.h"
 
@@ -75,21 +76,6 @@ int64_t ShardsAckedThrough(PgConnection& conn, int64_t tick_ms, EpochMs cut_ms) 
   return acked;
 }
 
-// Waits until no shard has a live claim or debt lease (belfry is not running), or throws.
-void WaitForNoLiveClaims(PgConnection& conn, int64_t wait_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
-  while (true) {
-    const int64_t claimed = std::stoll(
-        conn.ExecScalar("SELECT count(*) FROM shard_state WHERE claim_until > now() OR debt_until > now()"));
-    if (claimed == 0) return;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      throw std::runtime_error(fmt::format(
-          "{} shards are claimed by a live belfry node: stop every belfry node before a burst", claimed));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-}
-
 int RunBurst(const CommonOptions& common, const BurstOptions& options) {
   const int64_t timeout_ms = ParseDurationMs(options.timeout);
   if (options.minutes < 1 || options.minutes > 14) throw std::invalid_argument("--minutes must be in 1..14");
@@ -98,25 +84,19 @@ int RunBurst(const CommonOptions& common, const BurstOptions& options) {
   TriggerExpectations expectations;
   fmt::print(stderr, "burst: reading jobs with topic prefix {} ...\n", options.topics_prefix);
   expectations.Load(conn, options.topics_prefix);
-  WaitForNoLiveClaims(conn, ParseDurationMs(options.claim_wait));
+  WaitForNoLiveLeases(conn, ParseDurationMs(options.claim_wait));
 
   LiveTopicReader reader(LiveTopicReaderOptions{common.brokers,
                                                 "^" + RegexEscape(options.topics_prefix) + ".*",
                                                 kTriggerHeaders, "belfry-loadtest-burst"});
   // Rewind: minutes C-K .. C-1 of every shard, and minute C up to now, become unfired.
-  const int64_t current_minute = EpochMinuteOf(WallClockMs());
-  const int64_t rewind_to = current_minute - 1 - options.minutes;
-  const PgRows updated = conn.ExecParams(
-      "WITH r AS (UPDATE shard_state SET fired_through = $1::bigint, debt = '{}', debt_node = NULL,"
-      " debt_until = NULL, updated_at = now() RETURNING 1) "
-      "SELECT count(*) FROM r",
-      {std::to_string(rewind_to)});
-  const EpochMs window_first = (current_minute - options.minutes) * kMsPerMinute;
-  const EpochMs cut_ms = WallClockMs();
+  const Rewind rewind = RewindShards(conn, options.minutes);
+  const EpochMs window_first = rewind.first_slot_ms;
+  const EpochMs cut_ms = rewind.cut_ms;
   expectations.SetWindow(window_first, cut_ms);
-  fmt::print(
-      stderr, "burst: rewound {} shards to fired_through={}; expecting {} triggers for slots {} .. {}\n",
-      updated[0][0], rewind_to, expectations.expected(), FormatIsoTime(window_first), FormatIsoTime(cut_ms));
+  fmt::print(stderr, "burst: rewound {} shards to fired_through={}; expecting {} triggers for slots {} .. {}\n",
+             rewind.shards, rewind.fired_through, expectations.expected(), FormatIsoTime(window_first),
+             FormatIsoTime(cut_ms));
 
   std::unique_ptr<BelfryProcess> belfry;
   const EpochMs start_ms = WallClockMs();
@@ -136,7 +116,7 @@ int RunBurst(const CommonOptions& common, const BurstOptions& options) {
   }
 
   const bool by_acks = options.timing == "acks";
-  const int64_t shard_count = std::stoll(updated[0][0]);
+  const int64_t shard_count = rewind.shards;
   const int64_t tick_ms = shard_count > 0 ? kMsPerMinute / shard_count : kMsPerMinute;
   TriggerTally* tally_ptr = nullptr;
   ProgressMeter meter("burst", [&tally_ptr] { return tally_ptr->ProgressText(); });
@@ -193,7 +173,7 @@ int RunBurst(const CommonOptions& common, const BurstOptions& options) {
   j["mode"] = "burst";
   j["host"] = HostSnapshot();
   j["jobs"] = expectations.job_count();
-  j["rewound_shards"] = std::stoll(updated[0][0]);
+  j["rewound_shards"] = rewind.shards;
   j["rewound_minutes"] = options.minutes;
   j["window"] = {{"first_slot", FormatIsoTime(window_first)}, {"last_slot", FormatIsoTime(cut_ms)}};
   if (belfry != nullptr) {

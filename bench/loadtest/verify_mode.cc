@@ -18,6 +18,7 @@
 #include "loadtest/loadtest_modes.h"
 #include "loadtest/pg_connection.h"
 #include "loadtest/progress_meter.h"
+#include "loadtest/shard_rewind.h"
 #include "loadtest/trigger_expectations.h"
 #include "loadtest/trigger_tally.h"
 
@@ -40,13 +41,6 @@ std::string SqlLiteral(const std::string& s) {
     out.push_back(c);
   }
   return out + "'";
-}
-
-// Missed shard-minutes still owed to belfry's catch-up (docs/catch-up.md). A catch-up in progress
-// fires slots before the window (not counted here) and competes with the window's on-time firing.
-int64_t CatchUpDebtMinutes(PgConnection& conn) {
-  return std::stoll(
-      conn.ExecScalar("SELECT coalesce(sum(upper(r) - lower(r)), 0) FROM shard_state, unnest(debt) AS r"));
 }
 
 int RunVerify(const CommonOptions& common, const VerifyOptions& options) {
