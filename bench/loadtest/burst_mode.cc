@@ -94,7 +94,8 @@ int RunBurst(const CommonOptions& common, const BurstOptions& options) {
   const EpochMs window_first = rewind.first_slot_ms;
   const EpochMs cut_ms = rewind.cut_ms;
   expectations.SetWindow(window_first, cut_ms);
-  fmt::print(stderr, "burst: rewound {} shards to fired_through={}; expecting {} triggers for slots {} .. {}\n",
+  fmt::print(stderr,
+             "burst: rewound {} shards to fired_through={}; expecting {} triggers for slots {} .. {}\n",
              rewind.shards, rewind.fired_through, expectations.expected(), FormatIsoTime(window_first),
              FormatIsoTime(cut_ms));
 
