@@ -1,14 +1,18 @@
 // burst: belfry's maximum trigger throughput, through its catch-up path. With belfry stopped,
-// every shard's fired_through is rewound so that the last K whole minutes (plus the current
-// minute up to now) are unfired; belfry is then started (by this mode with --belfry-bin, or by
-// the operator) and fires them all at once. The time from start to the last expected trigger
-// received is the burst; its rate is compared with `raw` sending the same number of same-size
-// messages to as many topics and partitions, in the same run.
+// every shard's fired_through is rewound (and its catch-up debt cleared) so that the last K whole
+// minutes (plus the current minute up to now) are unfired; belfry is then started (by this mode
+// with --belfry-bin, with scheduler.catch_up_rate 0 so that the catch-up is unpaced; or by the
+// operator, who should set it so too) and fires them all at once: its first firings move the
+// watermarks to the present and record the missed minutes as debt, which debt firings drain. The time from
+// start to the last expected trigger received is the burst; its rate is compared with `raw` sending the same
+// number of same-size messages to as many topics and partitions, in the same run.
 //
 // Two ways to time it (--timing):
 //   acks (default): like `raw`, from the first trigger produced (its Kafka CreateTime) to the
-//     moment every expected trigger is acknowledged, read from belfry's own watermarks (a shard's
-//     fired_through moves only after every ack of its slots). The triggers are consumed and
+//     moment every expected trigger is acknowledged, read from belfry's own ledger (a shard's
+//     fired_through moves only after every ack of its on-time slots, and a debt chunk leaves the
+//     debt only after every ack of its slots: a shard is done when its watermark has reached the
+//     cut and its debt is empty). The triggers are consumed and
 //     checked (missing, duplicates) afterwards, so the checking does not take CPU from the burst.
 //   arrivals: from the first to the last expected trigger received by a consumer running during
 //     the burst (the consumer competes with belfry, PostgreSQL and the broker for the cores).
@@ -30,6 +34,7 @@
 #include "loadtest/loadtest_modes.h"
 #include "loadtest/pg_connection.h"
 #include "loadtest/progress_meter.h"
+#include "loadtest/shard_rewind.h"
 #include "loadtest/trigger_expectations.h"
 #include "loadtest/trigger_tally.h"
 
@@ -48,6 +53,7 @@ struct BurstOptions {
   std::string raw_topic = "lt.raw";
   std::string plot_prefix;
   std::string timing = "acks";
+  std::string catch_up_rate = "0";  // scheduler.catch_up_rate of the belfry this mode starts
 };
 
 std::vector<std::string> SplitArgs(const std::string& text) {
@@ -58,30 +64,16 @@ std::vector<std::string> SplitArgs(const std::string& text) {
 }
 
 // How many shards have acknowledged every slot up to `cut_ms`: fired_through has reached the
-// shard's last slot minute at or before the cut (a shard that never fired has not).
+// shard's last slot minute at or before the cut (a shard that never fired has not) and no missed
+// minute is still owed as catch-up debt.
 int64_t ShardsAckedThrough(PgConnection& conn, int64_t tick_ms, EpochMs cut_ms) {
   int64_t acked = 0;
-  for (const std::vector<std::string>& row :
-       conn.Exec("SELECT shard, fired_through FROM shard_state WHERE fired_through IS NOT NULL")) {
+  for (const std::vector<std::string>& row : conn.Exec("SELECT shard, fired_through FROM shard_state WHERE "
+                                                       "fired_through IS NOT NULL AND isempty(debt)")) {
     const int32_t shard = std::stoi(row[0]);
     if (std::stoll(row[1]) >= LastSlotMinuteAtOrBefore(cut_ms, shard, tick_ms)) ++acked;
   }
   return acked;
-}
-
-// Waits until no shard has a live claim (belfry is not running), or throws.
-void WaitForNoLiveClaims(PgConnection& conn, int64_t wait_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
-  while (true) {
-    const int64_t claimed =
-        std::stoll(conn.ExecScalar("SELECT count(*) FROM shard_state WHERE claim_until > now()"));
-    if (claimed == 0) return;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      throw std::runtime_error(fmt::format(
-          "{} shards are claimed by a live belfry node: stop every belfry node before a burst", claimed));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
 }
 
 int RunBurst(const CommonOptions& common, const BurstOptions& options) {
@@ -92,24 +84,20 @@ int RunBurst(const CommonOptions& common, const BurstOptions& options) {
   TriggerExpectations expectations;
   fmt::print(stderr, "burst: reading jobs with topic prefix {} ...\n", options.topics_prefix);
   expectations.Load(conn, options.topics_prefix);
-  WaitForNoLiveClaims(conn, ParseDurationMs(options.claim_wait));
+  WaitForNoLiveLeases(conn, ParseDurationMs(options.claim_wait));
 
   LiveTopicReader reader(LiveTopicReaderOptions{common.brokers,
                                                 "^" + RegexEscape(options.topics_prefix) + ".*",
                                                 kTriggerHeaders, "belfry-loadtest-burst"});
   // Rewind: minutes C-K .. C-1 of every shard, and minute C up to now, become unfired.
-  const int64_t current_minute = EpochMinuteOf(WallClockMs());
-  const int64_t rewind_to = current_minute - 1 - options.minutes;
-  const PgRows updated = conn.ExecParams(
-      "WITH r AS (UPDATE shard_state SET fired_through = $1::bigint, updated_at = now() RETURNING 1) "
-      "SELECT count(*) FROM r",
-      {std::to_string(rewind_to)});
-  const EpochMs window_first = (current_minute - options.minutes) * kMsPerMinute;
-  const EpochMs cut_ms = WallClockMs();
+  const Rewind rewind = RewindShards(conn, options.minutes);
+  const EpochMs window_first = rewind.first_slot_ms;
+  const EpochMs cut_ms = rewind.cut_ms;
   expectations.SetWindow(window_first, cut_ms);
-  fmt::print(
-      stderr, "burst: rewound {} shards to fired_through={}; expecting {} triggers for slots {} .. {}\n",
-      updated[0][0], rewind_to, expectations.expected(), FormatIsoTime(window_first), FormatIsoTime(cut_ms));
+  fmt::print(stderr,
+             "burst: rewound {} shards to fired_through={}; expecting {} triggers for slots {} .. {}\n",
+             rewind.shards, rewind.fired_through, expectations.expected(), FormatIsoTime(window_first),
+             FormatIsoTime(cut_ms));
 
   std::unique_ptr<BelfryProcess> belfry;
   const EpochMs start_ms = WallClockMs();
@@ -119,7 +107,8 @@ int RunBurst(const CommonOptions& common, const BurstOptions& options) {
                                                  {"BELFRY_DATABASE_URL", common.database_url},
                                                  {"BELFRY_KAFKA_BROKERS", common.brokers},
                                                  {"BELFRY_KAFKA_COMMANDS_TOPIC", common.commands_topic},
-                                                 {"BELFRY_KAFKA_RESULTS_TOPIC", common.results_topic}},
+                                                 {"BELFRY_KAFKA_RESULTS_TOPIC", common.results_topic},
+                                                 {"BELFRY_SCHEDULER_CATCH_UP_RATE", options.catch_up_rate}},
                                              options.belfry_log);
     fmt::print(stderr, "burst: started {} {} (pid {}, log {})\n", options.belfry_bin, options.belfry_args,
                belfry->pid(), options.belfry_log);
@@ -128,7 +117,7 @@ int RunBurst(const CommonOptions& common, const BurstOptions& options) {
   }
 
   const bool by_acks = options.timing == "acks";
-  const int64_t shard_count = std::stoll(updated[0][0]);
+  const int64_t shard_count = rewind.shards;
   const int64_t tick_ms = shard_count > 0 ? kMsPerMinute / shard_count : kMsPerMinute;
   TriggerTally* tally_ptr = nullptr;
   ProgressMeter meter("burst", [&tally_ptr] { return tally_ptr->ProgressText(); });
@@ -185,7 +174,7 @@ int RunBurst(const CommonOptions& common, const BurstOptions& options) {
   j["mode"] = "burst";
   j["host"] = HostSnapshot();
   j["jobs"] = expectations.job_count();
-  j["rewound_shards"] = std::stoll(updated[0][0]);
+  j["rewound_shards"] = rewind.shards;
   j["rewound_minutes"] = options.minutes;
   j["window"] = {{"first_slot", FormatIsoTime(window_first)}, {"last_slot", FormatIsoTime(cut_ms)}};
   if (belfry != nullptr) {
@@ -281,6 +270,9 @@ void RegisterBurstMode(CLI::App& app, CommonOptions* common, ModeRunner* run) {
                   "acks: first trigger produced to last acknowledged (consumed and checked afterwards); "
                   "arrivals: first to last received by a consumer running during the burst")
       ->check(CLI::IsMember({"acks", "arrivals"}))
+      ->capture_default_str();
+  sub->add_option("--catch-up-rate", options->catch_up_rate,
+                  "scheduler.catch_up_rate (triggers/s, 0 = unpaced) of the belfry started with --belfry-bin")
       ->capture_default_str();
   sub->add_flag("--no-raw", options->no_raw, "skip the raw-producer comparison");
   sub->add_option("--raw-topic", options->raw_topic, "topic prefix for the raw comparison")

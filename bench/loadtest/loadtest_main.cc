@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
   RegisterCrudMode(app, &common, &run);
   RegisterVerifyMode(app, &common, &run);
   RegisterBurstMode(app, &common, &run);
+  RegisterCatchUpMode(app, &common, &run);
   RegisterApiMode(app, &common, &run);
   RegisterExecutionsMode(app, &common, &run);
   CLI11_PARSE(app, argc, argv);

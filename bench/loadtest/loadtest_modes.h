@@ -32,6 +32,7 @@ void RegisterSeedMode(CLI::App& app, CommonOptions* common, ModeRunner* run);
 void RegisterCrudMode(CLI::App& app, CommonOptions* common, ModeRunner* run);
 void RegisterVerifyMode(CLI::App& app, CommonOptions* common, ModeRunner* run);
 void RegisterBurstMode(CLI::App& app, CommonOptions* common, ModeRunner* run);
+void RegisterCatchUpMode(CLI::App& app, CommonOptions* common, ModeRunner* run);
 void RegisterApiMode(CLI::App& app, CommonOptions* common, ModeRunner* run);
 void RegisterExecutionsMode(CLI::App& app, CommonOptions* common, ModeRunner* run);
 

@@ -25,6 +25,7 @@
 #include "loadtest/loadtest_modes.h"
 #include "loadtest/pg_connection.h"
 #include "loadtest/progress_meter.h"
+#include "loadtest/shard_rewind.h"
 #include "loadtest/trigger_expectations.h"
 #include "loadtest/trigger_tally.h"
 #include "loadtest/window_report.h"
@@ -111,6 +112,13 @@ int RunVerify(const CommonOptions& common, const VerifyOptions& options) {
   const EpochMs window_first = start_ms + grace_ms;
   const EpochMs window_last = end_ms - grace_ms;
   expectations.SetWindow(window_first, window_last);
+  const int64_t debt_at_start = CatchUpDebtMinutes(conn);
+  if (debt_at_start > 0) {
+    fmt::print(stderr,
+               "verify: a catch-up is running ({} shard-minutes owed): its triggers are outside the window, "
+               "but it competes with the on-time firing measured here\n",
+               debt_at_start);
+  }
   fmt::print(stderr, "verify: window {} .. {}: {} expected triggers ({:.0f}/min) on {} partitions\n",
              FormatIsoTime(window_first), FormatIsoTime(window_last), expectations.expected(),
              expectations.expected_per_minute(), reader.assigned_partitions());
@@ -211,6 +219,7 @@ int RunVerify(const CommonOptions& common, const VerifyOptions& options) {
   j["messages_per_s"] = static_cast<double>(tally.received()) / (static_cast<double>(duration_ms) / 1000.0);
   j["value_bytes_avg"] = tally.received() > 0 ? tally.value_bytes() / tally.received() : 0;
   j["reader_errors"] = reader.consume_errors();
+  j["catch_up_debt_minutes"] = {{"at_start", debt_at_start}, {"at_end", CatchUpDebtMinutes(conn)}};
   if (options.belfry_pid > 0) {
     const int64_t kb = PeakRssKb(options.belfry_pid);
     j["belfry_peak_rss_mb"] = kb >= 0 ? nlohmann::ordered_json(static_cast<double>(kb) / 1024.0) : nullptr;

@@ -32,6 +32,8 @@ class SchedulerObserver {
   // Releasing a claim (after a firing that recorded nothing) failed. Nothing is lost: the lease
   // expires by itself and the shard is fired again then, only later than it could have been.
   virtual void OnReleaseFailed(int32_t shard, const Status& status) = 0;
+  // The catch-up debt of every shard, in shard-minutes still owed, as a catch-up scan read it.
+  virtual void OnCatchUpDebt(int64_t owed_minutes) { (void)owed_minutes; }
 };
 
 // Does nothing; the default.

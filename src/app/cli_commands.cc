@@ -14,10 +14,11 @@
 #include "app/system_clock.h"
 #include "belfry/stop_signal.h"
 #include "core/calendar_schedule.h"
+#include "core/execution_report.h"
 #include "core/iso_time.h"
 #include "core/job_json.h"
+#include "core/shard_lag.h"
 #include "core/slot_math.h"
-#include "core/execution_report.h"
 #include "kafka/command_publisher.h"
 #include "kafka/topic_admin.h"
 #include "kafka/topic_tail.h"
@@ -293,22 +294,26 @@ int RunShards(const Config& cfg, bool json) {
   if (!states.ok()) return Fail(states.status().message());
   const EpochMs now = SystemClock().NowMs();
   nlohmann::json arr = nlohmann::json::array();
-  if (!json) std::printf("%5s %-20s %8s %-32s %s\n", "SHARD", "FIRED THROUGH", "LAG", "CLAIMED BY", "");
+  if (!json)
+    std::printf("%5s %-20s %8s %6s %-32s %s\n", "SHARD", "FIRED THROUGH", "LAG", "DEBT", "CLAIMED BY", "");
   for (const ShardState& s : *states) {
-    const int64_t due = LastSlotMinuteAtOrBefore(now, s.shard, cfg.scheduler.tick_ms);
-    const int64_t lag_s =
-        s.fired_through && *s.fired_through < due ? (now - SlotMs(*s.fired_through + 1, s.shard, cfg.scheduler.tick_ms)) / 1000 : 0;
+    const ShardLag lag = ComputeShardLag(s, now, cfg.scheduler.tick_ms);
+    const int64_t lag_s = static_cast<int64_t>(lag.lag_seconds.value_or(0));
     if (json) {
-      arr.push_back({{"shard", s.shard},
-                     {"fired_through_minute", s.fired_through ? nlohmann::json(*s.fired_through) : nlohmann::json()},
-                     {"claim_node", s.claim_node.empty() ? nlohmann::json() : nlohmann::json(s.claim_node)},
-                     {"claim_live", s.claim_live},
-                     {"lag_seconds", lag_s}});
+      arr.push_back(
+          {{"shard", s.shard},
+           {"fired_through_minute", s.fired_through ? nlohmann::json(*s.fired_through) : nlohmann::json()},
+           {"claim_node", s.claim_node.empty() ? nlohmann::json() : nlohmann::json(s.claim_node)},
+           {"claim_live", s.claim_live},
+           {"lag_seconds", lag_s},
+           {"debt_minutes", s.debt_minutes},
+           {"debt_node", s.debt_node.empty() ? nlohmann::json() : nlohmann::json(s.debt_node)}});
     } else {
-      std::printf("%5d %-20s %7llds %-32s %s\n", s.shard,
-                  s.fired_through ? FormatIsoTime(*s.fired_through * kMsPerMinute).substr(0, 16).c_str() : "never",
-                  static_cast<long long>(lag_s), s.claim_node.empty() ? "-" : s.claim_node.c_str(),
-                  s.claim_live ? "(live)" : "");
+      std::printf(
+          "%5d %-20s %7llds %6lld %-32s %s\n", s.shard,
+          s.fired_through ? FormatIsoTime(*s.fired_through * kMsPerMinute).substr(0, 16).c_str() : "never",
+          static_cast<long long>(lag_s), static_cast<long long>(s.debt_minutes),
+          s.claim_node.empty() ? "-" : s.claim_node.c_str(), s.claim_live ? "(live)" : "");
     }
   }
   if (json) std::printf("%s\n", nlohmann::json{{"shards", arr}}.dump().c_str());

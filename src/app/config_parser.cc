@@ -333,6 +333,8 @@ const std::vector<Section>& Sections() {
               DurationKey("claim_lease", &SchedulerConfig::claim_lease_ms, 500, 10 * kMinute),
               IntegerKey("workers", &SchedulerConfig::workers, 1, 64),
               IntegerKey("firings_in_flight", &SchedulerConfig::firings_in_flight, 1, 64),
+              IntegerKey("catch_up_rate", &SchedulerConfig::catch_up_rate, 0, 100'000'000),
+              IntegerKey("catch_up_chunk_minutes", &SchedulerConfig::catch_up_chunk_minutes, 1, 60),
               DurationKey("one_shot_retention", &SchedulerConfig::one_shot_retention_ms, kMinute,
                           3660 * kDay),
           }),

@@ -20,12 +20,24 @@ class NodeHealth final : public SchedulerObserver {
     last_fired_ms_ = clock_.NowMs();
     next_.OnFired(r);
   }
+  // Missed minutes that are fired are owed as debt first (OnCatchUpDebt logs that); what is
+  // never fired is worth a warning each time.
   void OnMissed(int64_t caught_up, int64_t skipped, int64_t too_old) override {
-    spdlog::warn(
-        "missed shard-minutes: {} caught up, {} skipped by the misfire policy, {} older than max_catchup "
-        "dropped",
-        caught_up, skipped, too_old);
+    if (skipped > 0 || too_old > 0) {
+      spdlog::warn(
+          "missed shard-minutes: {} skipped by the misfire policy, {} older than max_catchup dropped",
+          skipped, too_old);
+    }
     next_.OnMissed(caught_up, skipped, too_old);
+  }
+  void OnCatchUpDebt(int64_t owed_minutes) override {
+    const int64_t before = debt_minutes_.exchange(owed_minutes);
+    if (before == 0 && owed_minutes > 0) {
+      spdlog::warn("catch-up started: {} missed shard-minutes owed", owed_minutes);
+    } else if (before > 0 && owed_minutes == 0) {
+      spdlog::info("catch-up done: no missed shard-minute is owed");
+    }
+    next_.OnCatchUpDebt(owed_minutes);
   }
   void OnFiringFailed(int32_t shard, const Status& status) override {
     const int64_t n = ++consecutive_failures_;
@@ -55,6 +67,7 @@ class NodeHealth final : public SchedulerObserver {
   std::atomic<int64_t> consecutive_failures_{0};
   std::atomic<EpochMs> last_fired_ms_{0};
   std::atomic<EpochMs> last_failure_log_ms_{0};
+  std::atomic<int64_t> debt_minutes_{0};
 };
 
 }  // namespace belfry

@@ -17,15 +17,17 @@
 #include "http/execution_metrics.h"
 #include "core/calendar_schedule.h"
 #include "core/firing_pool.h"
+#include "core/rate_limiter.h"
 #include "core/shard_firer.h"
 #include "core/shard_ticker.h"
 #include "http/admin_server.h"
-#include "http/reader_pool.h"
-#include "pg/connection_options.h"
+#include "http/execution_metrics.h"
 #include "http/metrics_registry.h"
+#include "http/reader_pool.h"
 #include "kafka/command_consumer.h"
 #include "kafka/execution_consumer.h"
 #include "kafka/kafka_trigger_sink.h"
+#include "pg/connection_options.h"
 #include "pg/migrator.h"
 #include "pg/pg_execution_store.h"
 #include "pg/pg_job_store.h"
@@ -106,13 +108,28 @@ int RunServe(const Config& cfg) {
     return 1;
   }
   std::unique_ptr<KafkaTriggerSink> sink = std::move(sink_or.value());
+  // Catch-up triggers (debt firings) go through a producer of their own, so on-time triggers never
+  // wait in a queue behind them (docs/catch-up.md). Its queue is smaller: the catch-up is paced
+  // (scheduler.catch_up_rate), and a full queue just makes the debt firing wait.
+  KafkaTriggerSinkOptions catch_up_options;
+  catch_up_options.client_id = "belfry-catchup";
+  catch_up_options.queue_max_messages = 50'000;
+  catch_up_options.queue_max_kbytes = 32 * 1024;
+  auto catch_up_sink_or = KafkaTriggerSink::Create(cfg.kafka, catch_up_options);
+  if (!catch_up_sink_or.ok()) {
+    spdlog::error("cannot create the catch-up trigger producer: {}", catch_up_sink_or.status().ToString());
+    return 1;
+  }
+  std::unique_ptr<KafkaTriggerSink> catch_up_sink = std::move(catch_up_sink_or.value());
+  RateLimiter catch_up_limiter(cfg.scheduler.catch_up_rate, clock, stop);
 
   std::vector<Worker> workers(static_cast<size_t>(cfg.scheduler.workers));
   std::vector<FiringPool::Worker> pool_workers;
   for (Worker& w : workers) {
     w.store = std::make_unique<PgJobStore>(cfg.database_url);
     w.ledger = std::make_unique<PgShardLedger>(cfg.database_url);
-    w.firer = std::make_unique<ShardFirer>(cfg.scheduler, node_id, *w.store, *w.ledger, *sink, policy, clock, health);
+    w.firer = std::make_unique<ShardFirer>(cfg.scheduler, node_id, *w.store, *w.ledger, *sink, *catch_up_sink,
+                                           &catch_up_limiter, policy, clock, health);
     pool_workers.push_back(FiringPool::Worker{w.firer.get(), w.ledger.get()});
   }
 
@@ -179,8 +196,9 @@ int RunServe(const Config& cfg) {
     read_sessions.push_back({admin_stores.back().get(), admin_ledgers.back().get(), admin_executions.back().get()});
   }
   ReaderPool readers(std::move(read_sessions), std::chrono::milliseconds(cfg.admin.read_wait_ms));
-  metrics.SetSampler([&sink, &consumer](MetricsRegistry& m) {
+  metrics.SetSampler([&sink, &catch_up_sink, &consumer](MetricsRegistry& m) {
     m.SetProducerQueue(sink->queue_length());
+    m.SetCatchUpProducerQueue(catch_up_sink->queue_length());
     m.SetConsumerLag(consumer->Stats().consumer_lag);
   });
   AdminServerOptions admin_options;
@@ -210,7 +228,8 @@ int RunServe(const Config& cfg) {
   std::unique_ptr<AdminServer> admin = std::move(admin_or.value());
   spdlog::info("admin HTTP listening on {} (port {})", cfg.admin.listen, admin->port());
 
-  auto pool = std::make_unique<FiringPool>(cfg.scheduler, pool_workers, clock, std::random_device{}());
+  auto pool =
+      std::make_unique<FiringPool>(cfg.scheduler, pool_workers, clock, std::random_device{}(), &health);
   std::thread consumer_thread([&] { consumer->Run(stop); });
   std::thread execution_thread([&] {
     if (execution_consumer != nullptr) execution_consumer->Run(stop);
@@ -279,6 +298,7 @@ int RunServe(const Config& cfg) {
   consumer.reset();
   execution_consumer.reset();
   sink.reset();
+  catch_up_sink.reset();
   spdlog::info("belfry stopped cleanly");
   return 0;
 }

@@ -35,8 +35,30 @@ FiringPlan PlanFiring(const std::optional<int64_t>& fired_through, int64_t targe
   return plan;
 }
 
-int64_t MissedMinutesFired(const FiringPlan& plan) {
-  return plan.policy == MisfirePolicy::kSkip ? 0 : plan.missed.size();
+MinuteRange DebtToAdd(const FiringPlan& plan) {
+  return plan.policy == MisfirePolicy::kSkip ? MinuteRange{} : plan.missed;
+}
+
+DebtChunk PlanDebtChunk(const MinuteRange& lowest, const SchedulerConfig& cfg) {
+  DebtChunk chunk;
+  switch (cfg.misfire_policy) {
+    case MisfirePolicy::kFireAll: {
+      const int64_t n = std::max<int64_t>(1, cfg.catch_up_chunk_minutes);
+      chunk.fire = MinuteRange{lowest.first, std::min(lowest.last, lowest.first + n - 1)};
+      chunk.settle = chunk.fire;
+      break;
+    }
+    case MisfirePolicy::kCoalesce:
+      chunk.fire = lowest;
+      chunk.coalesced = true;
+      chunk.settle = lowest;
+      break;
+    case MisfirePolicy::kSkip:
+      chunk.settle = lowest;
+      chunk.skipped = lowest.size();
+      break;
+  }
+  return chunk;
 }
 
 }  // namespace belfry
@@ -53,6 +75,27 @@ std::vector<FireRequest> CatchUpRequests(const std::vector<ShardState>& states, 
     if (last_due > *s.fired_through) out.push_back(FireRequest{s.shard, last_due, false});
   }
   return out;
+}
+
+std::vector<FireRequest> DebtRequests(const std::vector<ShardState>& states, const SchedulerConfig& cfg) {
+  std::vector<const ShardState*> owing;
+  for (const ShardState& s : states) {
+    if (s.debt_minutes <= 0 || !s.debt_first || s.debt_live) continue;
+    if (s.shard < 0 || s.shard >= cfg.shard_count) continue;
+    owing.push_back(&s);
+  }
+  std::stable_sort(owing.begin(), owing.end(),
+                   [](const ShardState* a, const ShardState* b) { return *a->debt_first < *b->debt_first; });
+  std::vector<FireRequest> out;
+  out.reserve(owing.size());
+  for (const ShardState* s : owing) out.push_back(FireRequest{s->shard, *s->debt_first, false, true});
+  return out;
+}
+
+int64_t TotalDebtMinutes(const std::vector<ShardState>& states) {
+  int64_t total = 0;
+  for (const ShardState& s : states) total += std::max<int64_t>(0, s.debt_minutes);
+  return total;
 }
 
 std::vector<FireRequest> WatermarkStarts(const std::vector<ShardState>& states, EpochMs now, int64_t grace_ms,

@@ -7,21 +7,15 @@
 
 #include "belfry/clock.h"
 #include "belfry/config.h"
+#include "belfry/shard_ledger.h"
 
 namespace belfry {
 
-struct MinuteRange {
-  int64_t first = 0;
-  int64_t last = -1;  // empty when last < first
-  bool empty() const { return last < first; }
-  int64_t size() const { return empty() ? 0 : last - first + 1; }
-};
-
 struct FiringPlan {
-  // Minutes still within the misfire threshold: fired each, first, in order.
+  // Minutes still within the misfire threshold: fired each, in order, by this firing.
   MinuteRange on_time;
-  // Missed minutes within max_catchup. fire_all fires each (with its original slot), coalesce
-  // fires each due job once over the whole range, skip fires none.
+  // Missed minutes within max_catchup. Not fired by this firing: under fire_all and coalesce
+  // they become catch-up debt (DebtToAdd), fired later by debt firings; skip fires none.
   MinuteRange missed;
   MisfirePolicy policy = MisfirePolicy::kFireAll;
   int64_t too_old = 0;  // missed minutes older than max_catchup, dropped under every policy
@@ -34,8 +28,24 @@ struct FiringPlan {
 FiringPlan PlanFiring(const std::optional<int64_t>& fired_through, int64_t target_minute, int32_t shard,
                       EpochMs now, const SchedulerConfig& cfg);
 
-// How many shard-minutes the plan fires (coalesced range counts once per minute).
-int64_t MissedMinutesFired(const FiringPlan& plan);
+// The missed minutes the plan leaves owed: `missed` under fire_all and coalesce, none under skip.
+MinuteRange DebtToAdd(const FiringPlan& plan);
+
+// One debt firing's share of a shard's debt, from the lowest contiguous range owed.
+struct DebtChunk {
+  // What this firing fires: under fire_all the lowest `catch_up_chunk_minutes` minutes, one query
+  // each with its original slot; under coalesce the whole range, as one coalesced query; under
+  // skip (debt left from another policy) nothing.
+  MinuteRange fire;
+  bool coalesced = false;
+  // What the firing removes from the debt once done: `fire`, or (skip) the whole range.
+  MinuteRange settle;
+  int64_t skipped = 0;  // minutes settled without firing (skip)
+};
+
+// A debt minute is owed until fired: max_catchup was applied when it was found missed
+// (PlanFiring), so a slow catch-up never drops what it accepted. REQUIRES: !lowest.empty().
+DebtChunk PlanDebtChunk(const MinuteRange& lowest, const SchedulerConfig& cfg);
 
 }  // namespace belfry
 
@@ -47,8 +57,9 @@ namespace belfry {
 
 struct FireRequest {
   int32_t shard = 0;
-  int64_t minute = 0;
+  int64_t minute = 0;  // the minute to fire up to (unused by debt requests)
   bool on_time = true;
+  bool debt = false;  // a debt firing: drains a chunk of the shard's debt (ShardFirer::BeginDebt)
 };
 
 // Shards that should have fired by `now - grace_ms` but are not recorded as fired and are not
@@ -66,5 +77,12 @@ std::vector<FireRequest> CatchUpRequests(const std::vector<ShardState>& states, 
 // ticker, as in CatchUpRequests.
 std::vector<FireRequest> WatermarkStarts(const std::vector<ShardState>& states, EpochMs now, int64_t grace_ms,
                                          const SchedulerConfig& cfg);
+
+// Shards that owe catch-up debt and whose debt lease is not held by a live node: one debt
+// request each, oldest debt first.
+std::vector<FireRequest> DebtRequests(const std::vector<ShardState>& states, const SchedulerConfig& cfg);
+
+// The shard-minutes owed by every shard: the catch-up debt still to fire.
+int64_t TotalDebtMinutes(const std::vector<ShardState>& states);
 
 }  // namespace belfry

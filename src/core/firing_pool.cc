@@ -20,21 +20,29 @@ std::vector<Backoff> PerShardBackoff(int32_t shards, uint64_t seed) {
   for (int32_t s = 0; s < shards; ++s) out.emplace_back(kFiringBackoff, seed + static_cast<uint64_t>(s));
   return out;
 }
+// A shard's debt is left alone this long after a failed debt firing (the debt stays owed).
+constexpr int64_t kDebtRetryPauseMs = 1000;
 
 }  // namespace
 
 FiringPool::FiringPool(const SchedulerConfig& cfg, std::vector<Worker> workers, Clock& clock,
-                       uint64_t backoff_seed)
+                       uint64_t backoff_seed, SchedulerObserver* observer)
     : cfg_(cfg),
       clock_(clock),
+      observer_(observer),
       workers_(std::move(workers)),
       max_in_flight_(static_cast<size_t>(std::max<int32_t>(1, cfg.firings_in_flight))),
+      catch_up_limit_(std::max<int32_t>(1, static_cast<int32_t>(workers_.size()) - 1)),
       busy_(cfg.shard_count, false),
       pending_(cfg.shard_count, -1),
       retry_after_(cfg.shard_count, 0),
       backoff_(PerShardBackoff(cfg.shard_count, backoff_seed)),
+      debt_busy_(cfg.shard_count, false),
+      debt_retry_after_(cfg.shard_count, 0),
       acked_(workers_.size(), false),
-      in_flight_(workers_.size(), 0) {
+      in_flight_(workers_.size(), 0),
+      debt_in_flight_(workers_.size(), 0),
+      renewed_epoch_(workers_.size(), 0) {
   for (size_t i = 0; i < workers_.size(); ++i) threads_.emplace_back([this, i] { WorkerLoop(i); });
 }
 
@@ -47,6 +55,7 @@ void FiringPool::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
+  idle_cv_.notify_all();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
 }
@@ -63,7 +72,12 @@ void FiringPool::DispatchOnTime(int32_t shard, int64_t minute) {
 void FiringPool::DispatchCatchUpScan() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ || scan_queued_) return;
+    if (stopping_) return;
+    ++scan_epoch_;  // also the heartbeat that renews the leases of open firings
+    if (scan_queued_) {
+      cv_.notify_all();
+      return;
+    }
     scan_queued_ = true;
     catch_up_.push_back(Request{Request::Kind::kScan, {}});
   }
@@ -71,7 +85,25 @@ void FiringPool::DispatchCatchUpScan() {
 }
 
 bool FiringPool::IdleLocked() const {
-  return on_time_.empty() && catch_up_.empty() && running_ == 0 && in_flight_total_ == 0;
+  return on_time_.empty() && catch_up_.empty() && debt_.empty() && running_ == 0 && in_flight_total_ == 0;
+}
+
+bool FiringPool::HasWorkLocked(size_t index) const {
+  const bool catch_up_ok = catch_up_running_ < catch_up_limit_;
+  // Debt firings have their own window, so a slow catch-up never fills the on-time one.
+  const bool room = in_flight_[index] - debt_in_flight_[index] < max_in_flight_;
+  const bool debt_room = debt_in_flight_[index] < max_in_flight_;
+  return acked_[index] || (in_flight_[index] > 0 && renewed_epoch_[index] != scan_epoch_) ||
+         (room && (!on_time_.empty() || (catch_up_ok && !catch_up_.empty()))) ||
+         (debt_room && catch_up_ok && !debt_.empty());
+}
+
+bool FiringPool::QuietLocked() const {
+  if (running_ != 0) return false;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (HasWorkLocked(i)) return false;
+  }
+  return true;
 }
 
 void FiringPool::Drain() {
@@ -79,16 +111,19 @@ void FiringPool::Drain() {
   idle_cv_.wait(lock, [this] { return IdleLocked(); });
 }
 
-bool FiringPool::PopLocked(bool allow_catch_up, Request* out) {
-  if (!on_time_.empty()) {
-    *out = on_time_.front();
-    on_time_.pop_front();
-    return true;
-  }
-  if (allow_catch_up && !catch_up_.empty()) {
-    *out = catch_up_.front();
-    catch_up_.pop_front();
-    return true;
+void FiringPool::Quiesce() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [this] { return QuietLocked() || stopping_; });
+}
+
+bool FiringPool::PopLocked(bool allow_on_time, bool allow_catch_up, bool allow_debt, Request* out) {
+  for (auto [allowed, queue] : {std::pair{allow_on_time, &on_time_}, std::pair{allow_catch_up, &catch_up_},
+                                std::pair{allow_debt, &debt_}}) {
+    if (allowed && !queue->empty()) {
+      *out = queue->front();
+      queue->pop_front();
+      return true;
+    }
   }
   return false;
 }
@@ -97,26 +132,36 @@ void FiringPool::WorkerLoop(size_t index) {
   const Worker& w = workers_[index];
   InFlightList flights;  // only this thread touches it
   std::unique_lock<std::mutex> lock(mu_);
+  const auto room = [&] { return in_flight_[index] - debt_in_flight_[index] < max_in_flight_; };
+  const auto debt_room = [&] { return debt_in_flight_[index] < max_in_flight_; };
   while (true) {
-    const int32_t catch_up_limit = std::max<int32_t>(1, static_cast<int32_t>(workers_.size()) - 1);
-    const bool room = flights.size() < max_in_flight_;
-    cv_.wait(lock, [&] {
-      return stopping_ || acked_[index] ||
-             (room && (!on_time_.empty() || (!catch_up_.empty() && catch_up_running_ < catch_up_limit)));
-    });
+    if (IdleLocked() || QuietLocked()) idle_cv_.notify_all();
+    cv_.wait(lock, [&] { return stopping_ || HasWorkLocked(index); });
     if (acked_[index] || (stopping_ && !flights.empty())) {
       acked_[index] = false;
       const bool wait_all = stopping_;
+      ++running_;
       lock.unlock();
       CompleteDone(index, wait_all, &flights);
       lock.lock();
+      --running_;
       cv_.notify_all();
-      if (IdleLocked()) idle_cv_.notify_all();
+      if (IdleLocked() || QuietLocked()) idle_cv_.notify_all();
       continue;
     }
     if (stopping_) return;
+    if (!flights.empty() && renewed_epoch_[index] != scan_epoch_) {
+      // The leases of firings whose acks are still arriving (a paced or slow catch-up) must not
+      // lapse while this worker waits for work.
+      renewed_epoch_[index] = scan_epoch_;
+      lock.unlock();
+      for (const std::unique_ptr<InFlight>& f : flights) w.firer->RenewIfDue(f->pending);
+      lock.lock();
+      continue;
+    }
     Request req;
-    if (!PopLocked(catch_up_running_ < catch_up_limit, &req)) continue;
+    const bool catch_up_ok = catch_up_running_ < catch_up_limit_;
+    if (!PopLocked(room(), room() && catch_up_ok, debt_room() && catch_up_ok, &req)) continue;
     const bool is_catch_up = req.kind == Request::Kind::kScan || !req.fire.on_time;
     ++running_;
     if (is_catch_up) ++catch_up_running_;
@@ -129,6 +174,10 @@ void FiringPool::WorkerLoop(size_t index) {
       const int32_t s = req.fire.shard;
       if (s < 0 || s >= cfg_.shard_count) {
         // ignore: cannot happen with a well-formed ticker
+      } else if (req.fire.debt) {
+        lock.unlock();  // debt_busy_[s] was set when the request was queued
+        StartFire(index, req.fire, &flights);
+        lock.lock();
       } else if (busy_[s]) {
         pending_[s] = std::max(pending_[s], req.fire.minute);
       } else {
@@ -141,7 +190,7 @@ void FiringPool::WorkerLoop(size_t index) {
     --running_;
     if (is_catch_up) --catch_up_running_;
     cv_.notify_all();
-    if (IdleLocked()) idle_cv_.notify_all();
+    if (IdleLocked() || QuietLocked()) idle_cv_.notify_all();
   }
 }
 
@@ -150,17 +199,23 @@ void FiringPool::StartFire(size_t index, const FireRequest& req, InFlightList* f
   auto flight = std::make_unique<InFlight>();
   flight->request = req;
   Status error;
-  const ShardFirer::Outcome outcome =
-      workers_[index].firer->Begin(req.shard, req.minute, &flight->pending, &error);
+  ShardFirer& firer = *workers_[index].firer;
+  const ShardFirer::Outcome outcome = req.debt ? firer.BeginDebt(req.shard, &flight->pending, &error)
+                                               : firer.Begin(req.shard, req.minute, &flight->pending, &error);
   if (outcome != ShardFirer::Outcome::kFired) {
     std::lock_guard<std::mutex> lock(mu_);
-    EndFireLocked(req, outcome);
+    if (req.debt) {
+      EndDebtLocked(req.shard, outcome);
+    } else {
+      EndFireLocked(req, outcome);
+    }
     return;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++in_flight_[index];
     ++in_flight_total_;
+    if (req.debt) ++debt_in_flight_[index];
   }
   // Runs on the sink's delivery thread (or here, if the acks are already in).
   flight->pending.NotifyWhenDone([this, index] {
@@ -187,7 +242,12 @@ void FiringPool::CompleteDone(size_t index, bool wait_all, InFlightList* flights
     std::lock_guard<std::mutex> lock(mu_);
     --in_flight_[index];
     --in_flight_total_;
-    EndFireLocked(req, outcome);
+    if (req.debt) {
+      --debt_in_flight_[index];
+      EndDebtLocked(req.shard, outcome);
+    } else {
+      EndFireLocked(req, outcome);
+    }
   }
 }
 
@@ -207,6 +267,11 @@ void FiringPool::EndFireLocked(const FireRequest& req, ShardFirer::Outcome outco
     (req.on_time ? on_time_ : catch_up_).push_front(Request{Request::Kind::kFire, next});
   }
   pending_[s] = -1;
+}
+
+void FiringPool::EndDebtLocked(int32_t shard, ShardFirer::Outcome outcome) {
+  debt_busy_[shard] = false;
+  debt_retry_after_[shard] = outcome == ShardFirer::Outcome::kFailed ? clock_.NowMs() + kDebtRetryPauseMs : 0;
 }
 
 void FiringPool::HandleScan(const Worker& w) {
@@ -248,7 +313,15 @@ void FiringPool::HandleScan(const Worker& w) {
       }
       catch_up_.push_back(Request{Request::Kind::kFire, r});
     }
+    // Then the debt, oldest first, one firing per shard at a time.
+    for (const FireRequest& r : DebtRequests(*states, cfg_)) {
+      if (stopping_) break;
+      if (debt_busy_[r.shard] || debt_retry_after_[r.shard] > now) continue;
+      debt_busy_[r.shard] = true;
+      debt_.push_back(Request{Request::Kind::kFire, r});
+    }
   }
+  if (observer_ != nullptr) observer_->OnCatchUpDebt(TotalDebtMinutes(*states));
   cv_.notify_all();
 }
 

@@ -26,20 +26,28 @@ void ShardFirer::Pending::NotifyWhenDone(const std::function<void()>& fn) {
 }
 
 ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
-                       TriggerSink& sink, const TopicPolicy& policy, Clock& clock,
-                       SchedulerObserver& observer)
+                       TriggerSink& sink, TriggerSink& catch_up_sink, RateLimiter* catch_up_limiter,
+                       const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer)
     : cfg_(cfg),
       node_id_(std::move(node_id)),
       store_(store),
       ledger_(ledger),
       sink_(sink),
+      catch_up_sink_(catch_up_sink),
+      catch_up_limiter_(catch_up_limiter),
       policy_(policy),
       clock_(clock),
       observer_(observer) {}
 
-void ShardFirer::ReleaseClaim(int32_t shard) {
-  if (Status st = ledger_.Release(shard, node_id_); !st.ok()) observer_.OnReleaseFailed(shard, st);
+void ShardFirer::ReleaseClaim(int32_t shard, bool debt) {
+  Status st = debt ? ledger_.ReleaseDebt(shard, node_id_) : ledger_.Release(shard, node_id_);
+  if (!st.ok()) observer_.OnReleaseFailed(shard, st);
 }
+
+ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
+                       TriggerSink& sink, const TopicPolicy& policy, Clock& clock,
+                       SchedulerObserver& observer)
+    : ShardFirer(cfg, std::move(node_id), store, ledger, sink, sink, nullptr, policy, clock, observer) {}
 
 bool ShardFirer::TopicAllowed(std::string_view topic) {
   auto it = topic_allowed_.find(topic);
@@ -59,9 +67,20 @@ Status ShardFirer::QueueQuery(const DueQuery& q, bool on_time, Pending* pending)
   report.last_minute = q.last_minute;
   report.coalesced = q.first_minute != q.last_minute;
   report.on_time = on_time;
-  out.batch = sink_.NewBatch();
+  const bool paced = pending->debt_ && catch_up_limiter_ != nullptr && !catch_up_limiter_->unlimited();
+  out.batch = (pending->debt_ ? catch_up_sink_ : sink_).NewBatch();
   TriggerBatch& batch = *out.batch;
+  bool stopped = false;
   const Status query_status = store_.ForEachDueJob(q, [&](const DueJob& job) {
+    if (stopped) return;
+    if (paced && paced_allowance_ <= 0) {
+      // A long wait must not let the debt lease lapse; a stop leaves the rest of the chunk owed.
+      if (!RenewLeaseIfDue(*pending) || !catch_up_limiter_->Acquire(catch_up_limiter_->grant())) {
+        stopped = true;
+        return;
+      }
+      paced_allowance_ += catch_up_limiter_->grant();
+    }
     if (!TopicAllowed(job.topic)) {
       ++report.refused;
       observer_.OnRefusedTopic(job.topic);
@@ -83,8 +102,13 @@ Status ShardFirer::QueueQuery(const DueQuery& q, bool on_time, Pending* pending)
         job.scheduled_for_ms != 0 ? job.scheduled_for_ms : SlotMs(job.due_minute, q.shard, q.tick_ms);
     batch.Add(t);
     ++report.triggers;
+    if (paced) --paced_allowance_;
   });
   report.query_ms = clock_.NowMs() - out.started;
+  if (stopped && query_status.ok()) {
+    out.query_ok = false;
+    return pending->error_.ok() ? Status::Retryable("stopped while pacing the catch-up") : pending->error_;
+  }
   out.query_ok = query_status.ok();
   return query_status;
 }
@@ -92,6 +116,13 @@ Status ShardFirer::QueueQuery(const DueQuery& q, bool on_time, Pending* pending)
 ShardFirer::Outcome ShardFirer::FireUpTo(int32_t shard, int64_t target_minute, Status* error) {
   Pending pending;
   const Outcome begun = Begin(shard, target_minute, &pending, error);
+  if (begun != Outcome::kFired) return begun;
+  return Complete(pending, error);
+}
+
+ShardFirer::Outcome ShardFirer::FireDebt(int32_t shard, Status* error) {
+  Pending pending;
+  const Outcome begun = BeginDebt(shard, &pending, error);
   if (begun != Outcome::kFired) return begun;
   return Complete(pending, error);
 }
@@ -127,56 +158,85 @@ ShardFirer::Outcome ShardFirer::Begin(int32_t shard, int64_t target_minute, Pend
   pending->hold_minute_ = hold_minute;
   pending->renewed_at_ = clock_.NowMs();
   pending->advance_to_ = plan.advance_to;
-  pending->caught_up_ = MissedMinutesFired(plan);
+  pending->add_debt_ = DebtToAdd(plan);
   pending->skipped_ = plan.policy == MisfirePolicy::kSkip ? plan.missed.size() : 0;
   pending->too_old_ = plan.too_old;
 
-  // Stops queuing at the first failure; Complete() still waits for what was queued.
-  auto queue = [&](const DueQuery& q, bool on_time, bool renew) {
-    if (Status st = QueueQuery(q, on_time, pending); !st.ok()) {
+  // Only the present: the missed minutes become debt when this firing is recorded, so a
+  // catch-up never holds this shard's next slot (or any other shard's) back.
+  for (int64_t m = plan.on_time.first; m <= plan.on_time.last; ++m) {
+    if (Status st =
+            QueueQuery(DueQuery{shard, m, m, cfg_.tick_ms, TermsForMinute(cfg_.intervals, m)}, true, pending);
+        !st.ok()) {
       pending->error_ = std::move(st);
-      return false;
+      break;
     }
-    if (!renew) return true;
     if (Status st = ledger_.MarkFired(shard, hold_minute, node_id_, cfg_.claim_lease_ms, false); !st.ok()) {
       pending->error_ = std::move(st);
       pending->release_on_error_ = false;  // the claim is lost: nothing to release
-      return false;
+      break;
     }
     pending->renewed_at_ = clock_.NowMs();
-    return true;
-  };
-  // Current slots first, so a catch-up never makes the present late; then the missed ones.
-  bool ok = true;
-  for (int64_t m = plan.on_time.first; ok && m <= plan.on_time.last; ++m) {
-    ok = queue(DueQuery{shard, m, m, cfg_.tick_ms, TermsForMinute(cfg_.intervals, m)}, true, true);
-  }
-  if (ok && !plan.missed.empty()) {
-    if (plan.policy == MisfirePolicy::kFireAll) {
-      for (int64_t m = plan.missed.first; ok && m <= plan.missed.last; ++m) {
-        ok = queue(DueQuery{shard, m, m, cfg_.tick_ms, TermsForMinute(cfg_.intervals, m)}, false, true);
-      }
-    } else if (plan.policy == MisfirePolicy::kCoalesce) {
-      queue(DueQuery{shard, plan.missed.first, plan.missed.last, cfg_.tick_ms,
-                     TermsForRange(cfg_.intervals, plan.missed.first, plan.missed.last)},
-            false, false);
-    }
   }
   return Outcome::kFired;
 }
 
-void ShardFirer::RenewIfDue(Pending& pending) {
-  if (!pending.error_.ok()) return;
+ShardFirer::Outcome ShardFirer::BeginDebt(int32_t shard, Pending* pending, Status* error) {
+  StatusOr<DebtClaim> claim = ledger_.ClaimDebt(shard, node_id_, cfg_.claim_lease_ms);
+  if (!claim.ok()) {
+    observer_.OnFiringFailed(shard, claim.status());
+    if (error) *error = claim.status();
+    return Outcome::kFailed;
+  }
+  if (!claim->claimed) return Outcome::kNotClaimed;
+  const DebtChunk chunk = PlanDebtChunk(claim->lowest, cfg_);
+  *pending = Pending();
+  pending->shard_ = shard;
+  pending->debt_ = true;
+  pending->renewed_at_ = clock_.NowMs();
+  pending->settle_ = chunk.settle;
+  pending->caught_up_ = chunk.fire.size();
+  pending->skipped_ = chunk.skipped;
+  if (chunk.fire.empty()) return Outcome::kFired;
+  if (chunk.coalesced) {
+    if (Status st = QueueQuery(DueQuery{shard, chunk.fire.first, chunk.fire.last, cfg_.tick_ms,
+                                        TermsForRange(cfg_.intervals, chunk.fire.first, chunk.fire.last)},
+                               false, pending);
+        !st.ok()) {
+      pending->error_ = std::move(st);
+    }
+    return Outcome::kFired;
+  }
+  for (int64_t m = chunk.fire.first; m <= chunk.fire.last; ++m) {
+    if (Status st = QueueQuery(DueQuery{shard, m, m, cfg_.tick_ms, TermsForMinute(cfg_.intervals, m)}, false,
+                               pending);
+        !st.ok()) {
+      if (pending->error_.ok()) pending->error_ = std::move(st);
+      break;
+    }
+    pending->renewed_at_ = 0;  // renew after each query, as Begin does
+    if (!RenewLeaseIfDue(*pending)) break;
+  }
+  return Outcome::kFired;
+}
+
+bool ShardFirer::RenewLeaseIfDue(Pending& pending) {
+  if (!pending.error_.ok()) return false;
   const EpochMs now = clock_.NowMs();
-  if (now - pending.renewed_at_ < cfg_.claim_lease_ms / 3) return;
-  Status st = ledger_.MarkFired(pending.shard_, pending.hold_minute_, node_id_, cfg_.claim_lease_ms, false);
+  if (now - pending.renewed_at_ < cfg_.claim_lease_ms / 3) return true;
+  Status st = pending.debt_ ? ledger_.RenewDebt(pending.shard_, node_id_, cfg_.claim_lease_ms)
+                            : ledger_.MarkFired(pending.shard_, pending.hold_minute_, node_id_,
+                                                cfg_.claim_lease_ms, false);
   if (!st.ok()) {
     pending.error_ = std::move(st);
     pending.release_on_error_ = false;
-    return;
+    return false;
   }
   pending.renewed_at_ = now;
+  return true;
 }
+
+void ShardFirer::RenewIfDue(Pending& pending) { RenewLeaseIfDue(pending); }
 
 ShardFirer::Outcome ShardFirer::Complete(Pending& pending, Status* error) {
   const int32_t shard = pending.shard_;
@@ -193,12 +253,14 @@ ShardFirer::Outcome ShardFirer::Complete(Pending& pending, Status* error) {
   }
   pending.queries_.clear();  // the batches are finished; drop their buffers now
   if (!first_error.ok()) {
-    if (pending.release_on_error_) ReleaseClaim(shard);
+    if (pending.release_on_error_) ReleaseClaim(shard, pending.debt_);
     observer_.OnFiringFailed(shard, first_error);
     if (error) *error = std::move(first_error);
     return Outcome::kFailed;
   }
-  if (Status st = ledger_.MarkFired(shard, pending.advance_to_, node_id_, cfg_.claim_lease_ms, true);
+  // One statement each: a crash before it leaves the shard as it was, to be planned again.
+  if (Status st = pending.debt_ ? ledger_.SettleDebt(shard, pending.settle_, node_id_)
+                                : ledger_.Advance(shard, pending.advance_to_, pending.add_debt_, node_id_);
       !st.ok()) {
     observer_.OnFiringFailed(shard, st);
     if (error) *error = std::move(st);

@@ -1,9 +1,12 @@
 // ShardFirer: fires one shard up to a minute: claim, plan (misfire policy), stream the due jobs
-// into the trigger sink, wait for every ack, then record the shard-minute as fired.
+// into the trigger sink, wait for every ack, then record the shard-minute as fired. Missed
+// minutes are not fired by that firing: they are recorded as the shard's catch-up debt, in the
+// same statement that moves the watermark, and fired later by debt firings (BeginDebt) through
+// the catch-up sink, paced by the catch-up rate limiter (docs/catch-up.md).
 //
 // A firing has two halves, so a caller can overlap the acks of one firing with the query of the
-// next: Begin() claims, plans and queues every due trigger of the plan without waiting for acks;
-// Complete() waits for the acks and only then moves the watermark. FireUpTo() does both.
+// next: Begin() (or BeginDebt()) claims, plans and queues every due trigger without waiting for
+// acks; Complete() waits for the acks and only then records. FireUpTo() does both.
 //
 // Thread-compatible: one ShardFirer per worker thread, each with its own JobStore and
 // ShardLedger (database connections); the TriggerSink may be shared.
@@ -24,6 +27,7 @@
 #include "belfry/shard_ledger.h"
 #include "belfry/trigger_sink.h"
 #include "core/catchup_planner.h"
+#include "core/rate_limiter.h"
 #include "core/topic_policy.h"
 
 namespace belfry {
@@ -41,6 +45,7 @@ class ShardFirer final {
     Pending& operator=(Pending&&) = default;
 
     int32_t shard() const { return shard_; }
+    bool debt() const { return debt_; }  // a debt firing (BeginDebt)
     int64_t triggers() const;  // queued so far
     // Non-blocking: true once every queued trigger is acknowledged or has failed, so that
     // Complete() will not wait.
@@ -59,9 +64,12 @@ class ShardFirer final {
       bool query_ok = false;
     };
     int32_t shard_ = 0;
+    bool debt_ = false;
     int64_t hold_minute_ = 0;  // the watermark the claim is renewed at while acks arrive
-    EpochMs renewed_at_ = 0;   // when the lease was last renewed
+    EpochMs renewed_at_ = 0;   // when the lease (claim or debt lease) was last renewed
     int64_t advance_to_ = 0;
+    MinuteRange add_debt_;  // on-time firing: the missed minutes it leaves owed
+    MinuteRange settle_;    // debt firing: the minutes it pays off
     int64_t caught_up_ = 0;
     int64_t skipped_ = 0;
     int64_t too_old_ = 0;
@@ -71,7 +79,13 @@ class ShardFirer final {
   };
 
   // All references must outlive the firer. `policy` is re-checked for every trigger (cached per
-  // topic), so a config change also stops jobs stored before it.
+  // topic), so a config change also stops jobs stored before it. Debt firings queue to
+  // `catch_up_sink` (its own producer, so on-time triggers never queue behind catch-up ones),
+  // taking a token from `catch_up_limiter` (may be null: unpaced) per trigger.
+  ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
+             TriggerSink& sink, TriggerSink& catch_up_sink, RateLimiter* catch_up_limiter,
+             const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer);
+  // One sink for both, unpaced.
   ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
              TriggerSink& sink, const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer);
   ShardFirer(const ShardFirer&) = delete;
@@ -81,22 +95,35 @@ class ShardFirer final {
   // released and nothing is recorded, so the shard-minutes are fired again later (at-least-once).
   Outcome FireUpTo(int32_t shard, int64_t target_minute, Status* error = nullptr);
 
-  // The first half of FireUpTo: claims the shard and queues every trigger of the plan (on-time
-  // minutes first, then the missed ones) without waiting for acks; the lease is renewed after
-  // each query. Returns kFired iff `*pending` now holds a firing that the caller must pass to
-  // Complete() (even if queuing failed part-way: Complete() then waits for what was queued,
-  // releases the claim and reports the failure). Any other outcome is final.
+  // The first half of FireUpTo: claims the shard and queues every trigger of the plan's on-time
+  // minutes without waiting for acks; the lease is renewed after each query. The plan's missed
+  // minutes are not queued: Complete() records them as debt. Returns kFired iff `*pending` now
+  // holds a firing that the caller must pass to Complete() (even if queuing failed part-way:
+  // Complete() then waits for what was queued, releases the claim and reports the failure). Any
+  // other outcome is final.
   Outcome Begin(int32_t shard, int64_t target_minute, Pending* pending, Status* error = nullptr);
 
-  // The second half: waits until every trigger of `pending` is acknowledged, then records the
-  // watermark and releases the claim. If anything failed, records nothing and releases the
-  // claim (when it still holds it). Returns kFired or kFailed.
+  // BeginDebt, then Complete.
+  Outcome FireDebt(int32_t shard, Status* error = nullptr);
+
+  // A debt firing: takes the shard's debt lease, plans the lowest chunk of its debt
+  // (PlanDebtChunk) and queues its triggers, with their original slots, to the catch-up sink,
+  // paced by the catch-up limiter; the debt lease is renewed while it waits and after each
+  // query. kNotClaimed when the shard owes nothing or another node holds its debt lease. As for
+  // Begin, kFired means `*pending` must go to Complete().
+  Outcome BeginDebt(int32_t shard, Pending* pending, Status* error = nullptr);
+
+  // The second half: waits until every trigger of `pending` is acknowledged, then records it
+  // and releases the lease: an on-time firing moves the watermark and adds its missed minutes
+  // to the debt (ShardLedger::Advance); a debt firing removes its chunk from the debt
+  // (ShardLedger::SettleDebt). If anything failed, records nothing and releases the lease (when
+  // it still holds it). Returns kFired or kFailed.
   Outcome Complete(Pending& pending, Status* error = nullptr);
 
-  // Renews the claim of a pending firing whose acks are still arriving, once a third of the
-  // lease has passed since the last renewal, so that a slow broker does not let the claim lapse
-  // (another node would then fire the same shard-minutes again). Never moves the watermark.
-  // If the claim turns out to be lost, Complete() will report the failure.
+  // Renews the lease (claim or debt lease) of a pending firing whose acks are still arriving,
+  // once a third of the lease has passed since the last renewal, so that a slow broker does not
+  // let it lapse (another node would then fire the same shard-minutes again). Never moves the
+  // watermark. If the lease turns out to be lost, Complete() will report the failure.
   void RenewIfDue(Pending& pending);
 
   // Records `minute` as the watermark of a shard that never fired, without firing anything, so
@@ -106,18 +133,25 @@ class ShardFirer final {
   Outcome StartWatermark(int32_t shard, int64_t minute, Status* error = nullptr);
 
  private:
-  // Streams one query's due jobs into a new batch of `pending`, without waiting for acks.
+  // Streams one query's due jobs into a new batch of `pending`, without waiting for acks. A debt
+  // firing's query goes to the catch-up sink, paced.
   Status QueueQuery(const DueQuery& q, bool on_time, Pending* pending);
+  // Renews the lease of `pending` if a third of it has passed. False (and the error recorded in
+  // `pending`) if the lease is lost.
+  bool RenewLeaseIfDue(Pending& pending);
   bool TopicAllowed(std::string_view topic);
-  // Releases this node's claim of `shard`, reporting a failure to the observer (the lease then
-  // expires by itself).
-  void ReleaseClaim(int32_t shard);
+  // Releases this node's claim of `shard` (its debt lease if `debt`), reporting a failure to the
+  // observer (the lease then expires by itself).
+  void ReleaseClaim(int32_t shard, bool debt = false);
 
   const SchedulerConfig& cfg_;
   const std::string node_id_;
   JobStore& store_;
   ShardLedger& ledger_;
   TriggerSink& sink_;
+  TriggerSink& catch_up_sink_;
+  RateLimiter* const catch_up_limiter_;
+  int64_t paced_allowance_ = 0;  // catch-up tokens taken from the limiter and not used yet
   const TopicPolicy& policy_;
   Clock& clock_;
   SchedulerObserver& observer_;

@@ -26,8 +26,9 @@
 #include "core/job_json.h"
 #include "core/json_writer.h"
 #include "core/message_quote.h"
-#include "http/admission_queue.h"
+#include "core/shard_lag.h"
 #include "core/slot_math.h"
+#include "http/admission_queue.h"
 
 namespace belfry {
 namespace {
@@ -733,16 +734,7 @@ void AdminServer::HandleShards(httplib::Response& res) {
   const int64_t tick = options_.scheduler.tick_ms;
   Json shards = Json::array();
   for (const ShardState& s : *states) {
-    // The latest minute whose slot has passed. A shard is behind when it has not fired it; its
-    // lag is measured from the slot of the oldest minute it still owes.
-    const int64_t due = LastSlotMinuteAtOrBefore(now, s.shard, tick);
-    Json lag = nullptr;
-    Json behind = nullptr;
-    if (s.fired_through) {
-      const int64_t owed = due - *s.fired_through;
-      behind = std::max<int64_t>(owed, 0);
-      lag = owed > 0 ? static_cast<double>(now - SlotMs(*s.fired_through + 1, s.shard, tick)) / 1000.0 : 0.0;
-    }
+    const ShardLag lag = ComputeShardLag(s, now, tick);
     shards.push_back(Json{
         {"shard", s.shard},
         {"fired_through",
@@ -751,8 +743,12 @@ void AdminServer::HandleShards(httplib::Response& res) {
         {"claim_node", StringOrNull(s.claim_node)},
         {"claim_until", IsoOrNull(s.claim_until)},
         {"claim_live", s.claim_live},
-        {"behind_minutes", std::move(behind)},
-        {"lag_seconds", std::move(lag)},
+        {"behind_minutes", lag.behind_minutes ? Json(*lag.behind_minutes) : Json(nullptr)},
+        {"lag_seconds", lag.lag_seconds ? Json(*lag.lag_seconds) : Json(nullptr)},
+        {"debt_minutes", s.debt_minutes},
+        {"debt_first_minute", s.debt_first ? Json(*s.debt_first) : Json(nullptr)},
+        {"debt_node", StringOrNull(s.debt_node)},
+        {"debt_live", s.debt_live},
     });
   }
   SendJson(res, 200, Json{{"now", FormatIsoTime(now)}, {"shards", std::move(shards)}});

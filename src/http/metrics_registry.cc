@@ -154,6 +154,18 @@ struct MetricsRegistry::Metrics {
                                  "acknowledged).")
                            .Register(*registry)
                            .Add({})),
+        catch_up_producer_queue(prometheus::BuildGauge()
+                                    .Name("belfry_catch_up_producer_queue_messages")
+                                    .Help("Messages waiting in the catch-up producer's queue (sent, not "
+                                          "yet acknowledged).")
+                                    .Register(*registry)
+                                    .Add({})),
+        catch_up_debt(prometheus::BuildGauge()
+                          .Name("belfry_catch_up_debt_minutes")
+                          .Help("Missed shard-minutes owed by every shard and not fired yet, as this "
+                                "node's last catch-up scan read them (docs/catch-up.md).")
+                          .Register(*registry)
+                          .Add({})),
         build_info(prometheus::BuildGauge()
                        .Name("belfry_build_info")
                        .Help("Always 1; the version label says which belfry build is running.")
@@ -209,6 +221,8 @@ struct MetricsRegistry::Metrics {
   Histogram& command_apply;
   Gauge& consumer_lag;
   Gauge& producer_queue;
+  Gauge& catch_up_producer_queue;
+  Gauge& catch_up_debt;
   Gauge& build_info;
   Gauge& up;
 
@@ -284,6 +298,14 @@ void MetricsRegistry::SetConsumerLag(int64_t messages) {
 
 void MetricsRegistry::SetProducerQueue(int64_t messages) {
   m_->producer_queue.Set(static_cast<double>(std::max<int64_t>(messages, 0)));
+}
+
+void MetricsRegistry::SetCatchUpProducerQueue(int64_t messages) {
+  m_->catch_up_producer_queue.Set(static_cast<double>(std::max<int64_t>(messages, 0)));
+}
+
+void MetricsRegistry::OnCatchUpDebt(int64_t owed_minutes) {
+  m_->catch_up_debt.Set(static_cast<double>(std::max<int64_t>(owed_minutes, 0)));
 }
 
 void MetricsRegistry::SetSampler(Sampler sampler) {

@@ -39,6 +39,7 @@ class MetricsRegistry final : public SchedulerObserver {
   void OnFiringFailed(int32_t shard, const Status& status) override;
   void OnRefusedTopic(std::string_view topic) override;
   void OnReleaseFailed(int32_t shard, const Status& status) override;
+  void OnCatchUpDebt(int64_t owed_minutes) override;
 
   // One committed command batch (see CommandBatchReport in src/kafka/command_consumer.h).
   // `apply_latency_ms` is observed only when the batch applied at least one command. Label values
@@ -50,6 +51,7 @@ class MetricsRegistry final : public SchedulerObserver {
   // Sampled gauges. A negative lag means "not known yet" and is exported as NaN.
   void SetConsumerLag(int64_t messages);
   void SetProducerQueue(int64_t messages);
+  void SetCatchUpProducerQueue(int64_t messages);
 
   // Replaces the sampler (an empty function removes it). The sampler must not call
   // Serialize() or SetSampler().

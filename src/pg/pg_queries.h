@@ -539,10 +539,56 @@ inline constexpr const char kReleaseShardSql[] =
     "UPDATE shard_state SET claim_node = NULL, claim_until = NULL, updated_at = now() "
     "WHERE shard = $1::smallint AND claim_node = $2";
 
+// $1 shard, $2 minute, $3 first and $4 last minute of the debt to add (none when $4 < $3),
+// $5 node. The end of an on-time firing: watermark, new debt and release in one statement.
+inline constexpr const char kAdvanceShardName[] = "belfry_advance_shard";
+inline constexpr const char kAdvanceShardSql[] =
+    "UPDATE shard_state SET"
+    " fired_through = GREATEST(COALESCE(fired_through, $2::bigint), $2::bigint),"
+    " debt = CASE WHEN $4::bigint >= $3::bigint"
+    "   THEN debt + int8multirange(int8range($3::bigint, $4::bigint, '[]')) ELSE debt END,"
+    " claim_node = NULL, claim_until = NULL, updated_at = now() "
+    "WHERE shard = $1::smallint AND claim_node = $5";
+
+// $1 shard, $2 node, $3 lease ms. One row iff claimed: the lowest range owed (first, last
+// minute) and the minutes owed in all. The ranges of a multirange are kept sorted and merged.
+inline constexpr const char kClaimDebtName[] = "belfry_claim_debt";
+inline constexpr const char kClaimDebtSql[] =
+    "UPDATE shard_state SET debt_node = $2,"
+    " debt_until = now() + $3::bigint * interval '1 millisecond', updated_at = now() "
+    "WHERE shard = $1::smallint AND NOT isempty(debt)"
+    " AND (debt_until IS NULL OR debt_until <= now() OR debt_node = $2) "
+    "RETURNING lower(debt),"
+    " (SELECT upper(r) - 1 FROM unnest(debt) AS r ORDER BY lower(r) LIMIT 1),"
+    " (SELECT sum(upper(r) - lower(r)) FROM unnest(debt) AS r)::bigint";
+
+// $1 shard, $2 node, $3 lease ms.
+inline constexpr const char kRenewDebtName[] = "belfry_renew_debt";
+inline constexpr const char kRenewDebtSql[] =
+    "UPDATE shard_state SET debt_until = now() + $3::bigint * interval '1 millisecond' "
+    "WHERE shard = $1::smallint AND debt_node = $2";
+
+// $1 shard, $2 first and $3 last minute paid, $4 node.
+inline constexpr const char kSettleDebtName[] = "belfry_settle_debt";
+inline constexpr const char kSettleDebtSql[] =
+    "UPDATE shard_state SET debt = debt - int8multirange(int8range($2::bigint, $3::bigint, '[]')),"
+    " debt_node = NULL, debt_until = NULL, updated_at = now() "
+    "WHERE shard = $1::smallint AND debt_node = $4";
+
+// $1 shard, $2 node.
+inline constexpr const char kReleaseDebtName[] = "belfry_release_debt";
+inline constexpr const char kReleaseDebtSql[] =
+    "UPDATE shard_state SET debt_node = NULL, debt_until = NULL, updated_at = now() "
+    "WHERE shard = $1::smallint AND debt_node = $2";
+
+// Columns: shard, fired_through, claim node, claim until (ms), claim live, debt minutes owed,
+// oldest minute owed, debt node, debt lease live.
 inline constexpr const char kLoadShardStatesName[] = "belfry_load_shard_states";
 inline constexpr const char kLoadShardStatesSql[] =
     "SELECT shard, fired_through, COALESCE(claim_node, ''),"
-    " floor(extract(epoch FROM claim_until) * 1000)::bigint, COALESCE(claim_until > now(), false) "
+    " floor(extract(epoch FROM claim_until) * 1000)::bigint, COALESCE(claim_until > now(), false),"
+    " (SELECT COALESCE(sum(upper(r) - lower(r)), 0) FROM unnest(debt) AS r)::bigint, lower(debt),"
+    " COALESCE(debt_node, ''), COALESCE(debt_until > now(), false) "
     "FROM shard_state ORDER BY shard";
 
 // ---- Migrations (src/pg/migrator.cc). ---------------------------------------------------------

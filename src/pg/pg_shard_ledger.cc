@@ -15,6 +15,11 @@ PgShardLedger::PgShardLedger(std::string database_url)
                    {pg_queries::kMarkFiredName, pg_queries::kMarkFiredSql},
                    {pg_queries::kReleaseShardName, pg_queries::kReleaseShardSql},
                    {pg_queries::kLoadShardStatesName, pg_queries::kLoadShardStatesSql},
+                   {pg_queries::kAdvanceShardName, pg_queries::kAdvanceShardSql},
+                   {pg_queries::kClaimDebtName, pg_queries::kClaimDebtSql},
+                   {pg_queries::kRenewDebtName, pg_queries::kRenewDebtSql},
+                   {pg_queries::kSettleDebtName, pg_queries::kSettleDebtSql},
+                   {pg_queries::kReleaseDebtName, pg_queries::kReleaseDebtSql},
                }) {}
 
 PgShardLedger::~PgShardLedger() = default;
@@ -52,6 +57,67 @@ Status PgShardLedger::MarkFired(int32_t shard, int64_t minute, const std::string
   });
 }
 
+Status PgShardLedger::Advance(int32_t shard, int64_t minute, const MinuteRange& add_debt,
+                              const std::string& node) {
+  return session_.Run("advance shard", [&](pqxx::connection& conn) {
+    pqxx::nontransaction txn(conn);
+    const pqxx::result r =
+        txn.exec_prepared(pg_queries::kAdvanceShardName, shard, minute, add_debt.first, add_debt.last, node);
+    if (r.affected_rows() == 0) {
+      return Status::FailedPrecondition("claim lost: shard " + std::to_string(shard) + " is not held by " +
+                                        node);
+    }
+    return Status::Ok();
+  });
+}
+
+StatusOr<DebtClaim> PgShardLedger::ClaimDebt(int32_t shard, const std::string& node, int64_t lease_ms) {
+  DebtClaim claim;
+  Status st = session_.Run("claim debt", [&](pqxx::connection& conn) {
+    pqxx::nontransaction txn(conn);
+    const pqxx::result r = txn.exec_prepared(pg_queries::kClaimDebtName, shard, node, lease_ms);
+    if (r.empty()) return Status::Ok();
+    claim.claimed = true;
+    claim.lowest = MinuteRange{r[0][0].as<int64_t>(), r[0][1].as<int64_t>()};
+    claim.owed_minutes = r[0][2].as<int64_t>();
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return claim;
+}
+
+Status PgShardLedger::RenewDebt(int32_t shard, const std::string& node, int64_t lease_ms) {
+  return session_.Run("renew debt lease", [&](pqxx::connection& conn) {
+    pqxx::nontransaction txn(conn);
+    const pqxx::result r = txn.exec_prepared(pg_queries::kRenewDebtName, shard, node, lease_ms);
+    if (r.affected_rows() == 0) {
+      return Status::FailedPrecondition("debt lease lost: shard " + std::to_string(shard) +
+                                        " is not held by " + node);
+    }
+    return Status::Ok();
+  });
+}
+
+Status PgShardLedger::SettleDebt(int32_t shard, const MinuteRange& paid, const std::string& node) {
+  return session_.Run("settle debt", [&](pqxx::connection& conn) {
+    pqxx::nontransaction txn(conn);
+    const pqxx::result r = txn.exec_prepared(pg_queries::kSettleDebtName, shard, paid.first, paid.last, node);
+    if (r.affected_rows() == 0) {
+      return Status::FailedPrecondition("debt lease lost: shard " + std::to_string(shard) +
+                                        " is not held by " + node);
+    }
+    return Status::Ok();
+  });
+}
+
+Status PgShardLedger::ReleaseDebt(int32_t shard, const std::string& node) {
+  return session_.Run("release debt lease", [&](pqxx::connection& conn) {
+    pqxx::nontransaction txn(conn);
+    txn.exec_prepared(pg_queries::kReleaseDebtName, shard, node);
+    return Status::Ok();
+  });
+}
+
 Status PgShardLedger::Release(int32_t shard, const std::string& node) {
   return session_.Run("release shard", [&](pqxx::connection& conn) {
     pqxx::nontransaction txn(conn);
@@ -73,6 +139,10 @@ StatusOr<std::vector<ShardState>> PgShardLedger::LoadStates() {
       s.claim_node = row[2].as<std::string>();
       if (!row[3].is_null()) s.claim_until = row[3].as<int64_t>();
       s.claim_live = row[4].as<bool>();
+      s.debt_minutes = row[5].as<int64_t>();
+      if (!row[6].is_null()) s.debt_first = row[6].as<int64_t>();
+      s.debt_node = row[7].as<std::string>();
+      s.debt_live = row[8].as<bool>();
       states.push_back(std::move(s));
     }
     return Status::Ok();

@@ -28,8 +28,16 @@ class PgShardLedger final : public ShardLedger {
   // FailedPrecondition("claim lost") when `node` does not hold the shard's claim.
   Status MarkFired(int32_t shard, int64_t minute, const std::string& node, int64_t lease_ms,
                    bool release) override;
+  // FailedPrecondition("claim lost") when `node` does not hold the claim.
+  Status Advance(int32_t shard, int64_t minute, const MinuteRange& add_debt,
+                 const std::string& node) override;
   // Releasing a claim that `node` does not hold is a no-op (Ok).
   Status Release(int32_t shard, const std::string& node) override;
+  StatusOr<DebtClaim> ClaimDebt(int32_t shard, const std::string& node, int64_t lease_ms) override;
+  // FailedPrecondition("debt lease lost") when `node` does not hold the debt lease.
+  Status RenewDebt(int32_t shard, const std::string& node, int64_t lease_ms) override;
+  Status SettleDebt(int32_t shard, const MinuteRange& paid, const std::string& node) override;
+  Status ReleaseDebt(int32_t shard, const std::string& node) override;
   StatusOr<std::vector<ShardState>> LoadStates() override;
 
  private:

@@ -45,7 +45,7 @@ TEST(CatchupPlannerTest, FiveMinuteOutageUnderEachPolicy) {
     EXPECT_EQ(plan.missed.first, kM - 5);
     EXPECT_EQ(plan.missed.last, kM - 1);
     EXPECT_EQ(plan.too_old, 0);
-    EXPECT_EQ(MissedMinutesFired(plan), p == MisfirePolicy::kSkip ? 0 : 5);
+    EXPECT_EQ(DebtToAdd(plan).size(), p == MisfirePolicy::kSkip ? 0 : 5);
   }
 }
 
@@ -132,6 +132,80 @@ TEST(CatchupPlannerTest, WatermarkStartsCoverOnlyUnclaimedNeverFiredShards) {
   EXPECT_EQ(WatermarkStarts(states, now, 2000, cfg).size(), 2u);
   // Shards that never fired get no catch-up request: there is no watermark to catch up from.
   EXPECT_TRUE(CatchUpRequests({states[1], states[2]}, now, 2000, cfg).empty());
+}
+
+}  // namespace
+}  // namespace belfry
+
+namespace belfry {
+namespace {
+
+TEST(DebtPlannerTest, AFiringBehindLeavesItsMissedMinutesAsDebtUnderFireAllAndCoalesceOnly) {
+  const EpochMs now = SlotMs(kM, 10, 500) + 100;
+  for (MisfirePolicy p : {MisfirePolicy::kFireAll, MisfirePolicy::kCoalesce, MisfirePolicy::kSkip}) {
+    const auto plan = PlanFiring(kM - 61, kM, 10, now, Cfg(p));
+    const MinuteRange debt = DebtToAdd(plan);
+    if (p == MisfirePolicy::kSkip) {
+      EXPECT_TRUE(debt.empty());
+    } else {
+      EXPECT_EQ(debt.first, kM - 14);  // too-old minutes are dropped when found, not owed
+      EXPECT_EQ(debt.last, kM - 1);
+    }
+    EXPECT_EQ(plan.advance_to, kM);  // the watermark passes the gap either way
+  }
+}
+
+TEST(DebtPlannerTest, FireAllTakesTheLowestChunkMinutesOneQueryEach) {
+  SchedulerConfig cfg = Cfg(MisfirePolicy::kFireAll);
+  DebtChunk c = PlanDebtChunk(MinuteRange{kM - 10, kM - 1}, cfg);
+  EXPECT_EQ(c.fire.first, kM - 10);
+  EXPECT_EQ(c.fire.last, kM - 10);
+  EXPECT_FALSE(c.coalesced);
+  EXPECT_EQ(c.settle.first, kM - 10);
+  EXPECT_EQ(c.settle.last, kM - 10);
+  cfg.catch_up_chunk_minutes = 4;
+  c = PlanDebtChunk(MinuteRange{kM - 10, kM - 1}, cfg);
+  EXPECT_EQ(c.fire.size(), 4);
+  EXPECT_EQ(c.fire.last, kM - 7);
+  c = PlanDebtChunk(MinuteRange{kM - 2, kM - 1}, cfg);  // a range shorter than the chunk
+  EXPECT_EQ(c.fire.size(), 2);
+  EXPECT_EQ(c.skipped, 0);
+}
+
+TEST(DebtPlannerTest, CoalesceTakesTheWholeRangeAndSkipSettlesWithoutFiring) {
+  DebtChunk c = PlanDebtChunk(MinuteRange{kM - 10, kM - 1}, Cfg(MisfirePolicy::kCoalesce));
+  EXPECT_TRUE(c.coalesced);
+  EXPECT_EQ(c.fire.size(), 10);
+  EXPECT_EQ(c.settle.size(), 10);
+  // Debt left by a fire_all node, then the policy became skip: paid off unfired, counted.
+  c = PlanDebtChunk(MinuteRange{kM - 10, kM - 1}, Cfg(MisfirePolicy::kSkip));
+  EXPECT_TRUE(c.fire.empty());
+  EXPECT_EQ(c.settle.size(), 10);
+  EXPECT_EQ(c.skipped, 10);
+}
+
+TEST(DebtPlannerTest, DebtRequestsOldestFirstSkippingLiveDebtLeases) {
+  SchedulerConfig cfg;
+  std::vector<ShardState> states(4);
+  for (int i = 0; i < 4; ++i) states[i].shard = i;
+  states[0].debt_minutes = 3;
+  states[0].debt_first = kM - 3;
+  states[1].debt_minutes = 0;  // owes nothing
+  states[2].debt_minutes = 10;
+  states[2].debt_first = kM - 12;
+  states[3].debt_minutes = 5;
+  states[3].debt_first = kM - 20;
+  states[3].debt_live = true;  // another node is firing it
+  auto reqs = DebtRequests(states, cfg);
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(reqs[0].shard, 2);
+  EXPECT_TRUE(reqs[0].debt);
+  EXPECT_FALSE(reqs[0].on_time);
+  EXPECT_EQ(reqs[1].shard, 0);
+  EXPECT_EQ(TotalDebtMinutes(states), 18);
+  // Debt does not make a shard "behind": that is the watermark's business.
+  states[0].fired_through = kM;
+  EXPECT_TRUE(CatchUpRequests({states[0]}, SlotMs(kM, 0, 500) + 30'000, 2000, cfg).empty());
 }
 
 }  // namespace

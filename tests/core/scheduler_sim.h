@@ -36,7 +36,8 @@ class RecordingObserver final : public SchedulerObserver {
   int64_t caught_up = 0, skipped = 0, too_old = 0, failures = 0, refused = 0, release_failures = 0;
 };
 
-// Runs the ticker synchronously: on-time slots and catch-up scans fire on the ticker's thread.
+// Runs the ticker synchronously: on-time slots and catch-up scans fire on the ticker's thread. A
+// scan also fires one debt chunk of every shard that owes one, as FiringPool::HandleScan queues.
 class SyncDispatcher final : public TickDispatcher {
  public:
   SyncDispatcher(const SchedulerConfig& cfg, ShardFirer& firer, ShardLedger& ledger, Clock& clock)
@@ -51,6 +52,7 @@ class SyncDispatcher final : public TickDispatcher {
     for (const FireRequest& r : CatchUpRequests(*states, clock_.NowMs(), 2000, cfg_)) {
       firer_.FireUpTo(r.shard, r.minute);
     }
+    for (const FireRequest& r : DebtRequests(*states, cfg_)) firer_.FireDebt(r.shard);
   }
 
  private:

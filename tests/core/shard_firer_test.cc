@@ -80,19 +80,119 @@ TEST_F(ShardFirerTest, AnotherNodesLiveClaimBlocks) {
   EXPECT_EQ(sink_.sent().size(), 1u);
 }
 
-TEST_F(ShardFirerTest, CatchUpFiresCurrentSlotFirst) {
+TEST_F(ShardFirerTest, AFiringBehindFiresThePresentAndLeavesTheMissedMinutesAsDebt) {
   JobSpec s = MakeJob("j", 1, 0);
   store_.Put(s);
   ledger_.SetFiredThrough(s.shard, kM - 4);
   clock_.Set(SlotMs(kM, s.shard, 500));
   EXPECT_EQ(firer_.FireUpTo(s.shard, kM), ShardFirer::Outcome::kFired);
-  const auto sent = sink_.sent();
-  ASSERT_EQ(sent.size(), 4u);
-  EXPECT_EQ(sent[0].scheduled_for_ms, SlotMs(kM, s.shard, 500));
-  EXPECT_EQ(sent[1].scheduled_for_ms, SlotMs(kM - 3, s.shard, 500));
-  EXPECT_EQ(sent[3].scheduled_for_ms, SlotMs(kM - 1, s.shard, 500));
+  ASSERT_EQ(sink_.sent().size(), 1u);  // the present only
+  EXPECT_EQ(sink_.sent()[0].scheduled_for_ms, SlotMs(kM, s.shard, 500));
+  EXPECT_EQ(ledger_.FiredThrough(s.shard), kM);  // the watermark races ahead
+  EXPECT_EQ(ledger_.Debt(s.shard), (std::set<int64_t>{kM - 3, kM - 2, kM - 1}));
+  EXPECT_EQ(observer_.caught_up, 0);
+  // Debt firings pay it off, oldest first, a minute at a time, with the original slots.
+  for (int64_t m = kM - 3; m <= kM - 1; ++m) {
+    EXPECT_EQ(firer_.FireDebt(s.shard), ShardFirer::Outcome::kFired);
+    EXPECT_EQ(sink_.sent().back().scheduled_for_ms, SlotMs(m, s.shard, 500));
+  }
+  EXPECT_TRUE(ledger_.Debt(s.shard).empty());
+  EXPECT_EQ(firer_.FireDebt(s.shard), ShardFirer::Outcome::kNotClaimed);  // nothing owed
+  EXPECT_EQ(sink_.sent().size(), 4u);
   EXPECT_EQ(observer_.caught_up, 3);
   EXPECT_EQ(ledger_.FiredThrough(s.shard), kM);
+}
+
+TEST_F(ShardFirerTest, DebtFiringsGoToTheCatchUpSinkAndTheirOwnLease) {
+  FakeTriggerSink catch_up_sink;
+  ShardFirer firer(cfg_, "node-a", store_, ledger_, sink_, catch_up_sink, nullptr, policy_, clock_,
+                   observer_);
+  JobSpec s = MakeJob("j", 1, 0);
+  store_.Put(s);
+  ledger_.SetFiredThrough(s.shard, kM - 3);
+  clock_.Set(SlotMs(kM, s.shard, 500));
+  ASSERT_EQ(firer.FireUpTo(s.shard, kM), ShardFirer::Outcome::kFired);
+  catch_up_sink.HoldAcks();
+  ShardFirer::Pending debt;
+  ASSERT_EQ(firer.BeginDebt(s.shard, &debt), ShardFirer::Outcome::kFired);
+  EXPECT_TRUE(debt.debt());
+  EXPECT_EQ(catch_up_sink.batches_created(), 1);
+  // Another node cannot take the same chunk while this one is open...
+  EXPECT_FALSE(ledger_.ClaimDebt(s.shard, "node-b", 3000)->claimed);
+  // ... but the shard's present is free: the next minute fires (on the on-time sink) meanwhile.
+  clock_.Set(SlotMs(kM + 1, s.shard, 500));
+  EXPECT_EQ(firer.FireUpTo(s.shard, kM + 1), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(ledger_.FiredThrough(s.shard), kM + 1);
+  ASSERT_EQ(sink_.sent().size(), 2u);
+  EXPECT_EQ(sink_.sent()[1].scheduled_for_ms, SlotMs(kM + 1, s.shard, 500));
+  catch_up_sink.ReleaseAcks();
+  EXPECT_EQ(firer.Complete(debt), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(ledger_.Debt(s.shard), (std::set<int64_t>{kM - 1}));
+  ASSERT_EQ(catch_up_sink.sent().size(), 1u);
+  EXPECT_EQ(catch_up_sink.sent()[0].scheduled_for_ms, SlotMs(kM - 2, s.shard, 500));
+}
+
+TEST_F(ShardFirerTest, ACoalesceDebtFiringFiresTheWholeLowestRangeOnce) {
+  cfg_.misfire_policy = MisfirePolicy::kCoalesce;
+  JobSpec s = MakeJob("j", 1, 0);
+  store_.Put(s);
+  ledger_.SetFiredThrough(s.shard, kM - 5);
+  ledger_.AddDebt(s.shard, MinuteRange{kM - 20, kM - 18});  // an older outage, separate range
+  clock_.Set(SlotMs(kM, s.shard, 500));
+  ASSERT_EQ(firer_.FireUpTo(s.shard, kM), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(ledger_.Debt(s.shard).size(), 7u);
+  ASSERT_EQ(firer_.FireDebt(s.shard), ShardFirer::Outcome::kFired);
+  ASSERT_EQ(sink_.sent().size(), 2u);
+  EXPECT_EQ(sink_.sent()[1].scheduled_for_ms, SlotMs(kM - 18, s.shard, 500));  // the latest in the range
+  EXPECT_EQ(ledger_.Debt(s.shard), (std::set<int64_t>{kM - 4, kM - 3, kM - 2, kM - 1}));
+  ASSERT_EQ(firer_.FireDebt(s.shard), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(sink_.sent().size(), 3u);
+  EXPECT_TRUE(ledger_.Debt(s.shard).empty());
+  EXPECT_EQ(observer_.caught_up, 7);
+}
+
+TEST_F(ShardFirerTest, AFailedDebtFiringLeavesTheDebtOwedAndReleasesItsLease) {
+  JobSpec s = MakeJob("j", 1, 0);
+  store_.Put(s);
+  ledger_.SetFiredThrough(s.shard, kM);
+  ledger_.AddDebt(s.shard, MinuteRange{kM - 2, kM - 1});
+  clock_.Set(SlotMs(kM, s.shard, 500) + 1000);
+  sink_.FailNextBatches(1);
+  EXPECT_EQ(firer_.FireDebt(s.shard), ShardFirer::Outcome::kFailed);
+  EXPECT_EQ(ledger_.Debt(s.shard).size(), 2u);
+  EXPECT_TRUE(ledger_.ClaimDebt(s.shard, "node-b", 3000)->claimed);  // released
+  ASSERT_TRUE(ledger_.ReleaseDebt(s.shard, "node-b").ok());
+  // A query failing part-way through a chunk: nothing settled either.
+  cfg_.catch_up_chunk_minutes = 2;
+  store_.FailQueriesAfter(1, 1);
+  EXPECT_EQ(firer_.FireDebt(s.shard), ShardFirer::Outcome::kFailed);
+  EXPECT_EQ(ledger_.Debt(s.shard).size(), 2u);
+  EXPECT_EQ(firer_.FireDebt(s.shard), ShardFirer::Outcome::kFired);  // both minutes at once
+  EXPECT_TRUE(ledger_.Debt(s.shard).empty());
+}
+
+TEST_F(ShardFirerTest, DebtFiringsArePacedByTheLimiterAndKeepTheirLease) {
+  StopSignal stop;
+  RateLimiter limiter(10, clock_, stop);  // 10 triggers/s; the bucket holds one
+  FakeTriggerSink catch_up_sink;
+  ShardFirer firer(cfg_, "node-a", store_, ledger_, sink_, catch_up_sink, &limiter, policy_, clock_,
+                   observer_);
+  std::vector<JobSpec> jobs;
+  for (int n = 0; jobs.size() < 50; ++n) {
+    JobSpec j = MakeJob("p" + std::to_string(n), 1, 0);
+    if (j.shard == 7) jobs.push_back(j);
+  }
+  for (const JobSpec& j : jobs) store_.Put(j);
+  ledger_.SetFiredThrough(7, kM);
+  ledger_.AddDebt(7, MinuteRange{kM - 1, kM - 1});
+  clock_.Set(SlotMs(kM, 7, 500) + 1000);
+  const EpochMs start = clock_.NowMs();
+  ASSERT_EQ(firer.FireDebt(7), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(catch_up_sink.sent().size(), 50u);
+  EXPECT_GE(clock_.NowMs() - start, 4800);  // 50 triggers at 10/s, less the bucket's one
+  EXPECT_LE(clock_.NowMs() - start, 5100);
+  EXPECT_TRUE(ledger_.Debt(7).empty());  // the lease outlived the 3 s it was taken for
+  EXPECT_EQ(observer_.failures, 0);
 }
 
 TEST_F(ShardFirerTest, StartWatermarkRecordsWithoutFiringOnlyForNeverFiredShards) {
@@ -124,13 +224,14 @@ TEST_F(ShardFirerTest, BeginQueuesButRecordsOnlyWhenCompleteSawEveryAck) {
   JobSpec s = MakeJob("j", 1, 0);
   store_.Put(s);
   ledger_.SetFiredThrough(s.shard, kM - 3);
-  clock_.Set(SlotMs(kM, s.shard, 500));
+  clock_.Set(SlotMs(kM - 2, s.shard, 500) + 31'000);  // kM-2 is missed; kM-1 and kM are on time
   sink_.HoldAcks();
   ShardFirer::Pending pending;
   ASSERT_EQ(firer_.Begin(s.shard, kM, &pending), ShardFirer::Outcome::kFired);
   EXPECT_EQ(pending.shard(), s.shard);
-  EXPECT_EQ(pending.triggers(), 3);  // kM on time, then kM-2 and kM-1
-  EXPECT_EQ(sink_.batches_created(), 3);
+  EXPECT_FALSE(pending.debt());
+  EXPECT_EQ(pending.triggers(), 2);  // kM-1 and kM; kM-2 becomes debt
+  EXPECT_EQ(sink_.batches_created(), 2);
   EXPECT_FALSE(pending.Done());
   // Queued but not acked: nothing is recorded and the claim is still held.
   EXPECT_EQ(ledger_.FiredThrough(s.shard), kM - 3);
@@ -138,14 +239,15 @@ TEST_F(ShardFirerTest, BeginQueuesButRecordsOnlyWhenCompleteSawEveryAck) {
   int wakeups = 0;
   pending.NotifyWhenDone([&wakeups] { ++wakeups; });
   EXPECT_EQ(wakeups, 0);
+  EXPECT_TRUE(ledger_.Debt(s.shard).empty());  // recorded with the watermark, not before
   sink_.ReleaseAcks();
-  EXPECT_EQ(wakeups, 3);  // once per query
+  EXPECT_EQ(wakeups, 2);  // once per query
   EXPECT_TRUE(pending.Done());
   EXPECT_EQ(firer_.Complete(pending), ShardFirer::Outcome::kFired);
   EXPECT_EQ(ledger_.FiredThrough(s.shard), kM);
-  EXPECT_EQ(sink_.sent().size(), 3u);
-  EXPECT_EQ(observer_.fired.size(), 3u);
-  EXPECT_EQ(observer_.caught_up, 2);
+  EXPECT_EQ(ledger_.Debt(s.shard), (std::set<int64_t>{kM - 2}));
+  EXPECT_EQ(sink_.sent().size(), 2u);
+  EXPECT_EQ(observer_.fired.size(), 2u);
   // Released: the next minute is anyone's.
   EXPECT_TRUE(ledger_.Claim(s.shard, kM + 1, "node-b", 3000)->claimed);
 }
@@ -170,9 +272,9 @@ TEST_F(ShardFirerTest, QueryFailureMidPlanWaitsForWhatWasQueuedAndRecordsNothing
   JobSpec s = MakeJob("j", 1, 0);
   store_.Put(s);
   ledger_.SetFiredThrough(s.shard, kM - 3);
-  clock_.Set(SlotMs(kM, s.shard, 500));
+  clock_.Set(SlotMs(kM - 2, s.shard, 500) + 1000);  // kM-2, kM-1 and kM all on time
   sink_.HoldAcks();
-  store_.FailQueriesAfter(1, 1);  // kM is queued, kM-2 fails: kM-1 is never queried
+  store_.FailQueriesAfter(1, 1);  // kM-2 is queued, kM-1 fails: kM is never queried
   ShardFirer::Pending pending;
   ASSERT_EQ(firer_.Begin(s.shard, kM, &pending), ShardFirer::Outcome::kFired);
   EXPECT_EQ(sink_.batches_created(), 2);
@@ -182,8 +284,9 @@ TEST_F(ShardFirerTest, QueryFailureMidPlanWaitsForWhatWasQueuedAndRecordsNothing
   Status err;
   EXPECT_EQ(firer_.Complete(pending, &err), ShardFirer::Outcome::kFailed);
   EXPECT_TRUE(err.retryable());
-  EXPECT_EQ(sink_.sent().size(), 1u);  // kM went out (and will again: at-least-once)
+  EXPECT_EQ(sink_.sent().size(), 1u);  // kM-2 went out (and will again: at-least-once)
   EXPECT_EQ(ledger_.FiredThrough(s.shard), kM - 3);
+  EXPECT_TRUE(ledger_.Debt(s.shard).empty());
   EXPECT_TRUE(ledger_.Claim(s.shard, kM, "node-b", 3000)->claimed);
 }
 

@@ -3,6 +3,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "belfry/clock.h"
 #include "belfry/shard_ledger.h"
@@ -13,11 +14,15 @@ class FakeShardLedger final : public ShardLedger {
  public:
   FakeShardLedger(int32_t shard_count, Clock& clock);
 
-  StatusOr<ShardClaim> Claim(int32_t shard, int64_t up_to_minute, const std::string& node,
-                             int64_t lease_ms) override;
-  Status MarkFired(int32_t shard, int64_t minute, const std::string& node, int64_t lease_ms,
-                   bool release) override;
+  StatusOr<ShardClaim> Claim(int32_t shard, int64_t up_to_minute, const std::string& node, int64_t lease_ms) override;
+  Status MarkFired(int32_t shard, int64_t minute, const std::string& node, int64_t lease_ms, bool release) override;
+  Status Advance(int32_t shard, int64_t minute, const MinuteRange& add_debt,
+                 const std::string& node) override;
   Status Release(int32_t shard, const std::string& node) override;
+  StatusOr<DebtClaim> ClaimDebt(int32_t shard, const std::string& node, int64_t lease_ms) override;
+  Status RenewDebt(int32_t shard, const std::string& node, int64_t lease_ms) override;
+  Status SettleDebt(int32_t shard, const MinuteRange& paid, const std::string& node) override;
+  Status ReleaseDebt(int32_t shard, const std::string& node) override;
   StatusOr<std::vector<ShardState>> LoadStates() override;
 
   // Test controls.
@@ -25,12 +30,18 @@ class FakeShardLedger final : public ShardLedger {
   std::optional<int64_t> FiredThrough(int32_t shard) const;
   // While set, Release() fails with Retryable and releases nothing.
   void FailReleases(bool fail);
+  std::set<int64_t> Debt(int32_t shard) const;  // the minutes owed
+  int64_t TotalDebt() const;
+  void AddDebt(int32_t shard, const MinuteRange& minutes);
 
  private:
   struct Row {
     std::optional<int64_t> fired_through;
     std::string claim_node;
     EpochMs claim_until = 0;
+    std::set<int64_t> debt;
+    std::string debt_node;
+    EpochMs debt_until = 0;
   };
   mutable std::mutex mu_;
   std::map<int32_t, Row> rows_;

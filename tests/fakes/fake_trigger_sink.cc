@@ -1,5 +1,6 @@
 #include "fakes/fake_trigger_sink.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/trigger_encoder.h"
@@ -13,11 +14,21 @@ class FakeTriggerBatch final : public TriggerBatch {
   ~FakeTriggerBatch() override {
     std::lock_guard<std::mutex> lock(sink_->mu_);
     sink_->waiting_.erase(number_);
+    sink_->waiting_until_us_.erase(number_);
   }
   void Add(const TriggerView& t) override {
     SentTrigger s{std::string(t.job_id), std::string(t.topic), std::string(t.key), {},
                   t.interval_minutes,    t.scheduled_for_ms};
     EncodeTriggerValue(t, &s.value);
+    {
+      std::lock_guard<std::mutex> lock(sink_->mu_);
+      if (sink_->clock_ != nullptr) {
+        const int64_t now_us = sink_->clock_->NowMs() * 1000;
+        sink_->next_ack_us_ = std::max(sink_->next_ack_us_, now_us) + 1'000'000 / sink_->per_second_;
+        last_ack_us_ = sink_->next_ack_us_;
+        s.acked_ms = (last_ack_us_ + 999) / 1000;
+      }
+    }
     pending_.push_back(std::move(s));
   }
   Status Finish() override {
@@ -30,21 +41,28 @@ class FakeTriggerBatch final : public TriggerBatch {
   }
   bool Done() override {
     std::lock_guard<std::mutex> lock(sink_->mu_);
-    return !sink_->hold_;
+    return DoneLocked();
   }
   void NotifyWhenDone(std::function<void()> fn) override {
     std::lock_guard<std::mutex> lock(sink_->mu_);
-    if (!sink_->hold_) {
+    if (DoneLocked()) {
       fn();
     } else {
       sink_->waiting_[number_] = std::move(fn);
+      if (sink_->clock_ != nullptr) sink_->waiting_until_us_[number_] = last_ack_us_;
     }
   }
 
  private:
+  bool DoneLocked() const {
+    if (sink_->hold_) return false;
+    return sink_->clock_ == nullptr || sink_->clock_->NowMs() * 1000 >= last_ack_us_;
+  }
+
   FakeTriggerSink* sink_;
   bool fail_;
   int64_t number_;
+  int64_t last_ack_us_ = 0;
   std::vector<SentTrigger> pending_;
 };
 
@@ -82,8 +100,33 @@ void FakeTriggerSink::ReleaseAcks() {
     // As in the real sink, callbacks run under the batch's (here: the sink's) lock.
     for (auto& [number, fn] : waiting_) fn();
     waiting_.clear();
+    waiting_until_us_.clear();
   }
   acks_cv_.notify_all();
+}
+
+void FakeTriggerSink::SetDeliveryRate(const Clock* clock, int64_t per_second) {
+  std::lock_guard<std::mutex> lock(mu_);
+  clock_ = clock;
+  per_second_ = per_second;
+}
+
+void FakeTriggerSink::Poll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (clock_ == nullptr || hold_) return;
+  const int64_t now_us = clock_->NowMs() * 1000;
+  for (auto it = waiting_until_us_.begin(); it != waiting_until_us_.end();) {
+    if (it->second > now_us) {
+      ++it;
+      continue;
+    }
+    auto fn = waiting_.find(it->first);
+    if (fn != waiting_.end()) {
+      fn->second();  // under the sink's lock, as ReleaseAcks runs them
+      waiting_.erase(fn);
+    }
+    it = waiting_until_us_.erase(it);
+  }
 }
 
 int64_t FakeTriggerSink::batches_created() const {

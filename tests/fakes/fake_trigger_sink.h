@@ -1,5 +1,6 @@
-// FakeTriggerSink: records every trigger it is given; can be told to fail batches, and to hold
-// back acknowledgements so that a test sees firings whose triggers are queued but not acked.
+// FakeTriggerSink: records every trigger it is given; can be told to fail batches, to hold back
+// acknowledgements so that a test sees firings whose triggers are queued but not acked, or to
+// deliver at a fixed rate on a FakeClock, like one producer queue in front of a busy broker.
 #pragma once
 
 #include <condition_variable>
@@ -21,6 +22,7 @@ struct SentTrigger {
   std::string value;  // the encoded JSON value
   int32_t interval_minutes = 0;
   EpochMs scheduled_for_ms = 0;
+  EpochMs acked_ms = 0;  // when it was acknowledged (rate mode; else 0)
 };
 
 class FakeTriggerSink final : public TriggerSink {
@@ -38,6 +40,12 @@ class FakeTriggerSink final : public TriggerSink {
   void ReleaseAcks();
   // Batches created so far.
   int64_t batches_created() const;
+  // Rate mode: triggers are acknowledged one after another, `per_second` of them per second of
+  // `clock`, in the order they were added to any batch of this sink (one queue). A batch is
+  // Done() once the clock has reached its last trigger's ack; Poll() runs the NotifyWhenDone
+  // callbacks of the batches that are done by now. Finish() never waits.
+  void SetDeliveryRate(const Clock* clock, int64_t per_second);
+  void Poll();
 
  private:
   friend class FakeTriggerBatch;
@@ -48,6 +56,10 @@ class FakeTriggerSink final : public TriggerSink {
   bool hold_ = false;
   int64_t next_batch_ = 0;
   std::map<int64_t, std::function<void()>> waiting_;  // batch number -> NotifyWhenDone callback
+  const Clock* clock_ = nullptr;                      // rate mode
+  int64_t per_second_ = 0;
+  int64_t next_ack_us_ = 0;                      // when the queue's last trigger is acknowledged
+  std::map<int64_t, int64_t> waiting_until_us_;  // rate mode: batch number -> its last ack
 };
 
 }  // namespace belfry

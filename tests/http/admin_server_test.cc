@@ -205,7 +205,12 @@ class FailingLedger final : public ShardLedger {
  public:
   StatusOr<ShardClaim> Claim(int32_t, int64_t, const std::string&, int64_t) override { return error; }
   Status MarkFired(int32_t, int64_t, const std::string&, int64_t, bool) override { return error; }
+  Status Advance(int32_t, int64_t, const MinuteRange&, const std::string&) override { return error; }
   Status Release(int32_t, const std::string&) override { return error; }
+  StatusOr<DebtClaim> ClaimDebt(int32_t, const std::string&, int64_t) override { return error; }
+  Status RenewDebt(int32_t, const std::string&, int64_t) override { return error; }
+  Status SettleDebt(int32_t, const MinuteRange&, const std::string&) override { return error; }
+  Status ReleaseDebt(int32_t, const std::string&) override { return error; }
   StatusOr<std::vector<ShardState>> LoadStates() override { return error; }
   Status error = Status::Retryable("connection refused");
 };
@@ -698,6 +703,29 @@ TEST_F(AdminServerTest, ShardsReportWatermarksClaimsAndLag) {
   EXPECT_EQ(never["fired_through"], nullptr);
   EXPECT_EQ(never["fired_through_minute"], nullptr);
   EXPECT_EQ(never["lag_seconds"], nullptr);
+  EXPECT_EQ(never["debt_minutes"], 0);
+  EXPECT_EQ(never["debt_first_minute"], nullptr);
+  EXPECT_EQ(never["debt_node"], nullptr);
+  EXPECT_EQ(never["debt_live"], false);
+}
+
+TEST_F(AdminServerTest, ShardsReportCatchUpDebtInTheirLag) {
+  const int64_t minute = EpochMinuteOf(kNow);
+  ledger_.SetFiredThrough(3, minute);                       // the watermark is current ...
+  ledger_.AddDebt(3, MinuteRange{minute - 6, minute - 4});  // ... but three missed minutes are owed
+  ASSERT_TRUE(ledger_.ClaimDebt(3, "node-c", 3000)->claimed);
+  StartServer();
+  Reply r = Get("/v1/shards");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json j = r.json();
+  const Json& s3 = j["shards"][3];
+  EXPECT_EQ(s3["fired_through_minute"], minute);
+  EXPECT_EQ(s3["behind_minutes"], 3);
+  EXPECT_EQ(s3["debt_minutes"], 3);
+  EXPECT_EQ(s3["debt_first_minute"], minute - 6);
+  EXPECT_EQ(s3["debt_node"], "node-c");
+  EXPECT_EQ(s3["debt_live"], true);
+  EXPECT_DOUBLE_EQ(s3["lag_seconds"].get<double>(), (kNow - SlotMs(minute - 6, 3, 500)) / 1000.0);
 }
 
 TEST_F(AdminServerTest, RetryableStoreErrorsAre503) {

@@ -2,7 +2,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,7 +28,9 @@ class PgShardLedgerTest : public ::testing::Test {
 
   void SetUp() override {
     ASSERT_NE(db_, nullptr) << error_;
-    db_->Exec("UPDATE shard_state SET fired_through = NULL, claim_node = NULL, claim_until = NULL");
+    db_->Exec(
+        "UPDATE shard_state SET fired_through = NULL, claim_node = NULL, claim_until = NULL, debt = '{}',"
+        " debt_node = NULL, debt_until = NULL");
     ledger_ = std::make_unique<PgShardLedger>(db_->url());
   }
 
@@ -166,6 +170,138 @@ TEST_F(PgShardLedgerTest, ShardWithoutARowIsAFailedPrecondition) {
   StatusOr<ShardClaim> c = ledger_->Claim(kShardCount + 5, 10, "node-a", kLeaseMs);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), Status::Code::kFailedPrecondition);
+}
+
+// ---- Catch-up debt (issue 17, docs/catch-up.md) ----------------------------------------------
+
+TEST_F(PgShardLedgerTest, AdvanceMovesTheWatermarkAndAddsTheDebtInOneStep) {
+  db_->Exec("UPDATE shard_state SET fired_through = 80 WHERE shard = 10");
+  ASSERT_TRUE(Claim(10, 100, "node-a").claimed);
+  ASSERT_TRUE(ledger_->Advance(10, 100, MinuteRange{86, 98}, "node-a").ok());  // 81..85 too old
+  ShardState s = State(10);
+  EXPECT_EQ(s.fired_through, 100);
+  EXPECT_EQ(s.debt_minutes, 13);
+  EXPECT_EQ(s.debt_first, 86);
+  EXPECT_EQ(s.claim_node, "");  // released
+  EXPECT_EQ(db_->Exec("SELECT debt::text FROM shard_state WHERE shard = 10")[0][0].as<std::string>(),
+            "{[86,99)}");
+
+  // Without the claim nothing changes: neither the watermark nor the debt.
+  const Status lost = ledger_->Advance(10, 110, MinuteRange{101, 109}, "node-a");
+  EXPECT_EQ(lost.code(), Status::Code::kFailedPrecondition);
+  s = State(10);
+  EXPECT_EQ(s.fired_through, 100);
+  EXPECT_EQ(s.debt_minutes, 13);
+
+  // A later outage adds a second range; an adjacent one merges; no debt is a no-op.
+  ASSERT_TRUE(Claim(10, 120, "node-b").claimed);
+  ASSERT_TRUE(ledger_->Advance(10, 120, MinuteRange{110, 118}, "node-b").ok());
+  ASSERT_TRUE(Claim(10, 121, "node-b").claimed);
+  ASSERT_TRUE(ledger_->Advance(10, 121, MinuteRange{}, "node-b").ok());
+  EXPECT_EQ(db_->Exec("SELECT debt::text FROM shard_state WHERE shard = 10")[0][0].as<std::string>(),
+            "{[86,99),[110,119)}");
+  ASSERT_TRUE(Claim(10, 122, "node-b").claimed);
+  ASSERT_TRUE(ledger_->Advance(10, 122, MinuteRange{119, 120}, "node-b").ok());
+  EXPECT_EQ(State(10).debt_minutes, 13 + 11);
+}
+
+TEST_F(PgShardLedgerTest, DebtIsClaimedLowestRangeFirstAndSettledUnderItsOwnLease) {
+  db_->Exec("UPDATE shard_state SET fired_through = 200, debt = '{[150,160),[170,175)}' WHERE shard = 11");
+  // The on-time claim and the debt lease are independent.
+  ASSERT_TRUE(Claim(11, 201, "node-b").claimed);
+  StatusOr<DebtClaim> d = ledger_->ClaimDebt(11, "node-a", kLeaseMs);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_TRUE(d->claimed);
+  EXPECT_EQ(d->lowest.first, 150);
+  EXPECT_EQ(d->lowest.last, 159);
+  EXPECT_EQ(d->owed_minutes, 15);
+  ShardState s = State(11);
+  EXPECT_EQ(s.debt_node, "node-a");
+  EXPECT_TRUE(s.debt_live);
+  EXPECT_TRUE(s.claim_live);  // node-b's claim is untouched
+  // Nobody else gets the debt while the lease is live; its holder may renew.
+  EXPECT_FALSE(ledger_->ClaimDebt(11, "node-b", kLeaseMs)->claimed);
+  EXPECT_TRUE(ledger_->RenewDebt(11, "node-a", kLeaseMs).ok());
+  EXPECT_EQ(ledger_->RenewDebt(11, "node-b", kLeaseMs).code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(ledger_->SettleDebt(11, MinuteRange{150, 150}, "node-b").code(),
+            Status::Code::kFailedPrecondition);
+  // node-b's on-time firing completes meanwhile: its new debt and node-a's settlement both stand.
+  ASSERT_TRUE(ledger_->Advance(11, 210, MinuteRange{201, 205}, "node-b").ok());
+  ASSERT_TRUE(ledger_->SettleDebt(11, MinuteRange{150, 150}, "node-a").ok());
+  EXPECT_EQ(db_->Exec("SELECT debt::text FROM shard_state WHERE shard = 11")[0][0].as<std::string>(),
+            "{[151,160),[170,175),[201,206)}");
+  s = State(11);
+  EXPECT_EQ(s.debt_node, "");  // settled and released
+  EXPECT_FALSE(s.debt_live);
+  EXPECT_EQ(s.debt_first, 151);
+  EXPECT_EQ(s.debt_minutes, 19);
+  d = ledger_->ClaimDebt(11, "node-b", kLeaseMs);
+  ASSERT_TRUE(d->claimed);
+  EXPECT_EQ(d->lowest.first, 151);
+  ASSERT_TRUE(ledger_->SettleDebt(11, d->lowest, "node-b").ok());
+  d = ledger_->ClaimDebt(11, "node-b", kLeaseMs);
+  EXPECT_EQ(d->lowest.first, 170);
+  EXPECT_EQ(d->lowest.last, 174);
+  ASSERT_TRUE(ledger_->ReleaseDebt(11, "node-b").ok());
+  EXPECT_FALSE(State(11).debt_live);
+  for (int i = 0; i < 2; ++i) {
+    d = ledger_->ClaimDebt(11, "node-a", kLeaseMs);
+    ASSERT_TRUE(d->claimed);
+    ASSERT_TRUE(ledger_->SettleDebt(11, d->lowest, "node-a").ok());
+  }
+  EXPECT_EQ(State(11).debt_minutes, 0);
+  EXPECT_FALSE(ledger_->ClaimDebt(11, "node-a", kLeaseMs)->claimed);  // nothing owed
+}
+
+TEST_F(PgShardLedgerTest, AnExpiredDebtLeaseMovesToAnotherNodeAndTheOldHolderCannotSettle) {
+  db_->Exec("UPDATE shard_state SET fired_through = 50, debt = '{[40,45)}' WHERE shard = 12");
+  ASSERT_TRUE(ledger_->ClaimDebt(12, "node-a", 200)->claimed);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // unavoidable: the lease is wall-clock
+  EXPECT_FALSE(State(12).debt_live);
+  ASSERT_TRUE(ledger_->ClaimDebt(12, "node-b", kLeaseMs)->claimed);
+  EXPECT_EQ(ledger_->SettleDebt(12, MinuteRange{40, 40}, "node-a").code(), Status::Code::kFailedPrecondition);
+  ASSERT_TRUE(ledger_->ReleaseDebt(12, "node-a").ok());  // not the holder: a no-op
+  EXPECT_EQ(State(12).debt_node, "node-b");
+  EXPECT_EQ(State(12).debt_minutes, 5);
+}
+
+TEST_F(PgShardLedgerTest, RacingNodesNeverGetTheSameDebtChunk) {
+  constexpr int kNodes = 6;
+  db_->Exec("UPDATE shard_state SET fired_through = 1000, debt = '{[980,1000)}' WHERE shard < 20");
+  std::vector<std::unique_ptr<PgShardLedger>> ledgers;
+  for (int n = 0; n < kNodes; ++n) ledgers.push_back(std::make_unique<PgShardLedger>(db_->url()));
+  std::mutex mu;
+  std::map<std::pair<int32_t, int64_t>, int> paid;  // (shard, minute) -> times settled
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int n = 0; n < kNodes; ++n) {
+    threads.emplace_back([&, n] {
+      PgShardLedger& l = *ledgers[static_cast<size_t>(n)];
+      const std::string node = "node-" + std::to_string(n);
+      for (int round = 0; round < 400; ++round) {
+        const int32_t shard = (round * 7 + n) % 20;
+        StatusOr<DebtClaim> d = l.ClaimDebt(shard, node, kLeaseMs);
+        if (!d.ok()) {
+          ++errors;
+          continue;
+        }
+        if (!d->claimed) continue;
+        const MinuteRange chunk{d->lowest.first, d->lowest.first};  // fire_all: one minute
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          ++paid[{shard, chunk.first}];
+        }
+        if (!l.SettleDebt(shard, chunk, node).ok()) ++errors;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  for (const auto& [key, times] : paid)
+    EXPECT_EQ(times, 1) << "shard " << key.first << " minute " << key.second;
+  int64_t owed = 0;
+  for (int32_t s = 0; s < 20; ++s) owed += State(s).debt_minutes;
+  EXPECT_EQ(static_cast<int64_t>(paid.size()) + owed, 20 * 20);  // nothing lost either
 }
 
 }  // namespace
