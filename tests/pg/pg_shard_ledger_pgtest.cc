@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "migrated_database_test.h"
 #include "pg/pg_shard_ledger.h"
-#include "pg_test_database.h"
 
 namespace belfry {
 namespace {
@@ -18,20 +18,12 @@ namespace {
 constexpr int32_t kShardCount = 120;
 constexpr int64_t kLeaseMs = 30'000;
 
-class PgShardLedgerTest : public ::testing::Test {
+class PgShardLedgerTest : public MigratedDatabaseTest {
  protected:
-  static void SetUpTestSuite() { db_ = PgTestDatabase::CreateMigrated(kShardCount, &error_).release(); }
-  static void TearDownTestSuite() {
-    delete db_;
-    db_ = nullptr;
-  }
-
   void SetUp() override {
-    ASSERT_NE(db_, nullptr) << error_;
-    db_->Exec(
-        "UPDATE shard_state SET fired_through = NULL, claim_node = NULL, claim_until = NULL, debt = '{}',"
-        " debt_node = NULL, debt_until = NULL");
-    ledger_ = std::make_unique<PgShardLedger>(db_->url());
+    MigratedDatabaseTest::SetUp();
+    if (HasFatalFailure()) return;
+    ledger_ = std::make_unique<PgShardLedger>(db().url());
   }
 
   ShardClaim Claim(int32_t shard, int64_t up_to, const std::string& node, int64_t lease_ms = kLeaseMs) {
@@ -47,8 +39,6 @@ class PgShardLedgerTest : public ::testing::Test {
     return (*states)[static_cast<size_t>(shard)];
   }
 
-  static inline PgTestDatabase* db_ = nullptr;
-  static inline std::string error_;
   std::unique_ptr<PgShardLedger> ledger_;
 };
 
@@ -93,7 +83,7 @@ TEST_F(PgShardLedgerTest, RacingNodesClaimEachShardMinuteOnce) {
   constexpr int kNodes = 8;
   constexpr int kMinutes = 20;
   std::vector<std::unique_ptr<PgShardLedger>> ledgers;
-  for (int n = 0; n < kNodes; ++n) ledgers.push_back(std::make_unique<PgShardLedger>(db_->url()));
+  for (int n = 0; n < kNodes; ++n) ledgers.push_back(std::make_unique<PgShardLedger>(db().url()));
   for (int minute = 1; minute <= kMinutes; ++minute) {
     std::atomic<int> winners{0};
     std::atomic<int> errors{0};
@@ -160,7 +150,7 @@ TEST_F(PgShardLedgerTest, LoadStatesListsEveryShardInOrder) {
 TEST_F(PgShardLedgerTest, LeaseIsMeasuredByTheDatabaseClock) {
   ASSERT_TRUE(Claim(6, 10, "node-a", 10'000).claimed);
   const int64_t db_now_ms =
-      db_->Exec("SELECT floor(extract(epoch FROM now()) * 1000)::bigint")[0][0].as<int64_t>();
+      db().Exec("SELECT floor(extract(epoch FROM now()) * 1000)::bigint")[0][0].as<int64_t>();
   const ShardState s = State(6);
   ASSERT_TRUE(s.claim_until.has_value());
   EXPECT_NEAR(static_cast<double>(*s.claim_until - db_now_ms), 10'000.0, 2'000.0);
@@ -175,7 +165,7 @@ TEST_F(PgShardLedgerTest, ShardWithoutARowIsAFailedPrecondition) {
 // ---- Catch-up debt (issue 17, docs/catch-up.md) ----------------------------------------------
 
 TEST_F(PgShardLedgerTest, AdvanceMovesTheWatermarkAndAddsTheDebtInOneStep) {
-  db_->Exec("UPDATE shard_state SET fired_through = 80 WHERE shard = 10");
+  db().Exec("UPDATE shard_state SET fired_through = 80 WHERE shard = 10");
   ASSERT_TRUE(Claim(10, 100, "node-a").claimed);
   ASSERT_TRUE(ledger_->Advance(10, 100, MinuteRange{86, 98}, "node-a").ok());  // 81..85 too old
   ShardState s = State(10);
@@ -183,7 +173,7 @@ TEST_F(PgShardLedgerTest, AdvanceMovesTheWatermarkAndAddsTheDebtInOneStep) {
   EXPECT_EQ(s.debt_minutes, 13);
   EXPECT_EQ(s.debt_first, 86);
   EXPECT_EQ(s.claim_node, "");  // released
-  EXPECT_EQ(db_->Exec("SELECT debt::text FROM shard_state WHERE shard = 10")[0][0].as<std::string>(),
+  EXPECT_EQ(db().Exec("SELECT debt::text FROM shard_state WHERE shard = 10")[0][0].as<std::string>(),
             "{[86,99)}");
 
   // Without the claim nothing changes: neither the watermark nor the debt.
@@ -198,7 +188,7 @@ TEST_F(PgShardLedgerTest, AdvanceMovesTheWatermarkAndAddsTheDebtInOneStep) {
   ASSERT_TRUE(ledger_->Advance(10, 120, MinuteRange{110, 118}, "node-b").ok());
   ASSERT_TRUE(Claim(10, 121, "node-b").claimed);
   ASSERT_TRUE(ledger_->Advance(10, 121, MinuteRange{}, "node-b").ok());
-  EXPECT_EQ(db_->Exec("SELECT debt::text FROM shard_state WHERE shard = 10")[0][0].as<std::string>(),
+  EXPECT_EQ(db().Exec("SELECT debt::text FROM shard_state WHERE shard = 10")[0][0].as<std::string>(),
             "{[86,99),[110,119)}");
   ASSERT_TRUE(Claim(10, 122, "node-b").claimed);
   ASSERT_TRUE(ledger_->Advance(10, 122, MinuteRange{119, 120}, "node-b").ok());
@@ -206,7 +196,7 @@ TEST_F(PgShardLedgerTest, AdvanceMovesTheWatermarkAndAddsTheDebtInOneStep) {
 }
 
 TEST_F(PgShardLedgerTest, DebtIsClaimedLowestRangeFirstAndSettledUnderItsOwnLease) {
-  db_->Exec("UPDATE shard_state SET fired_through = 200, debt = '{[150,160),[170,175)}' WHERE shard = 11");
+  db().Exec("UPDATE shard_state SET fired_through = 200, debt = '{[150,160),[170,175)}' WHERE shard = 11");
   // The on-time claim and the debt lease are independent.
   ASSERT_TRUE(Claim(11, 201, "node-b").claimed);
   StatusOr<DebtClaim> d = ledger_->ClaimDebt(11, "node-a", kLeaseMs);
@@ -228,7 +218,7 @@ TEST_F(PgShardLedgerTest, DebtIsClaimedLowestRangeFirstAndSettledUnderItsOwnLeas
   // node-b's on-time firing completes meanwhile: its new debt and node-a's settlement both stand.
   ASSERT_TRUE(ledger_->Advance(11, 210, MinuteRange{201, 205}, "node-b").ok());
   ASSERT_TRUE(ledger_->SettleDebt(11, MinuteRange{150, 150}, "node-a").ok());
-  EXPECT_EQ(db_->Exec("SELECT debt::text FROM shard_state WHERE shard = 11")[0][0].as<std::string>(),
+  EXPECT_EQ(db().Exec("SELECT debt::text FROM shard_state WHERE shard = 11")[0][0].as<std::string>(),
             "{[151,160),[170,175),[201,206)}");
   s = State(11);
   EXPECT_EQ(s.debt_node, "");  // settled and released
@@ -254,7 +244,7 @@ TEST_F(PgShardLedgerTest, DebtIsClaimedLowestRangeFirstAndSettledUnderItsOwnLeas
 }
 
 TEST_F(PgShardLedgerTest, AnExpiredDebtLeaseMovesToAnotherNodeAndTheOldHolderCannotSettle) {
-  db_->Exec("UPDATE shard_state SET fired_through = 50, debt = '{[40,45)}' WHERE shard = 12");
+  db().Exec("UPDATE shard_state SET fired_through = 50, debt = '{[40,45)}' WHERE shard = 12");
   ASSERT_TRUE(ledger_->ClaimDebt(12, "node-a", 200)->claimed);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // unavoidable: the lease is wall-clock
   EXPECT_FALSE(State(12).debt_live);
@@ -267,9 +257,9 @@ TEST_F(PgShardLedgerTest, AnExpiredDebtLeaseMovesToAnotherNodeAndTheOldHolderCan
 
 TEST_F(PgShardLedgerTest, RacingNodesNeverGetTheSameDebtChunk) {
   constexpr int kNodes = 6;
-  db_->Exec("UPDATE shard_state SET fired_through = 1000, debt = '{[980,1000)}' WHERE shard < 20");
+  db().Exec("UPDATE shard_state SET fired_through = 1000, debt = '{[980,1000)}' WHERE shard < 20");
   std::vector<std::unique_ptr<PgShardLedger>> ledgers;
-  for (int n = 0; n < kNodes; ++n) ledgers.push_back(std::make_unique<PgShardLedger>(db_->url()));
+  for (int n = 0; n < kNodes; ++n) ledgers.push_back(std::make_unique<PgShardLedger>(db().url()));
   std::mutex mu;
   std::map<std::pair<int32_t, int64_t>, int> paid;  // (shard, minute) -> times settled
   std::atomic<int> errors{0};
