@@ -2,6 +2,7 @@
 // ShardFirer over a FakeClock, FakeJobStore, FakeShardLedger and FakeTriggerSink.
 #pragma once
 
+#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -21,19 +22,37 @@
 
 namespace belfry {
 
+// Thread-safe, as the interface requires: FiringPool's workers report at the same time. Read the
+// fields once the firers are idle (or the pool is stopped).
 class RecordingObserver final : public SchedulerObserver {
  public:
-  void OnFired(const ShardMinuteReport& r) override { fired.push_back(r); }
+  void OnFired(const ShardMinuteReport& r) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    fired.push_back(r);
+  }
   void OnMissed(int64_t c, int64_t s, int64_t t) override {
+    std::lock_guard<std::mutex> lock(mu_);
     caught_up += c;
     skipped += s;
     too_old += t;
   }
-  void OnFiringFailed(int32_t, const Status&) override { ++failures; }
-  void OnRefusedTopic(std::string_view) override { ++refused; }
-  void OnReleaseFailed(int32_t, const Status&) override { ++release_failures; }
+  void OnFiringFailed(int32_t, const Status&) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++failures;
+  }
+  void OnRefusedTopic(std::string_view) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++refused;
+  }
+  void OnReleaseFailed(int32_t, const Status&) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++release_failures;
+  }
   std::vector<ShardMinuteReport> fired;
   int64_t caught_up = 0, skipped = 0, too_old = 0, failures = 0, refused = 0, release_failures = 0;
+
+ private:
+  std::mutex mu_;
 };
 
 // Runs the ticker synchronously: on-time slots and catch-up scans fire on the ticker's thread. A
