@@ -186,15 +186,7 @@ int RunBurst(const CommonOptions& common, const BurstOptions& options) {
   }
   std::vector<TriggerExpectations::MissingTrigger> examples;
   const int64_t missing = expectations.CountMissing(&examples, 10);
-  j["expected"] = expectations.expected();
-  j["received"] = expectations.arrived();
-  j["missing"] = missing;
-  nlohmann::ordered_json missing_list = nlohmann::ordered_json::array();
-  for (const auto& m : examples)
-    missing_list.push_back(fmt::format("{} @ {}", m.job_id, FormatIsoTime(m.slot_ms)));
-  if (!examples.empty()) j["missing_examples"] = missing_list;
-  const nlohmann::ordered_json counts = tally.Json();
-  for (const auto& [key, value] : counts.items()) j[key] = value;
+  tally.WriteDelivery(expectations.expected(), expectations.arrived(), missing, examples, &j);
 
   // acks: first trigger produced -> every expected trigger acknowledged; arrivals: first -> last
   // expected trigger received. An acks run that did not finish (timeout, belfry died) has no rate.

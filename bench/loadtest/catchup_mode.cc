@@ -169,15 +169,7 @@ int RunCatchUp(const CommonOptions& common, const CatchUpOptions& options) {
   j["catch_up_lateness"] = catch_up_lateness.Summary();
   std::vector<TriggerExpectations::MissingTrigger> examples;
   const int64_t missing = expectations.CountMissing(&examples, 10);
-  j["expected"] = expectations.expected();
-  j["received"] = expectations.arrived();
-  j["missing"] = missing;
-  nlohmann::ordered_json missing_list = nlohmann::ordered_json::array();
-  for (const auto& m : examples)
-    missing_list.push_back(fmt::format("{} @ {}", m.job_id, FormatIsoTime(m.slot_ms)));
-  if (!examples.empty()) j["missing_examples"] = missing_list;
-  const nlohmann::ordered_json counts = tally.Json();
-  for (const auto& [key, value] : counts.items()) j[key] = value;
+  tally.WriteDelivery(expectations.expected(), expectations.arrived(), missing, examples, &j);
   if (belfry != nullptr) {
     const int64_t rss_kb = PeakRssKb(belfry->pid());
     j["belfry_peak_rss_mb"] =

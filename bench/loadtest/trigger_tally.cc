@@ -70,4 +70,18 @@ std::string TriggerTally::ProgressText() const {
   return fmt::format("dup {} | unexpected {} | msgs {}", duplicates(), unexpected(), received());
 }
 
+void TriggerTally::WriteDelivery(int64_t expected, int64_t received, int64_t missing,
+                                 const std::vector<TriggerExpectations::MissingTrigger>& examples,
+                                 nlohmann::ordered_json* j) const {
+  (*j)["expected"] = expected;
+  (*j)["received"] = received;
+  (*j)["missing"] = missing;
+  nlohmann::ordered_json missing_list = nlohmann::ordered_json::array();
+  for (const auto& m : examples)
+    missing_list.push_back(fmt::format("{} @ {}", m.job_id, FormatIsoTime(m.slot_ms)));
+  if (!examples.empty()) (*j)["missing_examples"] = missing_list;
+  const nlohmann::ordered_json counts = Json();  // items() does not keep a temporary alive
+  for (const auto& [key, value] : counts.items()) (*j)[key] = value;
+}
+
 }  // namespace belfry::loadtest

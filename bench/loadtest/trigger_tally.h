@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "loadtest/latency_histogram.h"
 #include "loadtest/live_topic_reader.h"
@@ -50,6 +51,11 @@ class TriggerTally final {
 
   // {"received_messages","duplicates","unexpected":{...},"outside_window","malformed"}.
   nlohmann::ordered_json Json() const;
+  // Writes the run's delivery verdict into `j`, the same way in every mode: "expected",
+  // "received", "missing", "missing_examples" (when there are any), then Json()'s fields.
+  void WriteDelivery(int64_t expected, int64_t received, int64_t missing,
+                     const std::vector<TriggerExpectations::MissingTrigger>& examples,
+                     nlohmann::ordered_json* j) const;
   // "dup 0 | unexpected 0" for the progress line.
   std::string ProgressText() const;
 

@@ -192,15 +192,7 @@ int RunVerify(const CommonOptions& common, const VerifyOptions& options) {
   j["paused_jobs"] = expectations.paused_jobs();
   j["topics"] = expectations.topics().size();
   j["partitions"] = reader.assigned_partitions();
-  j["expected"] = expected_total;
-  j["received"] = received_total;
-  j["missing"] = missing;
-  nlohmann::ordered_json missing_list = nlohmann::ordered_json::array();
-  for (const auto& m : examples)
-    missing_list.push_back(fmt::format("{} @ {}", m.job_id, FormatIsoTime(m.slot_ms)));
-  if (!examples.empty()) j["missing_examples"] = missing_list;
-  const nlohmann::ordered_json counts = tally.Json();
-  for (const auto& [key, value] : counts.items()) j[key] = value;
+  tally.WriteDelivery(expected_total, received_total, missing, examples, &j);
   if (churn) {
     j["unexpected"]["total"] = tally.unexpected() + churn_totals.forbidden_seen;
     j["unexpected"]["forbidden_at_end"] = churn_totals.forbidden_seen;
