@@ -10,10 +10,10 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
-#include <sstream>
-#include <string_view>
 #include <map>
+#include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 extern char** environ;
@@ -118,6 +118,13 @@ double ProcessCpuSeconds(pid_t pid) {
     if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
   }
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+std::vector<std::string> SplitArgs(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string word; in >> word;) out.push_back(word);
+  return out;
 }
 
 }  // namespace belfry::loadtest

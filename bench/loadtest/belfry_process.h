@@ -37,6 +37,9 @@ class BelfryProcess final {
   std::string exit_status_;
 };
 
+// `--belfry-args "a b c"` as the argument list of a BelfryProcess (split on whitespace).
+std::vector<std::string> SplitArgs(const std::string& text);
+
 // VmHWM (peak resident set) of a live process in KiB, from /proc/PID/status; -1 if unknown.
 int64_t PeakRssKb(pid_t pid);
 // VmRSS (current resident set) of a live process in KiB, from /proc/PID/status; -1 if unknown.

@@ -21,7 +21,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <sstream>
 #include <thread>
 
 #include "core/iso_time.h"
@@ -55,13 +54,6 @@ struct BurstOptions {
   std::string timing = "acks";
   std::string catch_up_rate = "0";  // scheduler.catch_up_rate of the belfry this mode starts
 };
-
-std::vector<std::string> SplitArgs(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> out;
-  for (std::string word; in >> word;) out.push_back(word);
-  return out;
-}
 
 // How many shards have acknowledged every slot up to `cut_ms`: fired_through has reached the
 // shard's last slot minute at or before the cut (a shard that never fired has not) and no missed

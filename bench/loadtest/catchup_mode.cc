@@ -14,7 +14,6 @@
 
 #include <charconv>
 #include <chrono>
-#include <sstream>
 #include <thread>
 
 #include "core/iso_time.h"
@@ -77,10 +76,8 @@ int RunCatchUp(const CommonOptions& common, const CatchUpOptions& options) {
         {"BELFRY_KAFKA_RESULTS_TOPIC", common.results_topic}};
     if (!options.catch_up_rate.empty())
       env.emplace_back("BELFRY_SCHEDULER_CATCH_UP_RATE", options.catch_up_rate);
-    std::istringstream args_in(options.belfry_args);
-    std::vector<std::string> args;
-    for (std::string word; args_in >> word;) args.push_back(word);
-    belfry = std::make_unique<BelfryProcess>(options.belfry_bin, args, env, options.belfry_log);
+    belfry = std::make_unique<BelfryProcess>(options.belfry_bin, SplitArgs(options.belfry_args), env,
+                                             options.belfry_log);
     fmt::print(stderr, "catchup: started {} (pid {}, log {})\n", options.belfry_bin, belfry->pid(),
                options.belfry_log);
   } else {
