@@ -23,6 +23,7 @@
 #include "loadtest/http_request_mix.h"
 #include "loadtest/latency_histogram.h"
 #include "loadtest/loadtest_modes.h"
+#include "loadtest/metrics_scrape.h"
 #include "loadtest/progress_meter.h"
 
 namespace belfry::loadtest {
@@ -402,8 +403,7 @@ int RunApi(const ApiOptions& options) {
 void RegisterApiMode(CLI::App& app, CommonOptions* common, ModeRunner* run) {
   (void)common;  // the API mode needs neither Kafka nor PostgreSQL
   auto options = std::make_shared<ApiOptions>();
-  const char* listen = std::getenv("BELFRY_ADMIN_LISTEN");
-  options->admin = listen != nullptr && *listen != 0 ? listen : "127.0.0.1:8080";
+  options->admin = AdminAddressFromEnv("127.0.0.1:8080");
   if (const char* token = std::getenv("BELFRY_ADMIN_TOKEN"); token != nullptr) options->token = token;
   CLI::App* sub = app.add_subcommand(
       "api",

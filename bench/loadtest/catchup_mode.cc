@@ -12,9 +12,11 @@
 // REQUIRES: misfire policy fire_all (the default) and max_catchup > K + 1 minutes.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "core/iso_time.h"
 #include "loadtest/belfry_process.h"
@@ -22,6 +24,7 @@
 #include "loadtest/latency_histogram.h"
 #include "loadtest/live_topic_reader.h"
 #include "loadtest/loadtest_modes.h"
+#include "loadtest/metrics_scrape.h"
 #include "loadtest/pg_connection.h"
 #include "loadtest/progress_meter.h"
 #include "loadtest/shard_rewind.h"
@@ -36,6 +39,8 @@ struct CatchUpOptions {
   std::string belfry_args = "serve";
   std::string belfry_log = "belfry-catchup.log";
   std::string catch_up_rate;  // empty: belfry's own configuration
+  std::string catch_up_yield_at;  // empty: belfry's own configuration
+  std::string admin;              // for belfry_catch_up_rate; default $BELFRY_ADMIN_LISTEN, else none
   int32_t minutes = 14;
   std::string window = "10m";
   std::string grace = "5s";
@@ -76,6 +81,8 @@ int RunCatchUp(const CommonOptions& common, const CatchUpOptions& options) {
         {"BELFRY_KAFKA_RESULTS_TOPIC", common.results_topic}};
     if (!options.catch_up_rate.empty())
       env.emplace_back("BELFRY_SCHEDULER_CATCH_UP_RATE", options.catch_up_rate);
+    if (!options.catch_up_yield_at.empty())
+      env.emplace_back("BELFRY_SCHEDULER_CATCH_UP_YIELD_AT", options.catch_up_yield_at);
     belfry = std::make_unique<BelfryProcess>(options.belfry_bin, SplitArgs(options.belfry_args), env,
                                              options.belfry_log);
     fmt::print(stderr, "catchup: started {} (pid {}, log {})\n", options.belfry_bin, belfry->pid(),
@@ -113,6 +120,7 @@ int RunCatchUp(const CommonOptions& common, const CatchUpOptions& options) {
   bool belfry_died = false;
   EpochMs drained_ms = 0;  // when no shard owed debt any more
   int64_t debt_peak = 0;
+  std::vector<int64_t> rate_samples;  // belfry_catch_up_rate while debt was owed, every 500 ms
   EpochMs next_check = 0;
   while (true) {
     const EpochMs now = WallClockMs();
@@ -125,6 +133,11 @@ int RunCatchUp(const CommonOptions& common, const CatchUpOptions& options) {
       next_check = now + 500;
       const int64_t debt = CatchUpDebtMinutes(conn);
       debt_peak = std::max(debt_peak, debt);
+      if (!options.admin.empty() && debt > 0) {
+        const int64_t rate =
+            SumMetricSamples(FetchMetricsText(options.admin), "belfry_catch_up_rate", "belfry_catch_up_rate ");
+        if (rate >= 0) rate_samples.push_back(rate);
+      }
       // Debt appears within seconds of the start; an empty debt before that is no catch-up yet.
       if (debt == 0 && (debt_peak > 0 || now - start_ms > 60'000)) drained_ms = now;
     }
@@ -157,6 +170,13 @@ int RunCatchUp(const CommonOptions& common, const CatchUpOptions& options) {
                  {"belfry_start", FormatIsoTime(start_ms)},
                  {"last_slot", FormatIsoTime(window_last)}};
   j["debt_peak_shard_minutes"] = debt_peak;
+  if (!rate_samples.empty()) {
+    std::vector<int64_t> sorted = rate_samples;
+    std::sort(sorted.begin(), sorted.end());
+    const auto at = [&](double q) { return sorted[static_cast<size_t>(q * static_cast<double>(sorted.size() - 1))]; };
+    j["catch_up_rate_in_force"] = {{"samples", sorted.size()}, {"min", sorted.front()}, {"p10", at(0.1)},
+                                   {"p50", at(0.5)},           {"p90", at(0.9)},       {"max", sorted.back()}};
+  }
   j["catch_up_seconds"] =
       drained_ms != 0 ? nlohmann::ordered_json(static_cast<double>(drained_ms - start_ms) / 1000.0) : nullptr;
   j["last_catch_up_trigger_received_s"] =
@@ -192,6 +212,14 @@ void RegisterCatchUpMode(CLI::App& app, CommonOptions* common, ModeRunner* run) 
       "--catch-up-rate", options->catch_up_rate,
       "scheduler.catch_up_rate (triggers/s, 0 = unpaced) of the belfry started with --belfry-bin; "
       "default: its configuration");
+  sub->add_option("--catch-up-yield-at", options->catch_up_yield_at,
+                  "scheduler.catch_up_yield_at (e.g. 500ms; 0ms = a fixed rate) of the belfry started with "
+                  "--belfry-bin; default: its configuration");
+  options->admin = AdminAddressFromEnv("");
+  sub->add_option("--admin", options->admin,
+                  "belfry's admin address, to sample belfry_catch_up_rate while debt is owed (env "
+                  "BELFRY_ADMIN_LISTEN; empty: not sampled)")
+      ->capture_default_str();
   sub->add_option("--minutes", options->minutes, "whole minutes to rewind (1..14)")->capture_default_str();
   sub->add_option("--window", options->window, "judge slots until this long after belfry's start")
       ->capture_default_str();

@@ -423,7 +423,7 @@ void RegisterExecutionsMode(CLI::App& app, CommonOptions* common, ModeRunner* ru
   auto o = std::make_shared<ExecutionsOptions>();
   o->topic = EnvOr("BELFRY_KAFKA_EXECUTIONS_TOPIC", o->topic);
   o->group_id = EnvOr("BELFRY_KAFKA_EXECUTIONS_GROUP_ID", o->group_id);
-  o->admin = EnvOr("BELFRY_ADMIN_LISTEN", o->admin);
+  o->admin = AdminAddressFromEnv(o->admin);
   CLI::App* sub = app.add_subcommand(
       "executions",
       "flood the executions topic with reports; measure belfry's ingestion rate, lag and latency");

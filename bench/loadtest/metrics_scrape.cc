@@ -11,7 +11,9 @@
 
 namespace belfry::loadtest {
 
-std::string FetchMetricsText(const std::string& admin) {
+std::string FetchMetricsText(const std::string& admin) { return HttpGetRaw(admin, "/metrics", ""); }
+
+std::string HttpGetRaw(const std::string& admin, const std::string& target, const std::string& token) {
   const size_t colon = admin.rfind(':');
   if (colon == std::string::npos) return "";
   addrinfo hints{};
@@ -26,7 +28,9 @@ std::string FetchMetricsText(const std::string& admin) {
     if (fd >= 0) close(fd);
     return "";
   }
-  const std::string request = "GET /metrics HTTP/1.0\r\nHost: " + admin + "\r\n\r\n";
+  std::string request = "GET " + target + " HTTP/1.0\r\nHost: " + admin + "\r\n";
+  if (!token.empty()) request += "Authorization: Bearer " + token + "\r\n";
+  request += "\r\n";
   if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
     close(fd);
     return "";
@@ -36,6 +40,14 @@ std::string FetchMetricsText(const std::string& admin) {
   for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) body.append(buf, static_cast<size_t>(n));
   close(fd);
   return body;
+}
+
+std::string AdminAddressFromEnv(const std::string& fallback) {
+  const char* listen = std::getenv("BELFRY_ADMIN_LISTEN");
+  if (listen == nullptr || *listen == 0) return fallback;
+  std::string admin = listen;
+  if (admin.rfind("0.0.0.0:", 0) == 0) admin = "127.0.0.1" + admin.substr(7);
+  return admin;
 }
 
 int64_t SumMetricSamples(std::string_view text, std::string_view metric, std::string_view label) {

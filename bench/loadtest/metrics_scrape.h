@@ -11,8 +11,17 @@
 
 namespace belfry::loadtest {
 
-// The body of GET /metrics at `admin` (host:port), or "" when it cannot be read.
+// The response to GET /metrics at `admin` (host:port), headers included (the parsers below look
+// for their lines), or "" when it cannot be read.
 std::string FetchMetricsText(const std::string& admin);
+
+// The whole response (status line, headers, body) of one HTTP/1.0 GET of `target` at `admin`
+// (host:port), with a bearer `token` when not empty; "" when it cannot be read.
+std::string HttpGetRaw(const std::string& admin, const std::string& target, const std::string& token);
+
+// belfry's admin address as its environment gives it: $BELFRY_ADMIN_LISTEN (0.0.0.0 as
+// 127.0.0.1), else `fallback`.
+std::string AdminAddressFromEnv(const std::string& fallback);
 
 // The sum of the samples of `metric` (lines starting with it) that contain `label`, or -1 when
 // there is none.

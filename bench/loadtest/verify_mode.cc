@@ -11,7 +11,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include "core/iso_time.h"
@@ -23,6 +26,7 @@
 #include "loadtest/host_snapshot.h"
 #include "loadtest/live_topic_reader.h"
 #include "loadtest/loadtest_modes.h"
+#include "loadtest/metrics_scrape.h"
 #include "loadtest/pg_connection.h"
 #include "loadtest/progress_meter.h"
 #include "loadtest/shard_rewind.h"
@@ -49,7 +53,31 @@ struct VerifyOptions {
   std::string report_window = "5m";
   std::string admin;  // for /metrics; default $BELFRY_ADMIN_LISTEN, else none
   std::string rss_every = "10s";
+  // Compare GET /v1/load's projection of every whole minute of the window with what fired.
+  bool check_load = false;
 };
+
+// The window's whole minutes, as GET /v1/load projected them before the window opened: minute ->
+// triggers. Throws with the reason when the projection cannot be read.
+std::map<int64_t, int64_t> ReadLoadProjection(const std::string& admin, int64_t first_minute, int64_t last_minute) {
+  const char* token = std::getenv("BELFRY_ADMIN_TOKEN");
+  const std::string raw =
+      HttpGetRaw(admin,
+                 "/v1/load?from=" + FormatIsoTime(first_minute * 60'000) +
+                     "&to=" + FormatIsoTime((last_minute + 1) * 60'000),
+                 token != nullptr ? token : "");
+  const size_t body = raw.find("\r\n\r\n");
+  if (raw.rfind("HTTP/1.1 200", 0) != 0 || body == std::string::npos) {
+    throw std::runtime_error("--check-load: GET /v1/load at " + admin + " failed: " + raw.substr(0, 300));
+  }
+  const nlohmann::json j = nlohmann::json::parse(raw.substr(body + 4));
+  std::map<int64_t, int64_t> out;
+  for (const nlohmann::json& m : j.at("minutes")) {
+    const std::optional<EpochMs> at = ParseIsoTime(m.at("at").get<std::string>());
+    if (at) out[*at / 60'000] = m.at("triggers").get<int64_t>();
+  }
+  return out;
+}
 
 // "10000/min", "10000" (per minute) or "200/s", as commands per minute.
 double ParseChurnRate(const std::string& text) {
@@ -123,6 +151,20 @@ int RunVerify(const CommonOptions& common, const VerifyOptions& options) {
              FormatIsoTime(window_first), FormatIsoTime(window_last), expectations.expected(),
              expectations.expected_per_minute(), reader.assigned_partitions());
 
+  // --check-load: the whole minutes inside the window, projected before they come.
+  std::map<int64_t, int64_t> projected;
+  std::map<int64_t, int64_t> fired_by_minute;  // first arrivals, expected or not, by slot minute
+  const int64_t load_first = (window_first + 59'999) / 60'000;
+  const int64_t load_last = (window_last + 1) / 60'000 - 1;
+  if (options.check_load) {
+    if (churn_per_min > 0) throw std::invalid_argument("--check-load compares a window no command changes: no --churn-rate");
+    if (options.admin.empty()) throw std::invalid_argument("--check-load needs --admin (or BELFRY_ADMIN_LISTEN)");
+    if (load_last < load_first) throw std::invalid_argument("--check-load: the window holds no whole minute");
+    projected = ReadLoadProjection(options.admin, load_first, load_last);
+    fmt::print(stderr, "verify: GET /v1/load projected {} whole minutes, {} .. {}\n", projected.size(),
+               FormatIsoTime(load_first * 60'000), FormatIsoTime(load_last * 60'000));
+  }
+
   WindowReport windows(window_first, window_last, report_window_ms);
   BelfrySampler sampler(options.admin, options.belfry_pid, rss_every_ms, &conn, &windows);
   std::unique_ptr<ChurnExpectations> churn;
@@ -153,7 +195,14 @@ int RunVerify(const CommonOptions& common, const VerifyOptions& options) {
     reader.Poll(std::min<int64_t>(churn_driver ? 50 : 200, end_ms - now), [&](const LiveRecord& r) {
       const TriggerExpectations::Verdict verdict = tally.Add(r);
       EpochMs slot = 0;
-      if (ScheduledForOf(r, &slot)) windows.AddArrival(verdict, slot, r.received_ms);
+      if (ScheduledForOf(r, &slot)) {
+        windows.AddArrival(verdict, slot, r.received_ms);
+        if (options.check_load && (verdict == TriggerExpectations::Verdict::kExpected ||
+                                   verdict == TriggerExpectations::Verdict::kUnknownJob ||
+                                   verdict == TriggerExpectations::Verdict::kNotDue)) {
+          ++fired_by_minute[slot / 60'000];
+        }
+      }
     });
   }
   meter.Stop();
@@ -205,6 +254,24 @@ int RunVerify(const CommonOptions& common, const VerifyOptions& options) {
                                {"allowed_not_received", churn_totals.allowed_absent}};
     j["churn"] = c;
   }
+  bool load_matches = true;
+  if (options.check_load) {
+    nlohmann::ordered_json mismatches = nlohmann::ordered_json::array();
+    int64_t projected_total = 0, fired_total = 0;
+    for (int64_t m = load_first; m <= load_last; ++m) {
+      const int64_t p = projected.count(m) ? projected[m] : -1;
+      const int64_t f = fired_by_minute[m];
+      projected_total += std::max<int64_t>(0, p);
+      fired_total += f;
+      if (p != f) mismatches.push_back({{"at", FormatIsoTime(m * 60'000)}, {"projected", p}, {"fired", f}});
+    }
+    load_matches = mismatches.empty();
+    j["load_projection"] = {{"minutes", load_last - load_first + 1},
+                            {"projected", projected_total},
+                            {"fired", fired_total},
+                            {"matches", load_matches},
+                            {"mismatches", mismatches}};
+  }
   j["lateness"] = tally.lateness().Summary();
   j["triggers_per_min"] = window_minutes > 0 ? static_cast<double>(received_total) / window_minutes : 0;
   j["expected_per_min"] = expectations.expected_per_minute();
@@ -245,7 +312,7 @@ int RunVerify(const CommonOptions& common, const VerifyOptions& options) {
                        churn_driver->rejected() == 0 && churn_driver->failed_deliveries() == 0;
     return clean ? 0 : 1;
   }
-  return missing == 0 ? 0 : 1;
+  return missing == 0 && load_matches ? 0 : 1;
 }
 
 }  // namespace
@@ -272,15 +339,15 @@ void RegisterVerifyMode(CLI::App& app, CommonOptions* common, ModeRunner* run) {
       "(PREFIX-rss.png, PREFIX-window-lateness.png, PREFIX-window-tick-query.png)");
   sub->add_option("--report-window", options->report_window, "width of the by_window report (slot time)")
       ->capture_default_str();
-  if (const char* listen = std::getenv("BELFRY_ADMIN_LISTEN"); listen != nullptr && *listen != 0) {
-    options->admin = listen;
-    if (options->admin.rfind("0.0.0.0:", 0) == 0) options->admin = "127.0.0.1" + options->admin.substr(7);
-  }
+  options->admin = AdminAddressFromEnv("");
   sub->add_option(
          "--admin", options->admin,
          "belfry's admin address, for the tick query per window from /metrics (env BELFRY_ADMIN_LISTEN; "
          "empty: not sampled)")
       ->capture_default_str();
+  sub->add_flag("--check-load", options->check_load,
+                "compare GET /v1/load's projection of each whole minute of the window with the triggers that "
+                "fired for it (exit code 1 on any difference; not with --churn-rate)");
   sub->add_option("--rss-every", options->rss_every, "with --belfry-pid, sample belfry's VmRSS this often")
       ->capture_default_str();
   sub->add_option("--churn-rate", options->churn_rate,

@@ -47,9 +47,14 @@ struct SchedulerConfig {
   int32_t firings_in_flight = 2;
   // Catch-up (docs/catch-up.md). Missed minutes become debt, fired by debt firings through their
   // own producer at up to `catch_up_rate` triggers/s per node (0 = unlimited): 2x the 50k/s of
-  // 3M triggers/min, under a third of the ~360k/s burst peak measured on the reference machine,
-  // so the present keeps its headroom and a 15-minute outage at 3M/min drains in ~7.5 minutes.
+  // 3M triggers/min, under a third of the ~360k/s burst peak measured on the reference machine.
+  // A ceiling: the rate in force follows the present's lateness (catch_up_yield_at_ms).
   int64_t catch_up_rate = 100'000;
+  // Pacing (docs/catch-up.md, "Pacing"): `catch_up_rate` is the ceiling. An on-time firing whose
+  // last ack comes more than `catch_up_yield_at_ms` after its slot halves the catch-up's rate
+  // (down to 1% of the ceiling); on-time firings within it let the rate climb back to the ceiling
+  // over 30 s. 0 = a fixed rate.
+  int64_t catch_up_yield_at_ms = 500;
   // Minutes of debt one fire_all debt firing takes (one query each); coalesce takes the whole
   // lowest range. Smaller chunks settle (and so survive a crash) sooner.
   int32_t catch_up_chunk_minutes = 1;

@@ -11,6 +11,7 @@
 #include "belfry/command.h"
 #include "belfry/execution.h"
 #include "belfry/job.h"
+#include "belfry/load_group.h"
 #include "belfry/status.h"
 
 namespace belfry {
@@ -72,6 +73,28 @@ class JobStore {
     return std::optional<JobAndStats>(JobAndStats{std::move(**job), false, std::nullopt});
   }
   virtual StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter& filter) = 0;
+
+  // The groups a load projection needs (belfry/load_group.h), read in one snapshot. Read-only;
+  // reads every job row once (a full scan: seconds at millions of jobs), so it is for operators,
+  // never for the trigger path. The default: FailedPrecondition.
+  virtual StatusOr<LoadGroups> ReadLoadGroups(const LoadGroupQuery& query) {
+    (void)query;
+    return Status::FailedPrecondition("this job store cannot project load");
+  }
+  // For a rebalance proposal (core/load_rebalance.h): every unpaused interval job, counted by
+  // (interval, offset) and by whether its offset is pinned. Read-only, one full read of jobs.
+  virtual StatusOr<std::vector<OffsetLoad>> ReadOffsetLoads() {
+    return Status::FailedPrecondition("this job store cannot propose a rebalance");
+  }
+  // Up to `limit` ids (any of them) of unpaused interval jobs with this interval and offset whose
+  // offset is not pinned: examples for a proposed move.
+  virtual StatusOr<std::vector<std::string>> MovableJobIds(int32_t interval_minutes, int32_t offset_minutes,
+                                                           int32_t limit) {
+    (void)interval_minutes;
+    (void)offset_minutes;
+    (void)limit;
+    return Status::FailedPrecondition("this job store cannot propose a rebalance");
+  }
 };
 
 }  // namespace belfry

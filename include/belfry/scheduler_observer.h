@@ -34,6 +34,9 @@ class SchedulerObserver {
   virtual void OnReleaseFailed(int32_t shard, const Status& status) = 0;
   // The catch-up debt of every shard, in shard-minutes still owed, as a catch-up scan read it.
   virtual void OnCatchUpDebt(int64_t owed_minutes) { (void)owed_minutes; }
+  // The catch-up rate in force on this node, triggers/s, after an on-time firing steered it
+  // (docs/catch-up.md, "Pacing").
+  virtual void OnCatchUpRate(int64_t per_second) { (void)per_second; }
 };
 
 // Does nothing; the default.

@@ -33,6 +33,13 @@ int RunJobsHistory(const Config& cfg, const std::string& id, int limit, const st
                    const std::string& output);
 int RunJobsNext(const Config& cfg, const std::string& id, int n);
 int RunShards(const Config& cfg, bool json);
+// `belfry rebalance --dry-run`: proposed offset moves that flatten the busiest minute of the day
+// (docs/load-projection.md, "Rebalance").
+int RunRebalance(const Config& cfg, int example_ids, bool json);
+// `belfry load`: the load projection of a window (docs/load-projection.md), as a table or as
+// GET /v1/load's JSON.
+int RunLoad(const Config& cfg, const std::string& from, const std::string& to, const std::string& by, int top,
+            bool with_shards, bool json);
 int RunExplain(const Config& cfg, int shard, const std::string& at);
 int RunWatch(const Config& cfg, const std::vector<std::string>& topics, bool from_beginning);
 

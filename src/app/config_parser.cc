@@ -334,6 +334,7 @@ const std::vector<Section>& Sections() {
               IntegerKey("workers", &SchedulerConfig::workers, 1, 64),
               IntegerKey("firings_in_flight", &SchedulerConfig::firings_in_flight, 1, 64),
               IntegerKey("catch_up_rate", &SchedulerConfig::catch_up_rate, 0, 100'000'000),
+              DurationKey("catch_up_yield_at", &SchedulerConfig::catch_up_yield_at_ms, 0, kHour),
               IntegerKey("catch_up_chunk_minutes", &SchedulerConfig::catch_up_chunk_minutes, 1, 60),
               DurationKey("one_shot_retention", &SchedulerConfig::one_shot_retention_ms, kMinute,
                           3660 * kDay),

@@ -106,6 +106,25 @@ int main(int argc, char** argv) {
 
   auto* shards = app.add_subcommand("shards", "Per-shard progress: fired-through minute, claim, lag");
   shards->add_flag("--json", json, "JSON output");
+  std::string load_from, load_to, load_by;
+  int load_top = 10;
+  bool load_shards = false;
+  auto* load = app.add_subcommand(
+      "load", "Project the triggers per shard-minute of a window from the stored schedules (fires nothing)");
+  load->add_option("--from", load_from, "Window start, ISO-8601, rounded down to its minute (default: the next minute)");
+  load->add_option("--to", load_to, "Window end, exclusive, rounded up (default: from + 60m; at most 1 day)");
+  load->add_option("--by", load_by, "Break the total down by owner or topic")->check(CLI::IsMember({"owner", "topic"}));
+  load->add_option("--top", load_top, "How many owners or topics to list (1..1000)")->check(CLI::Range(1, 1000));
+  load->add_flag("--shards", load_shards, "With --json: each minute's per-shard counts");
+  load->add_flag("--json", json, "JSON output (as GET /v1/load)");
+  bool dry_run = false;
+  int rebalance_ids = 5;
+  auto* rebalance = app.add_subcommand(
+      "rebalance", "Propose new offsets for interval jobs that flatten the busiest minute (a dry run: changes nothing)");
+  rebalance->add_flag("--dry-run", dry_run, "Required: the proposal only (applying is up to you, with upserts)")
+      ->required();
+  rebalance->add_option("--ids", rebalance_ids, "Example job ids per proposed move (0..100)")->check(CLI::Range(0, 100));
+  rebalance->add_flag("--json", json, "JSON output (as GET /v1/load/rebalance)");
   int shard = 0;
   std::string at;
   auto* explain = app.add_subcommand("explain", "EXPLAIN ANALYZE the tick query for a shard and minute");
@@ -148,6 +167,8 @@ int main(int argc, char** argv) {
   if (list->parsed()) return belfry::RunJobsList(cfg, owner, topic, limit, cursor, output);
   if (next->parsed()) return belfry::RunJobsNext(cfg, op_id, n);
   if (shards->parsed()) return belfry::RunShards(cfg, json);
+  if (load->parsed()) return belfry::RunLoad(cfg, load_from, load_to, load_by, load_top, load_shards, json);
+  if (rebalance->parsed()) return belfry::RunRebalance(cfg, rebalance_ids, json);
   if (explain->parsed()) return belfry::RunExplain(cfg, shard, at);
   if (watch->parsed()) return belfry::RunWatch(cfg, watch_topics, from_beginning);
   return 64;

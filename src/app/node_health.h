@@ -39,6 +39,7 @@ class NodeHealth final : public SchedulerObserver {
     }
     next_.OnCatchUpDebt(owed_minutes);
   }
+  void OnCatchUpRate(int64_t per_second) override { next_.OnCatchUpRate(per_second); }
   void OnFiringFailed(int32_t shard, const Status& status) override {
     const int64_t n = ++consecutive_failures_;
     // During an outage every shard fails every few seconds: log the first failure, then at most

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -121,7 +122,14 @@ int RunServe(const Config& cfg) {
     return 1;
   }
   std::unique_ptr<KafkaTriggerSink> catch_up_sink = std::move(catch_up_sink_or.value());
-  RateLimiter catch_up_limiter(cfg.scheduler.catch_up_rate, clock, stop);
+  std::optional<CatchUpGovernorOptions> governor;
+  if (cfg.scheduler.catch_up_yield_at_ms > 0) {
+    governor.emplace();
+    governor->min_rate = cfg.scheduler.catch_up_rate / 100;
+    governor->yield_at_ms = cfg.scheduler.catch_up_yield_at_ms;
+  }
+  RateLimiter catch_up_limiter(cfg.scheduler.catch_up_rate, clock, stop, governor);
+  health.OnCatchUpRate(catch_up_limiter.rate());
 
   std::vector<Worker> workers(static_cast<size_t>(cfg.scheduler.workers));
   std::vector<FiringPool::Worker> pool_workers;

@@ -3,17 +3,32 @@
 #include <algorithm>
 
 namespace belfry {
+namespace {
 
-RateLimiter::RateLimiter(int64_t rate_per_s, Clock& clock, StopSignal& stop)
-    : rate_per_s_(std::max<int64_t>(0, rate_per_s)),
-      grant_(std::clamp<int64_t>(rate_per_s_ / 100, 1, 1000)),
+int64_t BurstFor(int64_t rate_per_s) { return std::max<int64_t>(1, rate_per_s / 10); }
+
+}  // namespace
+
+RateLimiter::RateLimiter(int64_t rate_per_s, Clock& clock, StopSignal& stop,
+                         std::optional<CatchUpGovernorOptions> governor)
+    : max_rate_(std::max<int64_t>(0, rate_per_s)),
+      grant_(std::clamp<int64_t>(max_rate_ / 100, 1, 1000)),
       clock_(clock),
       stop_(stop),
-      bucket_(rate_per_s_, std::max<int64_t>(1, rate_per_s_ / 10), clock.NowMs()) {}
+      bucket_(max_rate_, BurstFor(max_rate_), clock.NowMs()),
+      rate_(max_rate_) {
+  if (governor && max_rate_ > 0) {
+    governor->max_rate = max_rate_;
+    const EpochMs now = clock.NowMs();
+    governor_.emplace(*governor, now);
+    bucket_.SetRate(governor_->rate(), BurstFor(governor_->rate()), now);
+    rate_ = governor_->rate();
+  }
+}
 
 bool RateLimiter::Acquire(int64_t n) {
   if (stop_.requested()) return false;
-  if (rate_per_s_ == 0) return true;
+  if (max_rate_ == 0) return true;
   EpochMs ready = 0;
   EpochMs now = 0;
   {
@@ -23,6 +38,17 @@ bool RateLimiter::Acquire(int64_t n) {
   }
   if (ready <= now) return true;
   return clock_.SleepUntil(ready, stop_);
+}
+
+int64_t RateLimiter::OnOnTimeFired(int64_t lateness_ms) {
+  if (!governor_) return rate();
+  std::lock_guard<std::mutex> lock(mu_);
+  const EpochMs now = clock_.NowMs();
+  const int64_t before = governor_->rate();
+  const int64_t after = governor_->OnOnTimeFired(lateness_ms, now);
+  if (after != before) bucket_.SetRate(after, BurstFor(after), now);
+  rate_.store(after, std::memory_order_relaxed);
+  return after;
 }
 
 }  // namespace belfry

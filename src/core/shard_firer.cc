@@ -250,6 +250,10 @@ ShardFirer::Outcome ShardFirer::Complete(Pending& pending, Status* error) {
     q.report.total_ms = acked - q.started;
     q.report.lateness_ms = acked - SlotMs(q.report.last_minute, shard, cfg_.tick_ms);
     observer_.OnFired(q.report);
+    // The present's lateness steers the catch-up's pace (CatchUpGovernor).
+    if (!pending.debt_ && catch_up_limiter_ != nullptr && !catch_up_limiter_->unlimited()) {
+      observer_.OnCatchUpRate(catch_up_limiter_->OnOnTimeFired(q.report.lateness_ms));
+    }
   }
   pending.queries_.clear();  // the batches are finished; drop their buffers now
   if (!first_error.ok()) {

@@ -30,6 +30,15 @@ EpochMs TokenBucket::Take(int64_t n, EpochMs now) {
   return now + (deficit + rate_per_s_ - 1) / rate_per_s_;
 }
 
+void TokenBucket::SetRate(int64_t rate_per_s, int64_t burst, EpochMs now) {
+  now = std::max(now, at_);
+  balance_milli_ = BalanceAt(now);
+  at_ = now;
+  rate_per_s_ = std::max<int64_t>(1, rate_per_s);
+  capacity_milli_ = std::max<int64_t>(1, burst) * 1000;
+  balance_milli_ = std::min(balance_milli_, capacity_milli_);
+}
+
 int64_t TokenBucket::Tokens(EpochMs now) const {
   const int64_t b = BalanceAt(std::max(now, at_));
   return b >= 0 ? b / 1000 : -((-b + 999) / 1000);

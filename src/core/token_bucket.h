@@ -23,6 +23,11 @@ class TokenBucket final {
   // The balance at `now` (negative while in deficit), in whole tokens, rounded down.
   int64_t Tokens(EpochMs now) const;
 
+  // From `now` on, tokens accrue at `rate_per_s` up to `burst` (what accrued before `now` at the
+  // old rate stays, down to the new burst). A deficit stays owed: it is paid at the new rate.
+  // REQUIRES: rate_per_s > 0 (a governed bucket is never unlimited), burst >= 1.
+  void SetRate(int64_t rate_per_s, int64_t burst, EpochMs now);
+
   int64_t rate_per_s() const { return rate_per_s_; }
 
  private:

@@ -25,6 +25,8 @@
 #include "core/iso_time.h"
 #include "core/job_json.h"
 #include "core/json_writer.h"
+#include "core/load_projection.h"
+#include "core/load_rebalance.h"
 #include "core/message_quote.h"
 #include "core/shard_lag.h"
 #include "core/slot_math.h"
@@ -162,7 +164,7 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
 
 bool IsKnownPath(const std::string& path) {
   return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/v1/jobs" ||
-         path == "/v1/shards" || (path.size() > kJobsPrefix.size() && path.starts_with(kJobsPrefix));
+         path == "/v1/shards" || path == "/v1/load" || path == "/v1/load/rebalance" || (path.size() > kJobsPrefix.size() && path.starts_with(kJobsPrefix));
 }
 
 bool RequiresAuth(const std::string& path) {
@@ -467,6 +469,9 @@ void AdminServer::InstallRoutes() {
   svr.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) { HandleReadyz(res); });
   svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) { HandleMetrics(res); });
   svr.Get("/v1/shards", [this](const httplib::Request&, httplib::Response& res) { HandleShards(res); });
+  svr.Get("/v1/load", [this](const httplib::Request& req, httplib::Response& res) { HandleLoad(req, res); });
+  svr.Get("/v1/load/rebalance",
+          [this](const httplib::Request& req, httplib::Response& res) { HandleRebalance(req, res); });
   svr.Get("/v1/jobs",
           [this](const httplib::Request& req, httplib::Response& res) { HandleListJobs(req, res); });
   // [\s\S] rather than '.', which would not match a decoded newline in an id.
@@ -722,6 +727,51 @@ void AdminServer::HandleListJobs(const httplib::Request& req, httplib::Response&
   }
   body.push_back('}');
   SendJsonText(res, 200, std::move(body));
+}
+
+void AdminServer::HandleLoad(const httplib::Request& req, httplib::Response& res) {
+  if (std::string e = CheckParams(req, {"from", "to", "by", "shards", "top"}); !e.empty()) {
+    return SendError(res, 400, e);
+  }
+  const SchedulerConfig& sc = options_.scheduler;
+  StatusOr<LoadWindow> window = ParseLoadWindow(Param(req, "from"), Param(req, "to"), deps_.clock->NowMs(),
+                                                sc.shard_count, sc.tick_ms, sc.intervals);
+  if (!window.ok()) return SendError(res, 400, window.status().message());
+  LoadGroupQuery query{window->first_minute, window->last_minute, Param(req, "by")};
+  if (!query.by.empty() && query.by != "owner" && query.by != "topic") {
+    return SendError(res, 400, "by must be owner or topic, got \"" + query.by + "\"");
+  }
+  const std::string shards = Param(req, "shards");
+  if (!shards.empty() && shards != "true" && shards != "false") {
+    return SendError(res, 400, "shards must be true or false, got \"" + shards + "\"");
+  }
+  int64_t top = 20;
+  if (const std::string text = Param(req, "top"); !text.empty()) {
+    const std::optional<int64_t> v = ParseInt(text);
+    if (!v || *v < 1 || *v > 1000) return SendError(res, 400, "top must be an integer in 1..1000, got \"" + text + "\"");
+    top = *v;
+  }
+  std::optional<StatusOr<LoadGroups>> read =
+      ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.store->ReadLoadGroups(query); });
+  if (!read) return SendSessionsBusy(res);
+  if (!read->ok()) return SendStoreError(res, "job store", read->status());
+  const LoadProjection p = ProjectLoad(*window, **read);
+  SendJsonText(res, 200, EncodeLoadProjectionJson(p, query.by, shards == "true", static_cast<int>(top)));
+}
+
+void AdminServer::HandleRebalance(const httplib::Request& req, httplib::Response& res) {
+  if (std::string e = CheckParams(req, {"ids"}); !e.empty()) return SendError(res, 400, e);
+  int64_t ids = 5;
+  if (const std::string text = Param(req, "ids"); !text.empty()) {
+    const std::optional<int64_t> v = ParseInt(text);
+    if (!v || *v < 0 || *v > 100) return SendError(res, 400, "ids must be an integer in 0..100, got \"" + text + "\"");
+    ids = *v;
+  }
+  std::optional<StatusOr<RebalancePlan>> read = ReadWith(
+      *deps_.readers, [&](const ReadSession& s) { return ProposeRebalance(*s.store, static_cast<int32_t>(ids)); });
+  if (!read) return SendSessionsBusy(res);
+  if (!read->ok()) return SendStoreError(res, "job store", read->status());
+  SendJsonText(res, 200, EncodeRebalancePlanJson(**read));
 }
 
 void AdminServer::HandleShards(httplib::Response& res) {

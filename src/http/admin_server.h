@@ -98,6 +98,8 @@ class AdminServer final {
   void HandleExecutions(const std::string& id, const httplib::Request& req, httplib::Response& res);
   void HandleListJobs(const httplib::Request& req, httplib::Response& res);
   void HandleShards(httplib::Response& res);
+  void HandleLoad(const httplib::Request& req, httplib::Response& res);
+  void HandleRebalance(const httplib::Request& req, httplib::Response& res);
   // 503 + Retry-After: overloaded, come back later. `why` goes into the error message.
   void SendOverloaded(httplib::Response& res, const std::string& why);
   void SendSessionsBusy(httplib::Response& res);  // SendOverloaded, counted as reason "sessions"

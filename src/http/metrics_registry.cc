@@ -166,6 +166,12 @@ struct MetricsRegistry::Metrics {
                                 "node's last catch-up scan read them (docs/catch-up.md).")
                           .Register(*registry)
                           .Add({})),
+        catch_up_rate(prometheus::BuildGauge()
+                          .Name("belfry_catch_up_rate")
+                          .Help("Triggers per second this node's catch-up may send now: scheduler.catch_up_rate, "
+                                "or less while on-time firings are late (docs/catch-up.md, \"Pacing\").")
+                          .Register(*registry)
+                          .Add({})),
         build_info(prometheus::BuildGauge()
                        .Name("belfry_build_info")
                        .Help("Always 1; the version label says which belfry build is running.")
@@ -223,6 +229,7 @@ struct MetricsRegistry::Metrics {
   Gauge& producer_queue;
   Gauge& catch_up_producer_queue;
   Gauge& catch_up_debt;
+  Gauge& catch_up_rate;
   Gauge& build_info;
   Gauge& up;
 
@@ -306,6 +313,10 @@ void MetricsRegistry::SetCatchUpProducerQueue(int64_t messages) {
 
 void MetricsRegistry::OnCatchUpDebt(int64_t owed_minutes) {
   m_->catch_up_debt.Set(static_cast<double>(std::max<int64_t>(owed_minutes, 0)));
+}
+
+void MetricsRegistry::OnCatchUpRate(int64_t per_second) {
+  m_->catch_up_rate.Set(static_cast<double>(std::max<int64_t>(per_second, 0)));
 }
 
 void MetricsRegistry::SetSampler(Sampler sampler) {

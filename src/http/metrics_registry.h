@@ -40,6 +40,7 @@ class MetricsRegistry final : public SchedulerObserver {
   void OnRefusedTopic(std::string_view topic) override;
   void OnReleaseFailed(int32_t shard, const Status& status) override;
   void OnCatchUpDebt(int64_t owed_minutes) override;
+  void OnCatchUpRate(int64_t per_second) override;
 
   // One committed command batch (see CommandBatchReport in src/kafka/command_consumer.h).
   // `apply_latency_ms` is observed only when the batch applied at least one command. Label values

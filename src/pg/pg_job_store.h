@@ -48,6 +48,15 @@ class PgJobStore final : public JobStore {
   // q.last_minute with q.terms, one plan line per line. Executes the query (read-only).
   StatusOr<std::string> ExplainDueQuery(const DueQuery& q);
 
+  // Three reads in one READ ONLY REPEATABLE READ transaction: the zones, the interval and
+  // one-shot groups, the calendar groups (pg_queries.h, "Load projection"). Invalid when
+  // query.by is not "", "owner" or "topic".
+  StatusOr<LoadGroups> ReadLoadGroups(const LoadGroupQuery& query) override;
+
+  StatusOr<std::vector<OffsetLoad>> ReadOffsetLoads() override;
+  StatusOr<std::vector<std::string>> MovableJobIds(int32_t interval_minutes, int32_t offset_minutes,
+                                                   int32_t limit) override;
+
   StatusOr<int64_t> CountJobs();
 
   // The one-shot retention sweep: deletes up to max_rows one-shots whose run_minute is before

@@ -222,7 +222,7 @@ inline constexpr const char* kUpsertStageColumns[] = {
     "details", "start_ms", "end_ms", "priority", "paused", "replace_fresh", "src_partition",
     "src_offset", "run_at_ms", "run_minute", "late_limit", "scheduled_for_ms", "max_retries",
     "retry_initial_ms", "retry_multiplier", "retry_max_ms", "cron_expr", "time_zone", "cron_codes",
-    "hour_mask", "dom_mask", "month_mask", "dow_mask", "day_or"};
+    "hour_mask", "dom_mask", "month_mask", "dow_mask", "day_or", "offset_pinned"};
 // clang-format on
 inline constexpr const char kCreateUpsertStageSql[] =
     "CREATE TEMPORARY TABLE belfry_upsert_stage (id text, shard smallint, interval_minutes int,"
@@ -231,7 +231,8 @@ inline constexpr const char kCreateUpsertStageSql[] =
     " src_partition int, src_offset bigint, run_at_ms bigint, run_minute bigint, late_limit bigint,"
     " scheduled_for_ms bigint, max_retries int, retry_initial_ms bigint,"
     " retry_multiplier double precision, retry_max_ms bigint, cron_expr text, time_zone text,"
-    " cron_codes int[], hour_mask int, dom_mask int, month_mask int, dow_mask int, day_or boolean)"
+    " cron_codes int[], hour_mask int, dom_mask int, month_mask int, dow_mask int, day_or boolean,"
+    " offset_pinned boolean)"
     " ON COMMIT DELETE ROWS";
 
 // Run (SET LOCAL: this transaction only) before the staged statements. The staging table's row
@@ -277,12 +278,13 @@ inline constexpr const char kInsertStagedJobsName[] = "belfry_insert_staged_jobs
 inline constexpr const char kInsertStagedJobsSql[] =
     "INSERT INTO jobs (id, shard, interval_minutes, offset_minutes, owner, topic, key, details,"
     " start_at, end_at, priority, paused, src_partition, src_offset, run_at, run_minute, scheduled_for_ms,"
-    " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms, cron_expr, time_zone) "
+    " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms, cron_expr, time_zone, offset_pinned) "
     "SELECT a.id, a.shard, a.interval_minutes, a.offset_minutes, a.owner, a.topic, a.key, a.details,"
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.start_ms") ", " BELFRY_MS_TO_TIMESTAMPTZ("a.end_ms") ","
     " a.priority, COALESCE(a.paused, false), a.src_partition, a.src_offset,"
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ", " BELFRY_RUN_MINUTE ", a.scheduled_for_ms,"
-    " a.max_retries, a.retry_initial_ms, a.retry_multiplier, a.retry_max_ms, a.cron_expr, a.time_zone "
+    " a.max_retries, a.retry_initial_ms, a.retry_multiplier, a.retry_max_ms, a.cron_expr, a.time_zone,"
+    " a.offset_pinned "
     "FROM belfry_upsert_stage AS a"
     " LEFT JOIN shard_state AS ss ON ss.shard = a.shard "
     "ORDER BY a.shard, a.id "  // one partition after another: ~30% faster than id order
@@ -291,7 +293,7 @@ inline constexpr const char kInsertStagedJobsSql[] =
 // Step 2 of an upsert: replace existing rows. Runs after step 1 in the same transaction, so it
 // also sees rows step 1 just inserted, which the replay guard skips (same source position).
 // keep_offset = !replace_fresh && !offset_explicit; the stored offset survives only when the
-// interval is unchanged. paused: the action's flag if given, else false for a fresh replacement,
+// interval is unchanged, and with it whether it was pinned (offset_pinned = offset_explicit). paused: the action's flag if given, else false for a fresh replacement,
 // else the stored flag. SET expressions read the row's values from before this update.
 inline constexpr const char kUpdateStagedJobsName[] = "belfry_update_staged_jobs";
 inline constexpr const char kUpdateStagedJobsSql[] =
@@ -300,6 +302,8 @@ inline constexpr const char kUpdateStagedJobsSql[] =
     " interval_minutes = a.interval_minutes,"
     " offset_minutes = CASE WHEN a.keep_offset AND j.interval_minutes = a.interval_minutes"
     "   THEN j.offset_minutes ELSE a.offset_minutes END,"
+    " offset_pinned = CASE WHEN a.keep_offset AND j.interval_minutes = a.interval_minutes"
+    "   THEN j.offset_pinned ELSE a.offset_pinned END,"
     " owner = a.owner, topic = a.topic, key = a.key, details = a.details,"
     " start_at = " BELFRY_MS_TO_TIMESTAMPTZ("a.start_ms") ","
     " end_at = " BELFRY_MS_TO_TIMESTAMPTZ("a.end_ms") ","
@@ -503,6 +507,59 @@ inline constexpr const char kSweepOneShotsSql[] =
 
 inline constexpr const char kCountJobsName[] = "belfry_count_jobs";
 inline constexpr const char kCountJobsSql[] = "SELECT count(*) FROM jobs";
+
+// ---- Load projection (PgJobStore::ReadLoadGroups, core/load_projection.h). -------------------
+// Every unpaused job that may fire in a window, grouped by what decides when it fires, counted.
+// $1 the window's first minute in epoch ms, $2 the end of its last minute (exclusive), $3 / $4
+// the first and last minute. A start at or before $1, or an end at or after $2, cannot matter in
+// the window and is read as NULL, so jobs that differ only there share a group. One full read of
+// jobs (and of cron_slots), for operators: never on the trigger path.
+#define BELFRY_LOAD_DATES                                                                            \
+  "CASE WHEN j.start_at <= (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$1::bigint") ") THEN NULL"           \
+  " ELSE floor(extract(epoch FROM j.start_at) * 1000)::bigint END, "                               \
+  "CASE WHEN j.end_at >= (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$2::bigint") ") THEN NULL"             \
+  " ELSE floor(extract(epoch FROM j.end_at) * 1000)::bigint END"
+#define BELFRY_LOAD_WITHIN                                                                             \
+  "NOT j.paused AND (j.start_at IS NULL OR j.start_at < (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$2::bigint") ")) " \
+  "AND (j.end_at IS NULL OR j.end_at > (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$1::bigint") "))"
+// Interval jobs (calendar jobs stored as intervals among them), one-shots and stored retries:
+// shard, interval, offset, run_minute (NULL: interval), start, end, label, jobs.
+#define BELFRY_LOAD_JOB_GROUPS(label)                                                                \
+  "SELECT j.shard, j.interval_minutes, j.offset_minutes, j.run_minute, " BELFRY_LOAD_DATES ", "      \
+  label ", count(*) FROM jobs AS j WHERE " BELFRY_LOAD_WITHIN " "                                    \
+  "AND ((j.run_minute IS NULL AND j.interval_minutes > 0) OR j.run_minute BETWEEN $3::bigint AND $4::bigint) " \
+  "GROUP BY 1, 2, 3, 4, 5, 6, 7"
+// Slot-planned calendar jobs: shard, keys ("k1,k2,..."), the masks (one set per job), start,
+// end, label, jobs.
+#define BELFRY_LOAD_CALENDAR_GROUPS(label)                                                           \
+  "SELECT s.shard, s.keys, s.hour_mask, s.dom_mask, s.month_mask, s.dow_mask, s.day_or, "           \
+  BELFRY_LOAD_DATES ", " label ", count(*) "                                                         \
+  "FROM (SELECT shard, job_id, array_to_string(array_agg(key ORDER BY key), ',') AS keys, "          \
+  "min(hour_mask) AS hour_mask, min(dom_mask) AS dom_mask, min(month_mask) AS month_mask, "          \
+  "min(dow_mask) AS dow_mask, bool_and(day_or) AS day_or FROM cron_slots GROUP BY shard, job_id) AS s " \
+  "JOIN jobs AS j ON j.shard = s.shard AND j.id = s.job_id WHERE " BELFRY_LOAD_WITHIN " "            \
+  "GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10"
+// [0]: no breakdown, [1]: by owner, [2]: by topic.
+inline constexpr const char* kLoadJobGroupsSql[] = {
+    BELFRY_LOAD_JOB_GROUPS("''"), BELFRY_LOAD_JOB_GROUPS("coalesce(j.owner, '')"),
+    BELFRY_LOAD_JOB_GROUPS("j.topic")};
+inline constexpr const char* kLoadCalendarGroupsSql[] = {
+    BELFRY_LOAD_CALENDAR_GROUPS("''"), BELFRY_LOAD_CALENDAR_GROUPS("coalesce(j.owner, '')"),
+    BELFRY_LOAD_CALENDAR_GROUPS("j.topic")};
+#undef BELFRY_LOAD_CALENDAR_GROUPS
+#undef BELFRY_LOAD_JOB_GROUPS
+#undef BELFRY_LOAD_WITHIN
+#undef BELFRY_LOAD_DATES
+
+// Rebalance (core/load_rebalance.h): the unpaused interval jobs by (interval, offset), pinned or
+// movable; and a few movable ids of one (interval, offset), as examples of a proposed move.
+inline constexpr const char kOffsetLoadsSql[] =
+    "SELECT interval_minutes, offset_minutes, count(*) FILTER (WHERE offset_pinned),"
+    " count(*) FILTER (WHERE NOT offset_pinned) "
+    "FROM jobs WHERE NOT paused AND run_minute IS NULL AND interval_minutes > 0 GROUP BY 1, 2";
+inline constexpr const char kMovableJobIdsSql[] =
+    "SELECT id FROM jobs WHERE interval_minutes = $1::int AND offset_minutes = $2::int AND NOT offset_pinned"
+    " AND NOT paused AND run_minute IS NULL LIMIT $3::int";
 
 // ---- Shard ledger (src/pg/pg_shard_ledger.cc). All leases use the database's clock. ----------
 

@@ -273,6 +273,8 @@ std::map<std::string, KeyCase> KeyCases() {
        {"5", "5", [](const Config& c) { EXPECT_EQ(c.scheduler.firings_in_flight, 5); }}},
       {"scheduler.catch_up_rate",
        {"25000", "25000", [](const Config& c) { EXPECT_EQ(c.scheduler.catch_up_rate, 25'000); }}},
+      {"scheduler.catch_up_yield_at",
+       {"2s", "2s", [](const Config& c) { EXPECT_EQ(c.scheduler.catch_up_yield_at_ms, 2'000); }}},
       {"scheduler.catch_up_chunk_minutes",
        {"5", "5", [](const Config& c) { EXPECT_EQ(c.scheduler.catch_up_chunk_minutes, 5); }}},
       {"scheduler.one_shot_retention",

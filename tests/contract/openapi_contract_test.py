@@ -418,6 +418,28 @@ def exercise(c, node, ids):
     c.call("GET", "/v1/shards", 401, auth=False)
     c.call("HEAD", "/v1/shards", 401, auth=False)
 
+    # Load projection: the default window, a breakdown, and what it refuses.
+    r = c.call("GET", "/v1/load", 200)
+    if r.status_code == 200 and len(r.json().get("minutes", [])) != 60:
+        c.fail("GET /v1/load", f"{len(r.json().get('minutes', []))} minutes, expected the default 60")
+    r = c.call("GET", "/v1/load?from=2030-01-01T00:00:00Z&to=2030-01-01T00:10:00Z&by=owner&top=3&shards=true", 200)
+    if r.status_code == 200:
+        body = r.json()
+        if len(body["minutes"]) != 10 or len(body["minutes"][0].get("shards", [])) != 120 or body.get("by") != "owner":
+            c.fail("GET /v1/load?by=owner&shards=true", "wrong shape: " + r.text[:200])
+    c.call("HEAD", "/v1/load", 200)
+    c.call("GET", "/v1/load?from=yesterday", 400)
+    c.call("GET", "/v1/load?from=2030-01-01T00:00:00Z&to=2030-01-03T00:00:00Z", 400)  # over a day
+    c.call("GET", "/v1/load?by=shard", 400)
+    c.call("GET", "/v1/load?unknown=1", 400)
+    c.call("GET", "/v1/load", 401, auth=False)
+    r = c.call("GET", "/v1/load/rebalance?ids=2", 200)
+    if r.status_code == 200 and r.json().get("dryRun") is not True:
+        c.fail("GET /v1/load/rebalance", "not a dry run: " + r.text[:200])
+    c.call("HEAD", "/v1/load/rebalance", 200)
+    c.call("GET", "/v1/load/rebalance?ids=101", 400)
+    c.call("GET", "/v1/load/rebalance", 401, auth=False)
+
     # Listing, every page.
     all_ids = set()
     target = "/v1/jobs?limit=2"

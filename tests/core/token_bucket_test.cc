@@ -50,6 +50,16 @@ TEST(TokenBucketTest, AveragesTheRateOverALongRun) {
   EXPECT_EQ(t - kT, 19'900);
 }
 
+TEST(TokenBucketTest, SetRateKeepsWhatAccruedAndPaysADeficitAtTheNewRate) {
+  TokenBucket b(1000, 100, kT);
+  b.Take(100, kT);
+  b.SetRate(100, 10, kT + 50);  // 50 accrued at 1000/s, cut to the new burst of 10
+  EXPECT_EQ(b.Tokens(kT + 50), 10);
+  EXPECT_EQ(b.Take(20, kT + 50), kT + 150);  // 10 owed, at 100/s: 100 ms
+  b.SetRate(1000, 100, kT + 60);              // 1 of the 10 paid; the other 9 at 1000/s
+  EXPECT_EQ(b.Take(0, kT + 60), kT + 69);
+}
+
 TEST(RateLimiterTest, WaitsThroughTheClockAndStopsOnRequest) {
   FakeClock clock(kT);
   StopSignal stop;
@@ -63,6 +73,40 @@ TEST(RateLimiterTest, WaitsThroughTheClockAndStopsOnRequest) {
   EXPECT_EQ(clock.NowMs() - kT, 1000);
   stop.Request();
   EXPECT_FALSE(limiter.Acquire(1));
+}
+
+// A governed limiter starts at 1% of its ceiling, climbs while the present is on time, and
+// halves when an on-time firing is late: what a debt firing pays per grant follows.
+TEST(RateLimiterTest, AGovernedLimiterFollowsTheLatenessOfThePresent) {
+  FakeClock clock(kT);
+  StopSignal stop;
+  CatchUpGovernorOptions g;
+  g.min_rate = 100;
+  g.yield_at_ms = 500;
+  RateLimiter limiter(10'000, clock, stop, g);  // grants of 100
+  EXPECT_EQ(limiter.rate(), 100);
+  const auto ms_for = [&](int grants) {
+    const EpochMs start = clock.NowMs();
+    for (int i = 0; i < grants; ++i) EXPECT_TRUE(limiter.Acquire(limiter.grant()));
+    return clock.NowMs() - start;
+  };
+  const auto drain = [&] {  // take until the bucket makes us wait: it then holds nothing
+    for (const EpochMs start = clock.NowMs(); clock.NowMs() == start;) limiter.Acquire(limiter.grant());
+  };
+  drain();
+  EXPECT_NEAR(ms_for(10), 10'000, 1);  // 1,000 tokens at 100/s
+  clock.Advance(30'000);
+  EXPECT_EQ(limiter.OnOnTimeFired(120), 10'000);  // 30 s on time: the ceiling
+  drain();
+  EXPECT_NEAR(ms_for(100), 1'000, 1);  // 10,000 tokens at 10,000/s
+  EXPECT_EQ(limiter.OnOnTimeFired(900), 5'000);
+  EXPECT_EQ(limiter.OnOnTimeFired(900), 5'000);  // same second: one halving
+  clock.Advance(1'000);
+  EXPECT_EQ(limiter.OnOnTimeFired(900), 2'500);
+  drain();
+  EXPECT_NEAR(ms_for(25), 1'000, 1);  // 2,500 tokens at 2,500/s
+  RateLimiter fixed(10'000, clock, stop);
+  EXPECT_EQ(fixed.OnOnTimeFired(60'000), 10'000);  // not governed: lateness is ignored
 }
 
 }  // namespace

@@ -59,6 +59,10 @@ TEST(CatchUpTest, OnTimeTriggersStayOnTimeWhileAPacedCatchUpDrains) {
   auto env = world->Env();
   env["BELFRY_NODE_ID"] = "node-catchup";
   env["BELFRY_SCHEDULER_CATCH_UP_RATE"] = std::to_string(kCatchUpRate);
+  // A fixed rate, so the drain takes a known time: the governor that steers the rate by the
+  // present's lateness (the default) is tested on the FakeClock (catch_up_governor_test) and
+  // measured by `belfry-loadtest catchup`.
+  env["BELFRY_SCHEDULER_CATCH_UP_YIELD_AT"] = "0ms";
   const EpochMs restarted = WallMs();
   auto node = std::make_unique<BelfryProcess>(env, "/tmp/belfry-" + world->run_id + "-node.log");
   ASSERT_TRUE(node->WaitForLog("belfry serving", 60'000)) << node->Log();
@@ -115,6 +119,7 @@ TEST(CatchUpTest, OnTimeTriggersStayOnTimeWhileAPacedCatchUpDrains) {
   const std::string metrics = HttpGet(port, "/metrics").value_or("");
   const double debt_gauge = MetricValue(metrics, "belfry_catch_up_debt_minutes").value_or(-1);
   const double caught_up = MetricValue(metrics, "belfry_shard_minutes_caught_up_total").value_or(-1);
+  const double rate_gauge = MetricValue(metrics, "belfry_catch_up_rate").value_or(-1);
   Note("[verify] catch-up: owed_peak=" + std::to_string(owed_peak) + " shard-minutes, drained " +
        std::to_string((drained - restarted) / 1000) + " s after the restart; catch-up triggers " +
        std::to_string(catch_up_triggers) + ", last received " +
@@ -143,6 +148,7 @@ TEST(CatchUpTest, OnTimeTriggersStayOnTimeWhileAPacedCatchUpDrains) {
   EXPECT_LT(on_time.p99_ms, 1000);
   EXPECT_LT(on_time.max_ms, 2000);
   EXPECT_EQ(debt_gauge, 0);
+  EXPECT_EQ(rate_gauge, static_cast<double>(kCatchUpRate));
   EXPECT_GE(caught_up, static_cast<double>(owed_peak));
   EXPECT_EQ(node->Terminate(15'000), 0) << node->Log();
   Note("catch-up test wall time " + std::to_string((WallMs() - test_start) / 1000) + " s");

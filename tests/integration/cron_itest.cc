@@ -1,14 +1,18 @@
 // Calendar (cron) jobs end to end on the real servers (issue 15, docs/calendar-schedules.md).
 //
 // CronJobsFireThroughBelfry: commands over Kafka to the real `belfry serve`, triggers read back
-// from Kafka at each job's shard second; the firing writes no job or slot row.
+// from Kafka at each job's shard second; the firing writes no job or slot row. Beside them,
+// interval jobs, one-shots, start and end dates and a paused job: GET /v1/load's projection of
+// the target minute, read before it, must equal what fired in it, shard by shard (issue 18).
 // DstTransitionsOnTheRealServers: the scheduler's own ShardFirer over the real PgJobStore,
 // PgShardLedger and KafkaTriggerSink, with its injected Clock set to the hours around three DST
 // transitions; the store is replaced mid-transition, as a restart would.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <set>
 #include <string>
 #include <vector>
@@ -110,19 +114,54 @@ TEST(CronItest, CronJobsFireThroughBelfryAtTheirShardSecond) {
                               c.zone + R"("}})";
     EXPECT_GE(producer.Send(world->commands_topic, c.id, value).second, 0);
   }
+  // The other kinds of job, for the load projection (ids "load-..."; the cron checks ignore them).
+  const std::string topic_field = R"(,"topic":")" + world->trigger_topic + R"("})";
+  std::vector<std::pair<std::string, std::string>> load_commands;  // (key, value)
+  for (int i = 0; i < 40; ++i) {
+    const int interval = std::vector<int>{1, 2, 3, 5}[static_cast<size_t>(i % 4)];
+    const std::string id = "load-i" + std::to_string(i);
+    load_commands.push_back({id, R"({"id":")" + id + R"(","intervalMinutes":)" + std::to_string(interval) +
+                                     R"(,"offsetMinutes":)" + std::to_string((i * 7) % interval) + topic_field});
+  }
+  for (int i = 0; i < 4; ++i) {  // three one-shots in the target minute, one after it
+    const std::string id = "load-once" + std::to_string(i);
+    const EpochMs run_at = (target + (i == 3 ? 3 : 0)) * kMsPerMinute + 10'000;
+    load_commands.push_back({id, R"({"id":")" + id + R"(","runAt":")" + FormatIsoTime(run_at) + "\"" + topic_field});
+  }
+  const std::string half = FormatIsoTime(target * kMsPerMinute + 30'000);  // between the shards' slots
+  load_commands.push_back({"load-start", R"({"id":"load-start","intervalMinutes":1,"offsetMinutes":0,"startDateTime":")" +
+                                             half + "\"" + topic_field});
+  load_commands.push_back({"load-end", R"({"id":"load-end","intervalMinutes":1,"offsetMinutes":0,"endDateTime":")" +
+                                           half + "\"" + topic_field});
+  load_commands.push_back(
+      {"load-paused", R"({"id":"load-paused","intervalMinutes":1,"offsetMinutes":0)" + topic_field});
+  load_commands.push_back({"load-paused", R"({"op":"pause","id":"load-paused"})"});
+  for (const auto& [key, value] : load_commands) EXPECT_GE(producer.Send(world->commands_topic, key, value).second, 0);
   ASSERT_TRUE(WaitFor(
       [&] {
         int applied = 0;
         for (const TailRecord& r : results.records()) {
           if (r.value && r.value->find("\"status\":\"applied\"") != std::string::npos) ++applied;
         }
-        return applied == static_cast<int>(cases.size());
+        return applied == static_cast<int>(cases.size() + load_commands.size());
       },
       30'000))
       << "outcomes: " << results.size() << "\n"
       << server.Log();
   const EpochMs from = WallMs() + 1000;
   ASSERT_LT(from, target * kMsPerMinute) << "the commands took too long to apply";
+  // The projection of the target minute, before it comes.
+  int load_status = 0;
+  const std::optional<std::string> load_body =
+      HttpGet(server.AdminPort(),
+              "/v1/load?from=" + FormatIsoTime(target * kMsPerMinute) + "&to=" +
+                  FormatIsoTime((target + 1) * kMsPerMinute) + "&shards=true",
+              &load_status);
+  ASSERT_EQ(load_status, 200) << load_body.value_or("");
+  const nlohmann::json load = nlohmann::json::parse(*load_body);
+  ASSERT_EQ(load["minutes"].size(), 1u);
+  const std::vector<int64_t> projected = load["minutes"][0]["shards"].get<std::vector<int64_t>>();
+  ASSERT_EQ(projected.size(), 120u);
 
   // Slot-planned jobs have cron_slots rows; the fixed-interval ones have none.
   for (const CronCase& c : cases) {
@@ -167,6 +206,21 @@ TEST(CronItest, CronJobsFireThroughBelfryAtTheirShardSecond) {
   }
   for (const auto& g : got) EXPECT_NE(g.first, "cron-ny-other-weekday");
   EXPECT_GE(got.size(), 6u);
+
+  // What fired in the target minute, shard by shard, is what GET /v1/load projected.
+  std::vector<int64_t> fired(120, 0);
+  for (const char* prefix : {"cron-", "load-"}) {
+    for (const auto& g : TriggersOf(triggers.records(), prefix, &problems)) {
+      if (g.second >= target * kMsPerMinute && g.second < (target + 1) * kMsPerMinute) {
+        ++fired[static_cast<size_t>(ShardForId(g.first, 120))];
+      }
+      EXPECT_NE(g.first, "load-paused") << "a paused job fired";
+    }
+  }
+  EXPECT_EQ(problems, "");
+  EXPECT_EQ(projected, fired);
+  EXPECT_EQ(load["total"].get<int64_t>(), std::accumulate(fired.begin(), fired.end(), int64_t{0}));
+  EXPECT_GE(load["total"].get<int64_t>(), 10 + 3 + 4);  // the 1-minute jobs, the one-shots, the daily crons
 
   // Firing wrote nothing: the job and slot rows are the versions the commands left.
   EXPECT_EQ(QueryFresh(world->db->url(), versions_sql)->at(0).at(0).as<std::string>(),

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -457,6 +458,85 @@ TEST_F(PgJobStoreTest, ReconnectsAfterTheServerDropsTheConnection) {
   EXPECT_EQ(rows, 2);
   EXPECT_EQ(store_->GetJob("j").status().code(), Status::Code::kRetryable);
   EXPECT_TRUE(store_->GetJob("j").ok());
+}
+
+// Issue 18: an offset the producer chose is pinned, one taken from the command's timestamp is
+// movable, and an update that keeps the stored offset keeps whether it was pinned.
+TEST_F(PgJobStoreTest, OffsetPinnedFollowsWhereTheOffsetCameFrom) {
+  JobAction pinned = Upsert("pinned", 5, 2, 1);
+  pinned.spec.offset_explicit = true;
+  JobAction movable = Upsert("movable", 5, 2, 2);
+  Apply({pinned, movable, Upsert("other", 15, 4, 3)});
+  const auto loads = [&] {
+    StatusOr<std::vector<OffsetLoad>> l = store_->ReadOffsetLoads();
+    EXPECT_TRUE(l.ok()) << l.status().ToString();
+    std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>> out;
+    for (const OffsetLoad& x : l.ok() ? *l : std::vector<OffsetLoad>{})
+      out[{x.interval_minutes, x.offset_minutes}] = {x.pinned, x.movable};
+    return out;
+  };
+  using Loads = std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>>;
+  EXPECT_EQ(loads(), (Loads{{{5, 2}, {1, 1}}, {{15, 4}, {0, 1}}}));
+  EXPECT_EQ(*store_->MovableJobIds(5, 2, 10), std::vector<std::string>{"movable"});
+
+  // An update without an offset keeps the stored one, and with it the pin (or its absence)...
+  JobAction keep = Upsert("pinned", 5, 0, 4);  // offset 0 from a timestamp; stored 2 stays
+  Apply({keep, Upsert("movable", 5, 0, 5)});
+  EXPECT_EQ(Get("pinned").spec.offset_minutes, 2);
+  EXPECT_EQ(loads(), (Loads{{{5, 2}, {1, 1}}, {{15, 4}, {0, 1}}}));
+  // ... an explicit offset pins, a new interval takes the new offset's origin, a pause hides.
+  JobAction pin = Upsert("movable", 5, 3, 6);
+  pin.spec.offset_explicit = true;
+  Apply({pin, Upsert("pinned", 10, 7, 7), SetPaused("other", true, 8)});
+  EXPECT_EQ(loads(), (Loads{{{5, 3}, {1, 0}}, {{10, 7}, {0, 1}}}));
+  EXPECT_TRUE(store_->MovableJobIds(5, 3, 10)->empty());
+  EXPECT_EQ(*store_->MovableJobIds(10, 7, 10), std::vector<std::string>{"pinned"});
+}
+
+// Issue 18: the groups a load projection reads. Jobs that fire alike share a group; a start or
+// end outside the window reads as absent; a one-shot counts only in the window; paused jobs not.
+TEST_F(PgJobStoreTest, ReadLoadGroupsCountsJobsThatFireAlike) {
+  constexpr int64_t kFirst = 29'000'000;  // epoch minutes
+  const auto at = [](int64_t minute) { return minute * 60'000; };
+  std::vector<JobAction> actions;
+  int64_t src = 0;
+  // Ids whose shard is 0: the first few that hash there.
+  std::vector<std::string> ids;
+  for (int n = 0; ids.size() < 8; ++n) {
+    const std::string id = "g" + std::to_string(n);
+    if (ShardForId(id, kShardCount) == 0) ids.push_back(id);
+  }
+  for (int i = 0; i < 3; ++i) actions.push_back(Upsert(ids[static_cast<size_t>(i)], 5, 1, ++src));
+  JobAction early_start = Upsert(ids[3], 5, 1, ++src);  // a start before the window: as none
+  early_start.spec.start_at = at(kFirst - 100);
+  actions.push_back(early_start);
+  JobAction late_end = Upsert(ids[4], 5, 1, ++src);  // an end inside the window: its own group
+  late_end.spec.end_at = at(kFirst + 30) + 250;
+  actions.push_back(late_end);
+  actions.push_back(Upsert(ids[5], 5, 1, ++src));
+  Apply(actions);
+  Apply({SetPaused(ids[5], true, ++src)});  // one action per id and batch
+
+  StatusOr<LoadGroups> read = store_->ReadLoadGroups(LoadGroupQuery{kFirst, kFirst + 59, "owner"});
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  int64_t plain = 0, with_end = 0, total = 0;
+  for (const LoadGroup& g : read->groups) {
+    total += g.jobs;
+    EXPECT_EQ(g.kind, LoadGroup::Kind::kInterval);
+    EXPECT_EQ(g.shard, 0);
+    EXPECT_EQ(g.label, "owner-a");
+    EXPECT_FALSE(g.start_at.has_value());
+    if (g.end_at) {
+      EXPECT_EQ(*g.end_at, at(kFirst + 30) + 250);
+      with_end += g.jobs;
+    } else {
+      plain += g.jobs;
+    }
+  }
+  EXPECT_EQ(plain, 4);  // three plain, and the one whose start is before the window
+  EXPECT_EQ(with_end, 1);
+  EXPECT_EQ(total, 5);  // not the paused one
+  EXPECT_EQ(store_->ReadLoadGroups(LoadGroupQuery{kFirst, kFirst, "shard"}).status().code(), Status::Code::kInvalid);
 }
 
 }  // namespace
