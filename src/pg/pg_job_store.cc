@@ -453,8 +453,7 @@ StatusOr<LoadGroups> PgJobStore::ReadLoadGroups(const LoadGroupQuery& query) {
       g.label = row[6].as<std::string>();
       g.jobs = row[7].as<int64_t>();
     }
-    for (const pqxx::row& row : txn.exec_params(pg_queries::kLoadCalendarGroupsSql[variant], first_ms, end_ms,
-                                                query.first_minute, query.last_minute)) {
+    for (const pqxx::row& row : txn.exec_params(pg_queries::kLoadCalendarGroupsSql[variant], first_ms, end_ms)) {
       LoadGroup& g = out.groups.emplace_back();
       g.kind = LoadGroup::Kind::kCalendar;
       g.shard = row[0].as<int32_t>();

@@ -511,7 +511,7 @@ inline constexpr const char kCountJobsSql[] = "SELECT count(*) FROM jobs";
 // ---- Load projection (PgJobStore::ReadLoadGroups, core/load_projection.h). -------------------
 // Every unpaused job that may fire in a window, grouped by what decides when it fires, counted.
 // $1 the window's first minute in epoch ms, $2 the end of its last minute (exclusive), $3 / $4
-// the first and last minute. A start at or before $1, or an end at or after $2, cannot matter in
+// the first and last minute (the job groups only: one-shots). A start at or before $1, or an end at or after $2, cannot matter in
 // the window and is read as NULL, so jobs that differ only there share a group. One full read of
 // jobs (and of cron_slots), for operators: never on the trigger path.
 #define BELFRY_LOAD_DATES                                                                            \
