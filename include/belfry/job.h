@@ -65,6 +65,10 @@ struct JobSpec {
   // the offset was derived from the message timestamp, and an update that keeps the interval
   // keeps the stored offset instead.
   bool offset_explicit = false;
+  // True when the producer chose the offset: offsetMinutes, startDateTime, or a cron expression
+  // stored as an interval. Stored as jobs.offset_pinned (migration 0009): a rebalance never moves
+  // a pinned job. Unlike offset_explicit, the batch reducer never sets it for its own reasons.
+  bool offset_pinned = false;
   int32_t shard = 0;
   std::string topic;
   std::string key;           // empty = use id as the trigger key

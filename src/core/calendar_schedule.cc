@@ -393,6 +393,7 @@ Status PlanCalendarJob(std::string_view cron_text, std::string_view zone_name, E
     spec->offset_minutes = 0;
   }
   spec->offset_explicit = true;
+  spec->offset_pinned = true;
   spec->calendar = std::move(cal);
   return Status::Ok();
 }

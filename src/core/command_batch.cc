@@ -43,6 +43,7 @@ void Fold(JobAction* pending, bool* has_pending, const Command& next) {
           if (prev.spec.interval_minutes == next.spec.interval_minutes) {
             out.spec.offset_minutes = prev.spec.offset_minutes;
             out.spec.offset_explicit = prev.spec.offset_explicit;
+            out.spec.offset_pinned = prev.spec.offset_pinned;  // the offset it inherits, pin and all
           } else {
             out.spec.offset_explicit = true;  // interval changed within the batch
           }

@@ -328,6 +328,7 @@ Status ParseOneShot(const JsonObjectFields& fields, const RawCommand& raw, const
   spec->interval_minutes = 0;
   spec->offset_minutes = 0;
   spec->offset_explicit = true;
+  spec->offset_pinned = true;
   spec->run_at = run_at;
   spec->run_minute = placed.run_minute;
   spec->scheduled_for_ms = placed.scheduled_for_ms;
@@ -361,13 +362,16 @@ Status ParseIntervalSchedule(const JsonObjectFields& fields, const RawCommand& r
   if (explicit_offset) {
     spec->offset_minutes = *explicit_offset;
     spec->offset_explicit = true;
+    spec->offset_pinned = true;
   } else if (spec->start_at) {
     spec->offset_minutes = static_cast<int32_t>(PositiveMod(EpochMinuteOf(*spec->start_at), interval));
     spec->offset_explicit = true;
+    spec->offset_pinned = true;
   } else {
     spec->offset_minutes =
         static_cast<int32_t>(PositiveMod(EpochMinuteOf(raw.source.timestamp_ms), interval));
     spec->offset_explicit = false;
+    spec->offset_pinned = false;
   }
   return Status::Ok();
 }

@@ -112,7 +112,7 @@ StageRow UpsertStageRow(const JobAction& a) {
   } else {
     for (int i = 0; i < 6; ++i) row.SetNull(c++);
   }
-  row.SetBool(c++, s.offset_explicit);  // offset_pinned (migration 0009)
+  row.SetBool(c++, s.offset_pinned);  // migration 0009
   return row;
 }
 

@@ -293,7 +293,7 @@ inline constexpr const char kInsertStagedJobsSql[] =
 // Step 2 of an upsert: replace existing rows. Runs after step 1 in the same transaction, so it
 // also sees rows step 1 just inserted, which the replay guard skips (same source position).
 // keep_offset = !replace_fresh && !offset_explicit; the stored offset survives only when the
-// interval is unchanged, and with it whether it was pinned (offset_pinned = offset_explicit). paused: the action's flag if given, else false for a fresh replacement,
+// interval is unchanged, and with it whether it was pinned (JobSpec::offset_pinned). paused: the action's flag if given, else false for a fresh replacement,
 // else the stored flag. SET expressions read the row's values from before this update.
 inline constexpr const char kUpdateStagedJobsName[] = "belfry_update_staged_jobs";
 inline constexpr const char kUpdateStagedJobsSql[] =

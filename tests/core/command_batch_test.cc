@@ -15,6 +15,7 @@ Command Upsert(const std::string& id, int interval, int offset, bool explicit_of
   c.spec.interval_minutes = interval;
   c.spec.offset_minutes = offset;
   c.spec.offset_explicit = explicit_offset;
+  c.spec.offset_pinned = explicit_offset;  // as the parser sets both
   c.spec.topic = "t";
   c.source = SourcePosition{0, off, 0};
   return c;
@@ -55,6 +56,20 @@ TEST(ReduceCommandsTest, IntervalChangeWithinBatchTakesNewOffset) {
   EXPECT_EQ(a[0].spec.interval_minutes, 10);
   EXPECT_EQ(a[0].spec.offset_minutes, 7);
   EXPECT_TRUE(a[0].spec.offset_explicit);  // must not fall back to a stored row's offset
+}
+
+// Issue 18: offset_explicit steers the batch's offset; offset_pinned says only whether a
+// producer chose it (the rebalance may move the others), and survives the reduction.
+TEST(ReduceCommandsTest, OffsetPinnedSaysWhetherTheProducerChoseTheOffset) {
+  auto a = ReduceCommands({Upsert("a", 5, 1, false, 1), Upsert("a", 10, 7, false, 2)});
+  EXPECT_TRUE(a[0].spec.offset_explicit);
+  EXPECT_FALSE(a[0].spec.offset_pinned);  // the timestamp chose it
+  a = ReduceCommands({Op(CommandOp::kDelete, "a", 1), Upsert("a", 5, 3, false, 2)});
+  EXPECT_TRUE(a[0].spec.offset_explicit);
+  EXPECT_FALSE(a[0].spec.offset_pinned);
+  a = ReduceCommands({Upsert("a", 5, 1, true, 1), Upsert("a", 5, 3, false, 2)});
+  EXPECT_EQ(a[0].spec.offset_minutes, 1);
+  EXPECT_TRUE(a[0].spec.offset_pinned);  // inherits the chosen offset and its pin
 }
 
 TEST(ReduceCommandsTest, DeleteThenUpsertIsFresh) {

@@ -73,6 +73,7 @@ TEST_F(CommandParserTest, Project44ObjectVerbatimWithOpOmitted) {
   EXPECT_EQ(c.spec.interval_minutes, 15);
   EXPECT_EQ(c.spec.offset_minutes, 0);  // 13:00 is minute 0 of its quarter hour
   EXPECT_TRUE(c.spec.offset_explicit);
+  EXPECT_TRUE(c.spec.offset_pinned);
   EXPECT_EQ(c.spec.topic, "tracking.poll");
   EXPECT_EQ(c.spec.key, "shipment-42");
   EXPECT_EQ(c.spec.details_json, R"({"shipmentId":42})");
@@ -95,6 +96,7 @@ TEST_F(CommandParserTest, IntervalMinutesWithOffsetFromMessageTimestamp) {
   EXPECT_EQ(c.spec.interval_minutes, 5);
   EXPECT_EQ(c.spec.offset_minutes, 2);  // minute 29931187 mod 5
   EXPECT_FALSE(c.spec.offset_explicit);
+  EXPECT_FALSE(c.spec.offset_pinned);
   EXPECT_EQ(c.spec.start_at, std::nullopt);
   EXPECT_EQ(c.spec.details_json, "{}");
   EXPECT_EQ(c.spec.key, "");
@@ -106,6 +108,7 @@ TEST_F(CommandParserTest, OffsetFromMessageTimestampForFifteenMinutes) {
       MustParse(R"({"id":"job-1","topic":"tracking.poll","executionInterval":"EVERY_15_MINUTES"})");
   EXPECT_EQ(c.spec.offset_minutes, 7);  // minute 29931187 mod 15
   EXPECT_FALSE(c.spec.offset_explicit);
+  EXPECT_FALSE(c.spec.offset_pinned);
 }
 
 TEST_F(CommandParserTest, OffsetFromStartDateTime) {
@@ -115,6 +118,7 @@ TEST_F(CommandParserTest, OffsetFromStartDateTime) {
   EXPECT_EQ(c.spec.start_at, kStart1300 + 7 * 60'000 + 59'999);
   EXPECT_EQ(c.spec.offset_minutes, 7);
   EXPECT_TRUE(c.spec.offset_explicit);
+  EXPECT_TRUE(c.spec.offset_pinned);
 }
 
 TEST_F(CommandParserTest, OffsetFromStartDateTimeWithZoneOffset) {
@@ -125,6 +129,7 @@ TEST_F(CommandParserTest, OffsetFromStartDateTimeWithZoneOffset) {
   EXPECT_EQ(c.spec.interval_minutes, 360);
   EXPECT_EQ(c.spec.offset_minutes, 67);
   EXPECT_TRUE(c.spec.offset_explicit);
+  EXPECT_TRUE(c.spec.offset_pinned);
 }
 
 TEST_F(CommandParserTest, ExplicitOffsetWinsOverStartDateTime) {
@@ -133,6 +138,7 @@ TEST_F(CommandParserTest, ExplicitOffsetWinsOverStartDateTime) {
           "startDateTime":"2026-11-22T13:07:00Z"})");
   EXPECT_EQ(c.spec.offset_minutes, 11);
   EXPECT_TRUE(c.spec.offset_explicit);
+  EXPECT_TRUE(c.spec.offset_pinned);
 }
 
 TEST_F(CommandParserTest, ExplicitOffsetZeroAndMaximum) {
@@ -143,6 +149,7 @@ TEST_F(CommandParserTest, ExplicitOffsetZeroAndMaximum) {
       MustParse(R"({"id":"job-1","topic":"tracking.poll","intervalMinutes":60,"offsetMinutes":59})");
   EXPECT_EQ(c.spec.offset_minutes, 59);
   EXPECT_TRUE(c.spec.offset_explicit);
+  EXPECT_TRUE(c.spec.offset_pinned);
 }
 
 TEST_F(CommandParserTest, IntervalNames) {
@@ -191,6 +198,7 @@ TEST_F(CommandParserTest, NullsAndEmptyStringsMeanAbsent) {
   EXPECT_EQ(c.spec.start_at, std::nullopt);
   EXPECT_EQ(c.spec.end_at, std::nullopt);
   EXPECT_FALSE(c.spec.offset_explicit);
+  EXPECT_FALSE(c.spec.offset_pinned);
   EXPECT_EQ(c.spec.key, "");
   EXPECT_EQ(c.spec.details_json, "{}");
   EXPECT_EQ(c.spec.priority, 0);

@@ -465,6 +465,7 @@ TEST_F(PgJobStoreTest, ReconnectsAfterTheServerDropsTheConnection) {
 TEST_F(PgJobStoreTest, OffsetPinnedFollowsWhereTheOffsetCameFrom) {
   JobAction pinned = Upsert("pinned", 5, 2, 1);
   pinned.spec.offset_explicit = true;
+  pinned.spec.offset_pinned = true;
   JobAction movable = Upsert("movable", 5, 2, 2);
   Apply({pinned, movable, Upsert("other", 15, 4, 3)});
   const auto loads = [&] {
@@ -487,6 +488,7 @@ TEST_F(PgJobStoreTest, OffsetPinnedFollowsWhereTheOffsetCameFrom) {
   // ... an explicit offset pins, a new interval takes the new offset's origin, a pause hides.
   JobAction pin = Upsert("movable", 5, 3, 6);
   pin.spec.offset_explicit = true;
+  pin.spec.offset_pinned = true;
   Apply({pin, Upsert("pinned", 10, 7, 7), SetPaused("other", true, 8)});
   EXPECT_EQ(loads(), (Loads{{{5, 3}, {1, 0}}, {{10, 7}, {0, 1}}}));
   EXPECT_TRUE(store_->MovableJobIds(5, 3, 10)->empty());
