@@ -26,6 +26,9 @@ struct Command {
   CommandOp op = CommandOp::kUpsert;
   std::string id;
   JobSpec spec;  // meaningful only for kUpsert
+  // kPause only: why, and who (the command's optional "reason" and "actor"; empty when absent).
+  std::string pause_reason;
+  std::string pause_actor;
   SourcePosition source;
 };
 
@@ -41,6 +44,9 @@ struct JobAction {
   // kUpsert only: if true, an existing row is replaced whole, including the paused flag and the
   // offset, even when the interval is unchanged (the batch deleted the job before re-creating it).
   bool replace_fresh = false;
+  // When `paused` is true because of a pause command: its note (stored with the flag).
+  std::string pause_reason;
+  std::string pause_actor;
   SourcePosition source;  // position of the last command folded into this action
 };
 

@@ -107,6 +107,10 @@ struct JobSpec {
 struct StoredJob {
   JobSpec spec;
   bool paused = false;
+  // While paused: the pause command's note (empty when it gave none) and when the job was paused.
+  std::string pause_reason;
+  std::string pause_actor;
+  std::optional<EpochMs> paused_at;
   EpochMs created_at = 0;
   EpochMs updated_at = 0;
   SourcePosition source;

@@ -149,10 +149,13 @@ int RunJobsPut(const Config& cfg, const PutJobArgs& a, const WaitArgs& wait) {
   return PublishCommand(cfg, cmd["id"].get<std::string>(), cmd.dump(), wait);
 }
 
-int RunJobsOp(const Config& cfg, const std::string& op, const std::string& id, bool tombstone, const WaitArgs& wait) {
+int RunJobsOp(const Config& cfg, const std::string& op, const std::string& id, bool tombstone, const WaitArgs& wait,
+              const std::string& reason, const std::string& actor) {
   if (id.empty()) return Fail("the job id must not be empty", 64);
   if (tombstone) return PublishCommand(cfg, id, std::nullopt, wait);
   nlohmann::ordered_json cmd = {{"op", op}, {"id", id}};
+  if (!reason.empty()) cmd["reason"] = reason;
+  if (!actor.empty()) cmd["actor"] = actor;
   return PublishCommand(cfg, id, cmd.dump(), wait);
 }
 
@@ -195,6 +198,11 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
   }
   std::printf("window:    %s .. %s\nstatus:    %s\n", FormatOptionalTime(j.spec.start_at).c_str(),
               FormatOptionalTime(j.spec.end_at).c_str(), j.paused ? "paused" : "active");
+  if (j.paused) {
+    std::printf("paused:    since %s%s%s%s%s\n", FormatOptionalTime(j.paused_at).c_str(),
+                j.pause_actor.empty() ? "" : " by ", j.pause_actor.c_str(), j.pause_reason.empty() ? "" : ": ",
+                j.pause_reason.c_str());
+  }
   if (fires.empty()) std::printf("next:      -\n");
   for (size_t i = 0; i < fires.size(); ++i) PrintNextFire(i == 0 ? "next:      " : "           ", fires[i]);
   std::printf("details:   %s\n", j.spec.details_json.c_str());

@@ -24,8 +24,10 @@ struct WaitArgs {
   int64_t timeout_ms = 30'000;
 };
 int RunJobsPut(const Config& cfg, const PutJobArgs& args, const WaitArgs& wait);
-// op: "delete" (publishes a tombstone when tombstone is set), "pause", "resume".
-int RunJobsOp(const Config& cfg, const std::string& op, const std::string& id, bool tombstone, const WaitArgs& wait);
+// op: "delete" (publishes a tombstone when tombstone is set), "pause" (with an optional reason
+// and actor), "resume".
+int RunJobsOp(const Config& cfg, const std::string& op, const std::string& id, bool tombstone, const WaitArgs& wait,
+              const std::string& reason = {}, const std::string& actor = {});
 int RunJobsGet(const Config& cfg, const std::string& id, bool json);
 int RunJobsList(const Config& cfg, const std::string& owner, const std::string& topic, int limit,
                 const std::string& cursor, const std::string& output);

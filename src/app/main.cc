@@ -78,6 +78,9 @@ int main(int argc, char** argv) {
   add_wait(del);
   auto* pause = jobs->add_subcommand("pause", "Pause a job: it stays stored but never fires");
   pause->add_option("id", op_id, "Job id")->required();
+  std::string pause_reason, pause_actor;
+  pause->add_option("--reason", pause_reason, "Why (shown by jobs get until the job is resumed; at most 1024 bytes)");
+  pause->add_option("--actor", pause_actor, "Who (at most 255 bytes)");
   add_wait(pause);
   auto* resume = jobs->add_subcommand("resume", "Resume a paused job");
   resume->add_option("id", op_id, "Job id")->required();
@@ -160,7 +163,7 @@ int main(int argc, char** argv) {
   if (migrate->parsed()) return belfry::RunMigrate(cfg, !skip_topics);
   if (put->parsed()) return belfry::RunJobsPut(cfg, put_args, wait_args);
   if (del->parsed()) return belfry::RunJobsOp(cfg, "delete", op_id, tombstone, wait_args);
-  if (pause->parsed()) return belfry::RunJobsOp(cfg, "pause", op_id, false, wait_args);
+  if (pause->parsed()) return belfry::RunJobsOp(cfg, "pause", op_id, false, wait_args, pause_reason, pause_actor);
   if (resume->parsed()) return belfry::RunJobsOp(cfg, "resume", op_id, false, wait_args);
   if (get->parsed()) return belfry::RunJobsGet(cfg, op_id, json);
   if (history->parsed()) return belfry::RunJobsHistory(cfg, op_id, limit, cursor, output);

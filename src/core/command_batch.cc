@@ -15,7 +15,8 @@ namespace {
 // - delete wins over whatever came before; a later upsert then re-creates the job fresh
 //   (replace_fresh: paused=false, offset taken from the new command).
 // - pause/resume after an upsert set the upsert's paused flag; after a delete they are no-ops
-//   (the job does not exist); otherwise they become a kSetPaused action.
+//   (the job does not exist); otherwise they become a kSetPaused action. A pause's note travels
+//   with the flag (a later pause replaces it, a resume clears it, an upsert keeps it).
 // - an upsert after an upsert replaces it; if the new one has no explicit offset and keeps the
 //   previous interval it inherits the previous offset (and its explicitness), as it would from
 //   the stored row; if it changes the interval its own offset is taken as decided.
@@ -39,6 +40,8 @@ void Fold(JobAction* pending, bool* has_pending, const Command& next) {
       } else if (had && prev.kind == JobAction::Kind::kUpsert) {
         out.replace_fresh = prev.replace_fresh;
         out.paused = prev.paused;
+        out.pause_reason = prev.pause_reason;
+        out.pause_actor = prev.pause_actor;
         if (!next.spec.offset_explicit) {
           if (prev.spec.interval_minutes == next.spec.interval_minutes) {
             out.spec.offset_minutes = prev.spec.offset_minutes;
@@ -50,6 +53,8 @@ void Fold(JobAction* pending, bool* has_pending, const Command& next) {
         }
       } else if (had && prev.kind == JobAction::Kind::kSetPaused) {
         out.paused = prev.paused;
+        out.pause_reason = prev.pause_reason;
+        out.pause_actor = prev.pause_actor;
       }
       break;
     case CommandOp::kPause:
@@ -65,6 +70,10 @@ void Fold(JobAction* pending, bool* has_pending, const Command& next) {
       } else {
         out.kind = JobAction::Kind::kSetPaused;
         out.paused = flag;
+      }
+      if (out.kind != JobAction::Kind::kDelete) {  // a pause's note; a resume clears it
+        out.pause_reason = flag ? next.pause_reason : std::string();
+        out.pause_actor = flag ? next.pause_actor : std::string();
       }
       break;
     }

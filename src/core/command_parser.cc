@@ -30,6 +30,8 @@ using simdjson::dom::element_type;
 
 constexpr size_t kMaxIdBytes = 255;
 constexpr size_t kMaxOwnerBytes = 255;
+constexpr size_t kMaxPauseReasonBytes = 1024;
+constexpr size_t kMaxPauseActorBytes = 255;
 constexpr size_t kMaxKeyBytes = 1024;
 constexpr int64_t kMaxAbsPriority = 1'000'000;
 // Messages quote at most this many bytes of any user-supplied text.
@@ -74,6 +76,8 @@ enum Field : size_t {
   kRetryBackoff,
   kCron,
   kTimeZone,
+  kReason,
+  kActor,
   kFieldCount,
 };
 
@@ -95,6 +99,8 @@ constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
     "retryBackoff",
     "cron",
     "timeZone",
+    "reason",
+    "actor",
 };
 
 static_assert(kFieldCount <= JsonObjectFields::kMaxFields);
@@ -130,6 +136,24 @@ std::string NumberText(const element& el) { return simdjson::minify(el); }
 // Individual rules.
 
 // The id rules, shared by JSON ids and tombstone keys.
+// A pause's optional "reason" or "actor": a string of at most `max_bytes`, without control
+// characters (it is shown on one line by the CLI and stored as PostgreSQL text).
+Status ParseNoteField(const JsonObjectFields& fields, Field field, size_t max_bytes, std::string* out) {
+  std::optional<std::string_view> text;
+  if (Status s = fields.GetString(field, &text); !s.ok()) return s;
+  if (!text) return Status::Ok();
+  const std::string reason = fmt::format("invalid_{}", kFieldNames[field]);
+  if (text->size() > max_bytes) {
+    return Reject(reason, fmt::format("{} is {} bytes; the limit is {}", kFieldNames[field], text->size(), max_bytes));
+  }
+  if (const auto at = FirstControlChar(*text)) {
+    return Reject(reason, fmt::format("{} {} contains control character 0x{:02x} at byte {}", kFieldNames[field],
+                                      Quote(*text), static_cast<unsigned char>((*text)[*at]), *at));
+  }
+  *out = std::string(*text);
+  return Status::Ok();
+}
+
 Status CheckId(std::string_view id) {
   if (id.empty()) return Reject("missing_id", "id is empty");
   if (id.size() > kMaxIdBytes) {
@@ -536,6 +560,9 @@ StatusOr<Command> ParseCommand(const RawCommand& raw, const CommandRules& rules)
 
   if (command.op == CommandOp::kUpsert) {
     if (Status s = ParseUpsert(fields, raw, rules, &command.spec); !s.ok()) return s;
+  } else if (command.op == CommandOp::kPause) {
+    if (Status s = ParseNoteField(fields, kReason, kMaxPauseReasonBytes, &command.pause_reason); !s.ok()) return s;
+    if (Status s = ParseNoteField(fields, kActor, kMaxPauseActorBytes, &command.pause_actor); !s.ok()) return s;
   }
   return command;
 }

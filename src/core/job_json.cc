@@ -39,6 +39,26 @@ std::string EncodeJobJson(const StoredJob& job) {
   out.append(",\"endDateTime\":");
   AppendJsonTimeOrNull(&out, s.end_at);
   fmt::format_to(std::back_inserter(out), ",\"paused\":{},\"priority\":{}", job.paused ? "true" : "false", s.priority);
+  // While paused: why, who and since when (the pause command's note; null fields when absent).
+  out.append(",\"pause\":");
+  if (!job.paused) {
+    out.append("null");
+  } else {
+    const auto string_or_null = [&out](const std::string& v) {
+      if (v.empty()) {
+        out.append("null");
+      } else {
+        AppendJsonString(&out, v);
+      }
+    };
+    out.append("{\"reason\":");
+    string_or_null(job.pause_reason);
+    out.append(",\"actor\":");
+    string_or_null(job.pause_actor);
+    out.append(",\"since\":");
+    AppendJsonTimeOrNull(&out, job.paused_at);
+    out.push_back('}');
+  }
   out.append(",\"runAt\":");
   AppendJsonTimeOrNull(&out, s.run_at);
   out.append(",\"scheduledFor\":");

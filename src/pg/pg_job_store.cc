@@ -113,6 +113,8 @@ StageRow UpsertStageRow(const JobAction& a) {
     for (int i = 0; i < 6; ++i) row.SetNull(c++);
   }
   row.SetBool(c++, s.offset_pinned);  // migration 0009
+  row.Set(c++, a.pause_reason);       // migration 0010: used only when the action pauses
+  row.Set(c++, a.pause_actor);
   return row;
 }
 
@@ -170,6 +172,8 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, int32_t sh
         set_paused.Bool("paused", a->paused.value_or(false));
         set_paused.Int("src_partition", a->source.partition);
         set_paused.Int("src_offset", a->source.offset);
+        set_paused.String("reason", a->pause_reason);
+        set_paused.String("actor", a->pause_actor);
         set_paused.EndObject();
         break;
     }

@@ -222,7 +222,8 @@ inline constexpr const char* kUpsertStageColumns[] = {
     "details", "start_ms", "end_ms", "priority", "paused", "replace_fresh", "src_partition",
     "src_offset", "run_at_ms", "run_minute", "late_limit", "scheduled_for_ms", "max_retries",
     "retry_initial_ms", "retry_multiplier", "retry_max_ms", "cron_expr", "time_zone", "cron_codes",
-    "hour_mask", "dom_mask", "month_mask", "dow_mask", "day_or", "offset_pinned"};
+    "hour_mask", "dom_mask", "month_mask", "dow_mask", "day_or", "offset_pinned", "pause_reason",
+    "pause_actor"};
 // clang-format on
 inline constexpr const char kCreateUpsertStageSql[] =
     "CREATE TEMPORARY TABLE belfry_upsert_stage (id text, shard smallint, interval_minutes int,"
@@ -232,7 +233,7 @@ inline constexpr const char kCreateUpsertStageSql[] =
     " scheduled_for_ms bigint, max_retries int, retry_initial_ms bigint,"
     " retry_multiplier double precision, retry_max_ms bigint, cron_expr text, time_zone text,"
     " cron_codes int[], hour_mask int, dom_mask int, month_mask int, dow_mask int, day_or boolean,"
-    " offset_pinned boolean)"
+    " offset_pinned boolean, pause_reason text, pause_actor text)"
     " ON COMMIT DELETE ROWS";
 
 // Run (SET LOCAL: this transaction only) before the staged statements. The staging table's row
@@ -278,13 +279,16 @@ inline constexpr const char kInsertStagedJobsName[] = "belfry_insert_staged_jobs
 inline constexpr const char kInsertStagedJobsSql[] =
     "INSERT INTO jobs (id, shard, interval_minutes, offset_minutes, owner, topic, key, details,"
     " start_at, end_at, priority, paused, src_partition, src_offset, run_at, run_minute, scheduled_for_ms,"
-    " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms, cron_expr, time_zone, offset_pinned) "
+    " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms, cron_expr, time_zone, offset_pinned,"
+    " pause_reason, pause_actor, paused_at) "
     "SELECT a.id, a.shard, a.interval_minutes, a.offset_minutes, a.owner, a.topic, a.key, a.details,"
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.start_ms") ", " BELFRY_MS_TO_TIMESTAMPTZ("a.end_ms") ","
     " a.priority, COALESCE(a.paused, false), a.src_partition, a.src_offset,"
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ", " BELFRY_RUN_MINUTE ", a.scheduled_for_ms,"
     " a.max_retries, a.retry_initial_ms, a.retry_multiplier, a.retry_max_ms, a.cron_expr, a.time_zone,"
-    " a.offset_pinned "
+    " a.offset_pinned,"
+    " CASE WHEN a.paused THEN NULLIF(a.pause_reason, '') END, CASE WHEN a.paused THEN NULLIF(a.pause_actor, '') END,"
+    " CASE WHEN a.paused THEN now() END "
     "FROM belfry_upsert_stage AS a"
     " LEFT JOIN shard_state AS ss ON ss.shard = a.shard "
     "ORDER BY a.shard, a.id "  // one partition after another: ~30% faster than id order
@@ -310,6 +314,14 @@ inline constexpr const char kUpdateStagedJobsSql[] =
     " priority = a.priority,"
     " paused = CASE WHEN a.paused IS NOT NULL THEN a.paused WHEN a.replace_fresh THEN false ELSE j.paused "
     "END,"
+    // A pause's note follows the flag: set by a pause (paused_at kept if it already was paused),
+    // cleared by a resume or a fresh replacement, kept by an upsert that leaves the flag alone.
+    " pause_reason = CASE WHEN a.paused THEN NULLIF(a.pause_reason, '')"
+    "   WHEN a.paused IS NOT NULL OR a.replace_fresh THEN NULL ELSE j.pause_reason END,"
+    " pause_actor = CASE WHEN a.paused THEN NULLIF(a.pause_actor, '')"
+    "   WHEN a.paused IS NOT NULL OR a.replace_fresh THEN NULL ELSE j.pause_actor END,"
+    " paused_at = CASE WHEN a.paused THEN CASE WHEN j.paused THEN j.paused_at ELSE now() END"
+    "   WHEN a.paused IS NOT NULL OR a.replace_fresh THEN NULL ELSE j.paused_at END,"
     " src_partition = a.src_partition, src_offset = a.src_offset,"
     " run_at = " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ","
     " run_minute = " BELFRY_RUN_MINUTE ","
@@ -388,9 +400,12 @@ inline constexpr const char kDeleteRetriesOfSql[] =
 inline constexpr const char kSetPausedName[] = "belfry_set_paused";
 inline constexpr const char kSetPausedSql[] =
     "UPDATE jobs AS j SET paused = a.paused, src_partition = a.src_partition, src_offset = a.src_offset,"
+    " pause_reason = CASE WHEN a.paused THEN NULLIF(a.reason, '') END,"
+    " pause_actor = CASE WHEN a.paused THEN NULLIF(a.actor, '') END,"
+    " paused_at = CASE WHEN NOT a.paused THEN NULL WHEN j.paused THEN j.paused_at ELSE now() END,"
     " updated_at = now() "
     "FROM json_to_recordset($1::json) AS a(id text, shard smallint, paused boolean, src_partition int,"
-    " src_offset bigint) "
+    " src_offset bigint, reason text, actor text) "
     "WHERE j.shard = a.shard AND j.id = a.id"
     " AND NOT (j.src_partition = a.src_partition AND j.src_offset >= a.src_offset)";
 
@@ -435,7 +450,7 @@ inline constexpr const char kInsertJobSlotsSql[] =
   " floor(extract(epoch FROM updated_at) * 1000)::bigint, src_partition, src_offset,"                      \
   " floor(extract(epoch FROM run_at) * 1000)::bigint, run_minute, scheduled_for_ms,"                      \
   " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms, attempt, COALESCE(retry_of, ''),"         \
-  " cron_expr, time_zone"
+  " cron_expr, time_zone, pause_reason, pause_actor, floor(extract(epoch FROM paused_at) * 1000)::bigint"
 
 inline constexpr const char kGetJobName[] = "belfry_get_job";
 // $1 id, $2 ShardForId(id): reads one partition of jobs. PgJobStore falls back to kGetJobSql
@@ -453,11 +468,11 @@ inline constexpr const char kGetJobSql[] = "SELECT " BELFRY_JOB_COLUMNS " FROM j
   " floor(extract(epoch FROM last_finished_at) * 1000)::bigint, consecutive_failures,"        \
   " total_succeeded, total_failed, last_success_scheduled_for_ms"
 
-// The admin API's job view: the job's columns (BELFRY_JOB_COLUMNS, 27 of them) and then its
+// The admin API's job view: the job's columns (BELFRY_JOB_COLUMNS, 30 of them) and then its
 // job_stats row (BELFRY_STATS_COLUMNS, all NULL before the first report), in one statement
 // instead of two. Same parameters as kGetJobInShard / kGetJob.
 #define BELFRY_JOB_VIEW_STATS " AS j LEFT JOIN LATERAL (SELECT " BELFRY_STATS_COLUMNS " FROM job_stats WHERE job_id = $1) AS s ON true"
-inline constexpr int kJobViewStatsColumn = 27;
+inline constexpr int kJobViewStatsColumn = 30;
 inline constexpr const char kGetJobViewInShardName[] = "belfry_get_job_view_in_shard";
 inline constexpr const char kGetJobViewInShardSql[] =
     "SELECT j.*, s.* FROM (SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE shard = $2::smallint AND id = $1)"

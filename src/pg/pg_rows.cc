@@ -45,6 +45,9 @@ StoredJob StoredJobFromRow(const pqxx::row& row) {
     cal.as_interval = s.interval_minutes > 0;  // slots are not read back
     s.calendar = std::move(cal);
   }
+  if (!row[27].is_null()) job.pause_reason = row[27].as<std::string>();
+  if (!row[28].is_null()) job.pause_actor = row[28].as<std::string>();
+  job.paused_at = OptionalInt64(row[29]);
   return job;
 }
 

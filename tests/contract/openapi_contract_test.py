@@ -345,7 +345,8 @@ def seed(node):
             {"id": ids["unicode"], "every": "EVERY_2_HOURS", "topic": topic, "owner": "ünïcode"},
         ]
     )
-    node.belfry(["jobs", "pause", ids["paused"], "--timeout", "60s"])
+    node.belfry(["jobs", "pause", ids["paused"], "--reason", "carrier outage", "--actor", "oncall-ana",
+                 "--timeout", "60s"])
 
     minute = now_ms // 60_000 * 60_000
     s1, s2 = minute - 120_000, minute - 60_000
@@ -621,6 +622,9 @@ def check_views(c, views, ids):
     expect("once", lambda v: v["runAt"] is not None and v["scheduledFor"] is not None and len(v["nextFires"]) == 1,
            "one-shot fields")
     expect("paused", lambda v: v["paused"] is True and v["nextTriggerAt"] is None and v["nextFires"] == [], "paused")
+    expect("paused", lambda v: v["pause"]["reason"] == "carrier outage" and v["pause"]["actor"] == "oncall-ana"
+           and v["pause"]["since"] is not None, "the pause's note")
+    expect("interval", lambda v: v["pause"] is None, "no pause note while running")
     expect("ended", lambda v: v["endDateTime"] is not None and v["nextTriggerAt"] is None, "ended")
     expect("retry", lambda v: v.get("maxRetries") == 3 and v.get("retryBackoff") ==
            {"initialSeconds": 3600, "multiplier": 1.5, "maxSeconds": 7200} and "retryOf" not in v, "retry policy")

@@ -72,6 +72,34 @@ TEST(ReduceCommandsTest, OffsetPinnedSaysWhetherTheProducerChoseTheOffset) {
   EXPECT_TRUE(a[0].spec.offset_pinned);  // inherits the chosen offset and its pin
 }
 
+Command Pause(const std::string& id, const std::string& reason, int64_t off) {
+  Command c = Op(CommandOp::kPause, id, off);
+  c.pause_reason = reason;
+  c.pause_actor = "actor-" + reason;
+  return c;
+}
+
+// Issue 18: a pause's note travels with the flag through the batch.
+TEST(ReduceCommandsTest, APausesNoteFollowsTheFlag) {
+  auto a = ReduceCommands({Pause("a", "first", 1), Pause("a", "second", 2)});
+  EXPECT_EQ(a[0].kind, JobAction::Kind::kSetPaused);
+  EXPECT_EQ(a[0].pause_reason, "second");
+  EXPECT_EQ(a[0].pause_actor, "actor-second");
+  a = ReduceCommands({Pause("a", "why", 1), Op(CommandOp::kResume, "a", 2)});
+  EXPECT_EQ(a[0].paused, false);
+  EXPECT_EQ(a[0].pause_reason, "");
+  a = ReduceCommands({Upsert("a", 5, 1, true, 1), Pause("a", "why", 2)});
+  EXPECT_EQ(a[0].kind, JobAction::Kind::kUpsert);
+  EXPECT_EQ(a[0].paused, true);
+  EXPECT_EQ(a[0].pause_reason, "why");
+  a = ReduceCommands({Pause("a", "why", 1), Upsert("a", 5, 1, true, 2)});
+  EXPECT_EQ(a[0].kind, JobAction::Kind::kUpsert);
+  EXPECT_EQ(a[0].paused, true);
+  EXPECT_EQ(a[0].pause_actor, "actor-why");
+  a = ReduceCommands({Op(CommandOp::kDelete, "a", 1), Pause("a", "why", 2)});
+  EXPECT_EQ(a[0].kind, JobAction::Kind::kDelete);
+}
+
 TEST(ReduceCommandsTest, DeleteThenUpsertIsFresh) {
   auto a = ReduceCommands({Op(CommandOp::kDelete, "a", 1), Upsert("a", 5, 3, false, 2)});
   ASSERT_EQ(a.size(), 1u);

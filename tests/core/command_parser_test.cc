@@ -85,6 +85,21 @@ TEST_F(CommandParserTest, Project44ObjectVerbatimWithOpOmitted) {
   EXPECT_EQ(c.source.timestamp_ms, kMessageTs);
 }
 
+// Issue 18: a pause may say why and who; other ops ignore the two fields.
+TEST_F(CommandParserTest, PauseCarriesAnOptionalNote) {
+  Command c = MustParse(R"({"op":"pause","id":"job-1","reason":"carrier API outage","actor":"oncall-ana"})");
+  EXPECT_EQ(c.op, CommandOp::kPause);
+  EXPECT_EQ(c.pause_reason, "carrier API outage");
+  EXPECT_EQ(c.pause_actor, "oncall-ana");
+  c = MustParse(R"({"op":"pause","id":"job-1"})");
+  EXPECT_EQ(c.pause_reason, "");
+  EXPECT_EQ(c.pause_actor, "");
+  c = MustParse(R"({"op":"resume","id":"job-1","reason":"back"})");
+  EXPECT_EQ(c.pause_reason, "");
+  c = MustParse(R"({"op":"pause","id":"job-1","reason":")" + std::string(1024, 'r') + R"("})");
+  EXPECT_EQ(c.pause_reason.size(), 1024u);
+}
+
 TEST_F(CommandParserTest, ExplicitUpsertOp) {
   const Command c = MustParse(R"({"op":"upsert","id":"job-1","topic":"tracking.poll","intervalMinutes":5})");
   EXPECT_EQ(c.op, CommandOp::kUpsert);

@@ -460,6 +460,47 @@ TEST_F(PgJobStoreTest, ReconnectsAfterTheServerDropsTheConnection) {
   EXPECT_TRUE(store_->GetJob("j").ok());
 }
 
+// Issue 18: a pause's note is stored with the flag, replaced by a later pause (which keeps the
+// time it was paused since), kept by an upsert that leaves the flag alone, cleared by a resume.
+TEST_F(PgJobStoreTest, APausesNoteIsStoredWithTheFlag) {
+  Apply({Upsert("j", 5, 1, 1)});
+  EXPECT_FALSE(Get("j").paused_at.has_value());
+  JobAction pause = SetPaused("j", true, 2);
+  pause.pause_reason = "carrier outage";
+  pause.pause_actor = "oncall-ana";
+  Apply({pause});
+  StoredJob j = Get("j");
+  EXPECT_TRUE(j.paused);
+  EXPECT_EQ(j.pause_reason, "carrier outage");
+  EXPECT_EQ(j.pause_actor, "oncall-ana");
+  ASSERT_TRUE(j.paused_at.has_value());
+  const EpochMs since = *j.paused_at;
+
+  JobAction again = SetPaused("j", true, 3);
+  again.pause_reason = "still out";
+  Apply({again});
+  j = Get("j");
+  EXPECT_EQ(j.pause_reason, "still out");
+  EXPECT_EQ(j.pause_actor, "");
+  EXPECT_EQ(j.paused_at, since);
+
+  Apply({Upsert("j", 5, 1, 4)});  // leaves the flag alone: the note stays
+  j = Get("j");
+  EXPECT_TRUE(j.paused);
+  EXPECT_EQ(j.pause_reason, "still out");
+
+  JobAction paused_upsert = Upsert("k", 5, 1, 5);  // an upsert folded with a pause
+  paused_upsert.paused = true;
+  paused_upsert.pause_reason = "born paused";
+  Apply({paused_upsert, SetPaused("j", false, 6)});
+  EXPECT_EQ(Get("k").pause_reason, "born paused");
+  EXPECT_TRUE(Get("k").paused_at.has_value());
+  j = Get("j");
+  EXPECT_FALSE(j.paused);
+  EXPECT_EQ(j.pause_reason, "");
+  EXPECT_FALSE(j.paused_at.has_value());
+}
+
 // Issue 18: an offset the producer chose is pinned, one taken from the command's timestamp is
 // movable, and an update that keeps the stored offset keeps whether it was pinned.
 TEST_F(PgJobStoreTest, OffsetPinnedFollowsWhereTheOffsetCameFrom) {
