@@ -729,6 +729,9 @@ void AdminServer::HandleListJobs(const httplib::Request& req, httplib::Response&
   SendJsonText(res, 200, std::move(body));
 }
 
+// GET /v1/load reads at most this many groups per statement (LoadGroupQuery::max_groups).
+constexpr int64_t kMaxLoadGroups = 500'000;
+
 void AdminServer::HandleLoad(const httplib::Request& req, httplib::Response& res) {
   if (std::string e = CheckParams(req, {"from", "to", "by", "shards", "top"}); !e.empty()) {
     return SendError(res, 400, e);
@@ -738,6 +741,8 @@ void AdminServer::HandleLoad(const httplib::Request& req, httplib::Response& res
                                                 sc.shard_count, sc.tick_ms, sc.intervals);
   if (!window.ok()) return SendError(res, 400, window.status().message());
   LoadGroupQuery query{window->first_minute, window->last_minute, Param(req, "by")};
+  // A breakdown can have a group per job; inside a serving node, read at most this many (~100 MB).
+  query.max_groups = kMaxLoadGroups;
   if (!query.by.empty() && query.by != "owner" && query.by != "topic") {
     return SendError(res, 400, "by must be owner or topic, got \"" + query.by + "\"");
   }
@@ -754,7 +759,10 @@ void AdminServer::HandleLoad(const httplib::Request& req, httplib::Response& res
   std::optional<StatusOr<LoadGroups>> read =
       ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.store->ReadLoadGroups(query); });
   if (!read) return SendSessionsBusy(res);
-  if (!read->ok()) return SendStoreError(res, "job store", read->status());
+  if (!read->ok()) {
+    if (read->status().reason() == "too_many_groups") return SendError(res, 422, read->status().message());
+    return SendStoreError(res, "job store", read->status());
+  }
   const LoadProjection p = ProjectLoad(*window, **read);
   SendJsonText(res, 200, EncodeLoadProjectionJson(p, query.by, shards == "true", static_cast<int>(top)));
 }

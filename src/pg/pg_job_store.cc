@@ -418,6 +418,13 @@ std::optional<EpochMs> OptionalMs(const pqxx::field& f) {
   return f.as<int64_t>();
 }
 
+Status TooManyGroups(const LoadGroupQuery& query) {
+  return Status::Invalid("too_many_groups",
+                         "the breakdown by " + query.by + " has more than " + std::to_string(query.max_groups) +
+                             " groups of jobs that fire alike; `belfry load --by " + query.by +
+                             "` reads without this limit (docs/load-projection.md)");
+}
+
 }  // namespace
 
 StatusOr<LoadGroups> PgJobStore::ReadLoadGroups(const LoadGroupQuery& query) {
@@ -440,8 +447,11 @@ StatusOr<LoadGroups> PgJobStore::ReadLoadGroups(const LoadGroupQuery& query) {
     for (const pqxx::row& row : txn.exec(pg_queries::kListCronZonesSql)) {
       out.zones.emplace_back(row[0].as<int32_t>(), row[1].as<std::string>());
     }
-    for (const pqxx::row& row : txn.exec_params(pg_queries::kLoadJobGroupsSql[variant], first_ms, end_ms,
-                                                query.first_minute, query.last_minute)) {
+    const int64_t limit = query.max_groups > 0 ? query.max_groups + 1 : INT64_MAX;
+    const pqxx::result job_rows = txn.exec_params(pg_queries::kLoadJobGroupsSql[variant], first_ms, end_ms,
+                                                  query.first_minute, query.last_minute, limit);
+    if (query.max_groups > 0 && static_cast<int64_t>(job_rows.size()) > query.max_groups) return TooManyGroups(query);
+    for (const pqxx::row& row : job_rows) {
       LoadGroup& g = out.groups.emplace_back();
       g.shard = row[0].as<int32_t>();
       if (row[3].is_null()) {
@@ -457,7 +467,12 @@ StatusOr<LoadGroups> PgJobStore::ReadLoadGroups(const LoadGroupQuery& query) {
       g.label = row[6].as<std::string>();
       g.jobs = row[7].as<int64_t>();
     }
-    for (const pqxx::row& row : txn.exec_params(pg_queries::kLoadCalendarGroupsSql[variant], first_ms, end_ms)) {
+    const pqxx::result calendar_rows =
+        txn.exec_params(pg_queries::kLoadCalendarGroupsSql[variant], first_ms, end_ms, limit);
+    if (query.max_groups > 0 && static_cast<int64_t>(calendar_rows.size()) > query.max_groups) {
+      return TooManyGroups(query);
+    }
+    for (const pqxx::row& row : calendar_rows) {
       LoadGroup& g = out.groups.emplace_back();
       g.kind = LoadGroup::Kind::kCalendar;
       g.shard = row[0].as<int32_t>();

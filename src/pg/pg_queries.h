@@ -526,7 +526,8 @@ inline constexpr const char kCountJobsSql[] = "SELECT count(*) FROM jobs";
 // ---- Load projection (PgJobStore::ReadLoadGroups, core/load_projection.h). -------------------
 // Every unpaused job that may fire in a window, grouped by what decides when it fires, counted.
 // $1 the window's first minute in epoch ms, $2 the end of its last minute (exclusive), $3 / $4
-// the first and last minute (the job groups only: one-shots). A start at or before $1, or an end at or after $2, cannot matter in
+// the first and last minute (the job groups only: one-shots); the last parameter caps the rows
+// (LoadGroupQuery::max_groups, plus one to see that it was exceeded). A start at or before $1, or an end at or after $2, cannot matter in
 // the window and is read as NULL, so jobs that differ only there share a group. One full read of
 // jobs (and of cron_slots), for operators: never on the trigger path.
 #define BELFRY_LOAD_DATES                                                                            \
@@ -543,7 +544,7 @@ inline constexpr const char kCountJobsSql[] = "SELECT count(*) FROM jobs";
   "SELECT j.shard, j.interval_minutes, j.offset_minutes, j.run_minute, " BELFRY_LOAD_DATES ", "      \
   label ", count(*) FROM jobs AS j WHERE " BELFRY_LOAD_WITHIN " "                                    \
   "AND ((j.run_minute IS NULL AND j.interval_minutes > 0) OR j.run_minute BETWEEN $3::bigint AND $4::bigint) " \
-  "GROUP BY 1, 2, 3, 4, 5, 6, 7"
+  "GROUP BY 1, 2, 3, 4, 5, 6, 7 LIMIT $5::bigint"
 // Slot-planned calendar jobs: shard, keys ("k1,k2,..."), the masks (one set per job), start,
 // end, label, jobs.
 #define BELFRY_LOAD_CALENDAR_GROUPS(label)                                                           \
@@ -553,7 +554,7 @@ inline constexpr const char kCountJobsSql[] = "SELECT count(*) FROM jobs";
   "min(hour_mask) AS hour_mask, min(dom_mask) AS dom_mask, min(month_mask) AS month_mask, "          \
   "min(dow_mask) AS dow_mask, bool_and(day_or) AS day_or FROM cron_slots GROUP BY shard, job_id) AS s " \
   "JOIN jobs AS j ON j.shard = s.shard AND j.id = s.job_id WHERE " BELFRY_LOAD_WITHIN " "            \
-  "GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10"
+  "GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 LIMIT $3::bigint"
 // [0]: no breakdown, [1]: by owner, [2]: by topic.
 inline constexpr const char* kLoadJobGroupsSql[] = {
     BELFRY_LOAD_JOB_GROUPS("''"), BELFRY_LOAD_JOB_GROUPS("coalesce(j.owner, '')"),

@@ -439,6 +439,7 @@ TEST_F(AdminServerTest, GetJobReturnsTheStoredJob) {
       {"startDateTime", "2026-11-22T13:00:00.000Z"},
       {"endDateTime", nullptr},
       {"paused", false},
+      {"pause", nullptr},
       {"priority", 2},
       {"runAt", nullptr},
       {"scheduledFor", nullptr},
@@ -467,6 +468,8 @@ TEST_F(AdminServerTest, GetJobWithTimesAndNoKeyOrOwner) {
   j.spec.key.clear();
   j.spec.end_at = *ParseIsoTime("2027-01-01T00:00:00Z");
   j.paused = true;
+  j.pause_reason = "carrier outage";
+  j.paused_at = *ParseIsoTime("2026-11-20T09:00:00Z");
   j.created_at = *ParseIsoTime("2026-11-20T08:00:00.125Z");
   j.updated_at = *ParseIsoTime("2026-11-21T09:30:00Z");
   scripted.job = j;
@@ -475,6 +478,7 @@ TEST_F(AdminServerTest, GetJobWithTimesAndNoKeyOrOwner) {
   EXPECT_EQ(got["owner"], nullptr);
   EXPECT_EQ(got["key"], nullptr);
   EXPECT_EQ(got["paused"], true);
+  EXPECT_EQ(got["pause"], (Json{{"reason", "carrier outage"}, {"actor", nullptr}, {"since", "2026-11-20T09:00:00.000Z"}}));
   EXPECT_EQ(got["endDateTime"], "2027-01-01T00:00:00.000Z");
   EXPECT_EQ(got["createdAt"], "2026-11-20T08:00:00.125Z");
   EXPECT_EQ(got["updatedAt"], "2026-11-21T09:30:00.000Z");

@@ -580,6 +580,9 @@ TEST_F(PgJobStoreTest, ReadLoadGroupsCountsJobsThatFireAlike) {
   EXPECT_EQ(with_end, 1);
   EXPECT_EQ(total, 5);  // not the paused one
   EXPECT_EQ(store_->ReadLoadGroups(LoadGroupQuery{kFirst, kFirst, "shard"}).status().code(), Status::Code::kInvalid);
+  // A cap below the groups there are: refused, not read.
+  EXPECT_EQ(store_->ReadLoadGroups(LoadGroupQuery{kFirst, kFirst + 59, "owner", 1}).status().reason(), "too_many_groups");
+  EXPECT_TRUE(store_->ReadLoadGroups(LoadGroupQuery{kFirst, kFirst + 59, "owner", 2}).ok());
 }
 
 }  // namespace
