@@ -555,6 +555,9 @@ inline constexpr const char kCountJobsSql[] = "SELECT count(*) FROM jobs";
   "min(dow_mask) AS dow_mask, bool_and(day_or) AS day_or FROM cron_slots GROUP BY shard, job_id) AS s " \
   "JOIN jobs AS j ON j.shard = s.shard AND j.id = s.job_id WHERE " BELFRY_LOAD_WITHIN " "            \
   "GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 LIMIT $3::bigint"
+// The load reads' own bound on each statement (SET LOCAL: their transaction only), in place of
+// admin.statement_timeout, which is sized for single-job reads.
+inline constexpr const char kLoadStatementTimeoutSql[] = "SET LOCAL statement_timeout = '120s'";
 // [0]: no breakdown, [1]: by owner, [2]: by topic.
 inline constexpr const char* kLoadJobGroupsSql[] = {
     BELFRY_LOAD_JOB_GROUPS("''"), BELFRY_LOAD_JOB_GROUPS("coalesce(j.owner, '')"),
