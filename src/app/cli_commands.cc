@@ -342,18 +342,11 @@ int RunLoad(const Config& cfg, const std::string& from, const std::string& to, c
   std::printf("%-17s %10s %18s %18s\n", "MINUTE (UTC)", "TRIGGERS", "BUSIEST SHARD", "BUSIEST SECOND");
   int64_t peak = -1, peak_minute = window->first_minute;
   for (int64_t m = window->first_minute; m <= window->last_minute; ++m) {
-    int32_t shard = 0;
-    for (int32_t s = 1; s < window->shard_count; ++s) {
-      if (p.At(m, s) > p.At(m, shard)) shard = s;
-    }
-    const std::vector<int64_t> seconds = p.Seconds(m);
-    const auto second = std::max_element(seconds.begin(), seconds.end()) - seconds.begin();
-    const int64_t total = p.MinuteTotal(m);
-    if (total > peak) peak = total, peak_minute = m;
+    const LoadProjection::MinuteSummary sum = p.Summarize(m);
+    if (sum.total > peak) peak = sum.total, peak_minute = m;
     std::printf("%-17s %10lld %18s %18s\n", FormatIsoTime(m * kMsPerMinute).substr(0, 16).c_str(),
-                static_cast<long long>(total),
-                fmt::format("{} ({})", shard, p.At(m, shard)).c_str(),
-                fmt::format(":{:02} ({})", second, seconds[static_cast<size_t>(second)]).c_str());
+                static_cast<long long>(sum.total), fmt::format("{} ({})", sum.shard, sum.shard_triggers).c_str(),
+                fmt::format(":{:02} ({})", sum.second, sum.second_triggers).c_str());
   }
   std::printf("total %lld triggers; busiest minute %s with %lld\n", static_cast<long long>(p.total),
               FormatIsoTime(peak_minute * kMsPerMinute).substr(0, 16).c_str(), static_cast<long long>(peak));

@@ -46,6 +46,21 @@ std::vector<int64_t> LoadProjection::Seconds(int64_t minute) const {
   return out;
 }
 
+LoadProjection::MinuteSummary LoadProjection::Summarize(int64_t minute) const {
+  MinuteSummary out;
+  out.shard_triggers = -1;
+  for (int32_t s = 0; s < window.shard_count; ++s) {
+    const int64_t n = At(minute, s);
+    out.total += n;
+    if (n > out.shard_triggers) out.shard_triggers = n, out.shard = s;
+  }
+  const std::vector<int64_t> seconds = Seconds(minute);
+  const auto busiest = std::max_element(seconds.begin(), seconds.end());
+  out.second = static_cast<int32_t>(busiest - seconds.begin());
+  out.second_triggers = *busiest;
+  return out;
+}
+
 LoadProjection ProjectLoad(const LoadWindow& window, const std::vector<LoadGroup>& groups,
                            const std::vector<ZoneEntry>& zones) {
   LoadProjection p;
@@ -172,19 +187,12 @@ std::string EncodeLoadProjectionJson(const LoadProjection& p, const std::string&
   iso_minute(w.last_minute + 1);
   out.append(",\"minutes\":[");
   for (int64_t m = w.first_minute; m <= w.last_minute; ++m) {
-    int64_t total = 0, max_shard = -1;
-    int32_t max_shard_at = 0;
-    for (int32_t s = 0; s < w.shard_count; ++s) {
-      const int64_t n = p.At(m, s);
-      total += n;
-      if (n > max_shard) max_shard = n, max_shard_at = s;
-    }
-    const std::vector<int64_t> seconds = p.Seconds(m);
-    const auto max_sec = std::max_element(seconds.begin(), seconds.end());
-    const int32_t max_sec_at = static_cast<int32_t>(max_sec - seconds.begin());
+    const LoadProjection::MinuteSummary sum = p.Summarize(m);
+    const int64_t total = sum.total, max_shard = sum.shard_triggers, max_sec = sum.second_triggers;
+    const int32_t max_shard_at = sum.shard, max_sec_at = sum.second;
     if (total > peak_minute_total) peak_minute_total = total, peak_minute = m;
     if (max_shard > peak_sm) peak_sm = max_shard, peak_sm_minute = m, peak_sm_shard = max_shard_at;
-    if (*max_sec > peak_sec) peak_sec = *max_sec, peak_sec_minute = m, peak_sec_second = max_sec_at;
+    if (max_sec > peak_sec) peak_sec = max_sec, peak_sec_minute = m, peak_sec_second = max_sec_at;
     if (m != w.first_minute) out.push_back(',');
     out.append("{\"at\":");
     iso_minute(m);
@@ -197,7 +205,7 @@ std::string EncodeLoadProjectionJson(const LoadProjection& p, const std::string&
     out.append("},\"busiestSecond\":{\"second\":");
     num(max_sec_at);
     out.append(",\"triggers\":");
-    num(*max_sec);
+    num(max_sec);
     out.push_back('}');
     if (with_shards) {
       out.append(",\"shards\":[");

@@ -56,6 +56,15 @@ struct LoadProjection {
   int32_t SecondOf(int32_t shard) const;
   // Triggers per second of `minute` (60 values; a shard's triggers count in its slot's second).
   std::vector<int64_t> Seconds(int64_t minute) const;
+  // A minute's total with its busiest shard and busiest second (the lowest on ties).
+  struct MinuteSummary {
+    int64_t total = 0;
+    int32_t shard = 0;
+    int64_t shard_triggers = 0;
+    int32_t second = 0;
+    int64_t second_triggers = 0;
+  };
+  MinuteSummary Summarize(int64_t minute) const;
 };
 
 // Projects `groups` over `window`. `zones` are the calendar zones (cron_zones), as the tick
