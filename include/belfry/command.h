@@ -6,12 +6,13 @@
 #include <vector>
 
 #include "belfry/job.h"
+#include "belfry/status.h"
 
 namespace belfry {
 
-enum class CommandOp { kUpsert, kDelete, kPause, kResume };
+enum class CommandOp { kUpsert, kDelete, kPause, kResume, kTrigger, kBackfill };
 
-// "upsert", "delete", "pause", "resume".
+// "upsert", "delete", "pause", "resume", "trigger", "backfill".
 const char* CommandOpName(CommandOp op);
 
 // A Kafka message from the commands topic, before parsing. `value` is nullopt for a tombstone.
@@ -19,6 +20,14 @@ struct RawCommand {
   std::optional<std::string> key;
   std::optional<std::string> value;
   SourcePosition source;
+};
+
+// A backfill command's range and pace (docs/manual-fires.md): the job's slots in [from_ms, to_ms).
+struct BackfillRange {
+  EpochMs from_ms = 0;
+  EpochMs to_ms = 0;
+  int32_t rate_per_minute = 60;  // backfill triggers per minute, at most
+  bool dry_run = false;          // count the slots, store and fire nothing
 };
 
 // A validated command.
@@ -29,7 +38,30 @@ struct Command {
   // kPause only: why, and who (the command's optional "reason" and "actor"; empty when absent).
   std::string pause_reason;
   std::string pause_actor;
+  BackfillRange backfill;  // kBackfill only
   SourcePosition source;
+};
+
+// A trigger or backfill command, as the store applies it: after the job actions of its batch, so
+// it fires the job as the whole batch left it (JobStore::ApplyManualFires).
+struct ManualFire {
+  enum class Kind { kTrigger, kBackfill };
+  Kind kind = Kind::kTrigger;
+  std::string id;  // the job
+  BackfillRange backfill;  // kBackfill only
+  SourcePosition source;   // its timestamp places the trigger (docs/manual-fires.md)
+  // The scheduler's tick, and how late a trigger may still fire when the command is applied after
+  // its timestamp (scheduler.max_catchup), from the command rules.
+  int64_t tick_ms = 500;
+  int64_t max_late_ms = 15 * 60 * 1000;
+};
+
+// What applying one ManualFire did. `status` is not Ok when the command could not apply to the
+// job as stored (no such job, a one-shot backfilled, too many slots): the outcome record says so.
+struct ManualFireResult {
+  Status status;
+  int64_t slots = 0;    // triggers stored (for a dry run: that it would store)
+  int64_t covered = 0;  // backfill: slots of the range an earlier backfill of the job already covered
 };
 
 // What the batch reducer (src/core/command_batch_reducer) turns a poll batch into: at most one

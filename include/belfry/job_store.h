@@ -63,6 +63,25 @@ class JobStore {
   // whose source position is at or before the stored row's (same partition) changes nothing.
   virtual Status ApplyActions(const std::vector<JobAction>& actions) = 0;
 
+  // Applies trigger and backfill commands (docs/manual-fires.md) in one transaction, after the
+  // ApplyActions of their batch: each stores one-shot rows derived from the job as stored. One
+  // result per fire, in order; a fire that cannot apply to the job (none, a one-shot, too many
+  // slots) gets a non-Ok status and stores nothing, without failing the others. Idempotent
+  // under replay: a trigger's row id is a function of its command, and a backfill records its
+  // range, so a replayed or repeated backfill stores only slots no earlier one covered.
+  // The default: every fire fails with FailedPrecondition (a store without manual fires).
+  virtual StatusOr<std::vector<ManualFireResult>> ApplyManualFires(const std::vector<ManualFire>& fires) {
+    return std::vector<ManualFireResult>(
+        fires.size(), ManualFireResult{Status::FailedPrecondition("this job store cannot fire jobs by hand"), 0, 0});
+  }
+
+  // A backfill's dry run on a read: what ApplyManualFires would store for `fire` at
+  // fire.source.timestamp_ms (NotFound when there is no such job). Read-only.
+  virtual StatusOr<ManualFireResult> CountBackfill(const ManualFire& fire) {
+    (void)fire;
+    return Status::FailedPrecondition("this job store cannot fire jobs by hand");
+  }
+
   virtual StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) = 0;
   // The job and, where the store keeps them next to the jobs, its outcome counters, in one read.
   // The default reads GetJob and leaves stats_read false.

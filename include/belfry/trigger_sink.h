@@ -23,6 +23,9 @@ struct TriggerView {
   // 0 for an ordinary trigger; n >= 1 for the n-th retry of a failed execution (then the value
   // carries "attempt" and the message a belfry-attempt header).
   int32_t attempt = 0;
+  // Empty for a scheduled trigger; "trigger" or "backfill" for one a command asked for (then the
+  // value carries "manual" and the message a belfry-manual header). docs/manual-fires.md.
+  std::string_view manual = {};
 };
 
 // The triggers of one shard-minute (or one catch-up range).

@@ -15,6 +15,7 @@
 #include "app/system_clock.h"
 #include "belfry/stop_signal.h"
 #include "core/calendar_schedule.h"
+#include "core/derived_row_id.h"
 #include "core/execution_report.h"
 #include "core/iso_time.h"
 #include "core/job_json.h"
@@ -159,6 +160,14 @@ int RunJobsOp(const Config& cfg, const std::string& op, const std::string& id, b
   return PublishCommand(cfg, id, cmd.dump(), wait);
 }
 
+int RunJobsBackfill(const Config& cfg, const std::string& id, const BackfillArgs& args, const WaitArgs& wait) {
+  if (id.empty()) return Fail("the job id must not be empty", 64);
+  nlohmann::ordered_json cmd = {{"op", "backfill"}, {"id", id}, {"from", args.from}, {"to", args.to}};
+  if (args.rate_per_minute > 0) cmd["ratePerMinute"] = args.rate_per_minute;
+  if (args.dry_run) cmd["dryRun"] = true;
+  return PublishCommand(cfg, id, cmd.dump(), wait);
+}
+
 int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
   PgJobStore store(cfg.database_url);
   auto view = store.GetJobAndStats(id);  // the admin API's read: job and counters in one statement
@@ -195,6 +204,10 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
   }
   if (j.spec.attempt > 0) {
     std::printf("retry:     attempt %d of job %s\n", j.spec.attempt, j.spec.retry_of.c_str());
+  } else if (!j.spec.retry_of.empty()) {
+    const std::optional<DerivedRowRef> derived = ParseDerivedRowId(j.spec.id);
+    std::printf("manual:    a %s of job %s\n", derived ? DerivedKindName(derived->kind) : "trigger",
+                j.spec.retry_of.c_str());
   }
   std::printf("window:    %s .. %s\nstatus:    %s\n", FormatOptionalTime(j.spec.start_at).c_str(),
               FormatOptionalTime(j.spec.end_at).c_str(), j.paused ? "paused" : "active");

@@ -25,9 +25,18 @@ struct WaitArgs {
 };
 int RunJobsPut(const Config& cfg, const PutJobArgs& args, const WaitArgs& wait);
 // op: "delete" (publishes a tombstone when tombstone is set), "pause" (with an optional reason
-// and actor), "resume".
+// and actor), "resume", "trigger".
 int RunJobsOp(const Config& cfg, const std::string& op, const std::string& id, bool tombstone, const WaitArgs& wait,
               const std::string& reason = {}, const std::string& actor = {});
+// A backfill command (docs/manual-fires.md): the job's slots in [from, to), fired now with their
+// own scheduledFor, at most rate_per_minute a minute (0: belfry's default); a dry run counts them.
+struct BackfillArgs {
+  std::string from;
+  std::string to;
+  int rate_per_minute = 0;
+  bool dry_run = false;
+};
+int RunJobsBackfill(const Config& cfg, const std::string& id, const BackfillArgs& args, const WaitArgs& wait);
 int RunJobsGet(const Config& cfg, const std::string& id, bool json);
 int RunJobsList(const Config& cfg, const std::string& owner, const std::string& topic, int limit,
                 const std::string& cursor, const std::string& output);

@@ -85,6 +85,19 @@ int main(int argc, char** argv) {
   auto* resume = jobs->add_subcommand("resume", "Resume a paused job");
   resume->add_option("id", op_id, "Job id")->required();
   add_wait(resume);
+  auto* trigger = jobs->add_subcommand("trigger", "Fire a job once, now, with its details (its schedule is unchanged)");
+  trigger->add_option("id", op_id, "Job id")->required();
+  add_wait(trigger);
+  belfry::BackfillArgs backfill_args;
+  auto* backfill = jobs->add_subcommand(
+      "backfill", "Fire a job's slots between two past instants, now, each with its own scheduledFor");
+  backfill->add_option("id", op_id, "Job id")->required();
+  backfill->add_option("--from", backfill_args.from, "First instant, ISO-8601 (inclusive)")->required();
+  backfill->add_option("--to", backfill_args.to, "Last instant, ISO-8601 (exclusive; not in the future)")->required();
+  backfill->add_option("--rate", backfill_args.rate_per_minute, "Triggers per minute, at most (1..10000; default 60)")
+      ->check(CLI::Range(1, 10000));
+  backfill->add_flag("--dry-run", backfill_args.dry_run, "Count the slots it would fire; fire nothing");
+  add_wait(backfill);
   bool json = false;
   auto* get = jobs->add_subcommand("get", "Show one job");
   get->add_option("id", op_id, "Job id")->required();
@@ -165,6 +178,8 @@ int main(int argc, char** argv) {
   if (del->parsed()) return belfry::RunJobsOp(cfg, "delete", op_id, tombstone, wait_args);
   if (pause->parsed()) return belfry::RunJobsOp(cfg, "pause", op_id, false, wait_args, pause_reason, pause_actor);
   if (resume->parsed()) return belfry::RunJobsOp(cfg, "resume", op_id, false, wait_args);
+  if (trigger->parsed()) return belfry::RunJobsOp(cfg, "trigger", op_id, false, wait_args);
+  if (backfill->parsed()) return belfry::RunJobsBackfill(cfg, op_id, backfill_args, wait_args);
   if (get->parsed()) return belfry::RunJobsGet(cfg, op_id, json);
   if (history->parsed()) return belfry::RunJobsHistory(cfg, op_id, limit, cursor, output);
   if (list->parsed()) return belfry::RunJobsList(cfg, owner, topic, limit, cursor, output);

@@ -27,6 +27,9 @@ void Fold(JobAction* pending, bool* has_pending, const Command& next) {
   out.id = next.id;
   out.source = next.source;
   switch (next.op) {
+    case CommandOp::kTrigger:
+    case CommandOp::kBackfill:
+      return;  // not job actions: ReduceCommands leaves them out
     case CommandOp::kDelete:
       out.kind = JobAction::Kind::kDelete;
       break;
@@ -97,6 +100,7 @@ std::vector<JobAction> ReduceCommands(const std::vector<Command>& commands) {
   std::vector<bool> present;
   std::unordered_map<std::string, size_t> index;
   for (const Command& c : commands) {
+    if (c.op == CommandOp::kTrigger || c.op == CommandOp::kBackfill) continue;
     auto [it, inserted] = index.try_emplace(c.id, actions.size());
     if (inserted) {
       actions.emplace_back();
@@ -124,7 +128,19 @@ PreparedCommandBatch PrepareCommandBatch(const std::vector<RawCommand>& batch, c
       outcome.id = parsed->id;
       outcome.op = CommandOpName(parsed->op);
       outcome.applied = true;
-      valid.push_back(std::move(parsed.value()));
+      if (parsed->op == CommandOp::kTrigger || parsed->op == CommandOp::kBackfill) {
+        ManualFire& fire = out.manual.emplace_back();
+        fire.kind = parsed->op == CommandOp::kTrigger ? ManualFire::Kind::kTrigger : ManualFire::Kind::kBackfill;
+        fire.id = parsed->id;
+        fire.backfill = parsed->backfill;
+        fire.source = parsed->source;
+        fire.tick_ms = rules.one_shot.tick_ms;
+        fire.max_late_ms = rules.one_shot.max_catchup_ms;
+        out.manual_outcomes.push_back(i);
+        outcome.dry_run = parsed->backfill.dry_run;
+      } else {
+        valid.push_back(std::move(parsed.value()));
+      }
     } else {
       // Report the outcome under the Kafka key, so a producer waiting on its id hears back;
       // a key that could not be an id gets no outcome record (the DLQ still has it).
@@ -140,6 +156,20 @@ PreparedCommandBatch PrepareCommandBatch(const std::vector<RawCommand>& batch, c
   return out;
 }
 
+void RecordManualFireResults(const std::vector<ManualFireResult>& results, PreparedCommandBatch* prepared) {
+  for (size_t i = 0; i < results.size() && i < prepared->manual_outcomes.size(); ++i) {
+    CommandOutcome& o = prepared->outcomes[prepared->manual_outcomes[i]];
+    const ManualFireResult& r = results[i];
+    if (r.status.ok()) {
+      o.slots = r.slots;
+      o.covered = r.covered;
+    } else {
+      o.applied = false;
+      o.error = r.status.ToString();
+    }
+  }
+}
+
 std::string EncodeCommandOutcome(const CommandOutcome& o) {
   std::string out = "{\"id\":";
   AppendJsonString(&out, o.id);
@@ -151,6 +181,12 @@ std::string EncodeCommandOutcome(const CommandOutcome& o) {
     out.append("null");
   } else {
     AppendJsonString(&out, o.error);
+  }
+  if (o.slots) {
+    fmt::format_to(std::back_inserter(out), ",\"slots\":{}", *o.slots);
+    if (o.op == "backfill") {
+      fmt::format_to(std::back_inserter(out), ",\"covered\":{},\"dryRun\":{}", o.covered, o.dry_run);
+    }
   }
   fmt::format_to(std::back_inserter(out), ",\"partition\":{},\"offset\":{}}}", o.partition, o.offset);
   return out;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,11 +16,16 @@ namespace belfry {
 // One record for the command-results topic.
 struct CommandOutcome {
   std::string id;  // empty when the command carried no usable id (then no record is published)
-  std::string op;  // "upsert", "delete", "pause", "resume", or "unknown"
+  std::string op;  // CommandOpName, or "unknown"
   bool applied = false;
   std::string error;  // "<reason>: <message>" when rejected
   int32_t partition = -1;
   int64_t offset = -1;
+  // trigger and backfill only, once the store applied them: the triggers stored (or, for a dry
+  // run, that it would store) and the slots an earlier backfill covered.
+  std::optional<int64_t> slots = std::nullopt;
+  int64_t covered = 0;
+  bool dry_run = false;
 };
 
 struct CommandRejection {
@@ -29,13 +35,22 @@ struct CommandRejection {
 
 struct PreparedCommandBatch {
   std::vector<JobAction> actions;          // at most one per id, to apply in one transaction
+  // trigger and backfill commands, in input order, to apply after `actions`
+  // (JobStore::ApplyManualFires); manual_outcomes[i] is the index of manual[i]'s outcome.
+  std::vector<ManualFire> manual;
+  std::vector<size_t> manual_outcomes;
   std::vector<CommandOutcome> outcomes;    // one per raw command, in input order
   std::vector<CommandRejection> rejections;  // for the DLQ, in input order
 };
 
 PreparedCommandBatch PrepareCommandBatch(const std::vector<RawCommand>& batch, const CommandRules& rules);
 
-// The command-results value: {"id","op","status":"applied"|"rejected","error","partition","offset"}.
+// Records what the store did with prepared.manual[i] in its outcome: the counts, or a rejection
+// when result.status is not Ok. REQUIRES: results.size() == prepared->manual.size().
+void RecordManualFireResults(const std::vector<ManualFireResult>& results, PreparedCommandBatch* prepared);
+
+// The command-results value: {"id","op","status":"applied"|"rejected","error","partition","offset"},
+// and for trigger and backfill "slots" (with "covered" and "dryRun" for a backfill).
 std::string EncodeCommandOutcome(const CommandOutcome& outcome);
 
 // Reduces validated commands, in partition order, to at most one JobAction per id whose effect

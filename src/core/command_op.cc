@@ -12,6 +12,10 @@ const char* CommandOpName(CommandOp op) {
       return "pause";
     case CommandOp::kResume:
       return "resume";
+    case CommandOp::kTrigger:
+      return "trigger";
+    case CommandOp::kBackfill:
+      return "backfill";
   }
   return "unknown";
 }

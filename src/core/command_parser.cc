@@ -12,9 +12,11 @@
 #include <string_view>
 
 #include "core/calendar_schedule.h"
+#include "core/derived_row_id.h"
 #include "core/interval_name.h"
 #include "core/iso_time.h"
 #include "core/json_object_fields.h"
+#include "core/manual_fire.h"
 #include "core/message_quote.h"
 #include "core/one_shot_placement.h"
 #include "core/retry_fields.h"
@@ -78,6 +80,10 @@ enum Field : size_t {
   kTimeZone,
   kReason,
   kActor,
+  kFrom,
+  kTo,
+  kRatePerMinute,
+  kDryRun,
   kFieldCount,
 };
 
@@ -101,6 +107,10 @@ constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
     "timeZone",
     "reason",
     "actor",
+    "from",
+    "to",
+    "ratePerMinute",
+    "dryRun",
 };
 
 static_assert(kFieldCount <= JsonObjectFields::kMaxFields);
@@ -166,10 +176,10 @@ Status CheckId(std::string_view id) {
   if (const size_t at = FirstInvalidUtf8(id); at != std::string_view::npos) {
     return Reject("invalid_id", fmt::format("id {} is not valid UTF-8 (byte {})", Quote(id), at));
   }
-  if (id.find(kRetryIdMarker) != std::string_view::npos) {
-    return Reject("invalid_id", fmt::format("id {} contains \"{}\", which belfry reserves for the ids of "
-                                            "scheduled retries",
-                                            Quote(id), kRetryIdMarker));
+  if (const std::optional<std::string_view> marker = ReservedIdMarker(id)) {
+    return Reject("invalid_id", fmt::format("id {} contains \"{}\", which belfry reserves for the ids of the "
+                                            "rows it derives from a job (retries, manual triggers, backfills)",
+                                            Quote(id), *marker));
   }
   return Status::Ok();
 }
@@ -499,6 +509,36 @@ Status ParseUpsert(const JsonObjectFields& fields, const RawCommand& raw, const 
   return ParseDetails(fields, rules, &spec->details_json);
 }
 
+// A backfill's range and pace: "from" and "to" (required dates, from < to, to not after the
+// command's timestamp, at most kMaxBackfillSpanMs apart), "ratePerMinute" (1..10000, default 60)
+// and "dryRun" (a boolean). See docs/manual-fires.md.
+Status ParseBackfill(const JsonObjectFields& fields, const RawCommand& raw, BackfillRange* out) {
+  std::optional<EpochMs> from;
+  std::optional<EpochMs> to;
+  if (Status s = ParseDate(fields, kFrom, &from); !s.ok()) return s;
+  if (Status s = ParseDate(fields, kTo, &to); !s.ok()) return s;
+  if (!from || !to) return Reject("missing_field", "backfill needs from and to");
+  if (Status s = CheckBackfillRange(*from, *to, raw.source.timestamp_ms); !s.ok()) return s;
+  out->from_ms = *from;
+  out->to_ms = *to;
+  out->rate_per_minute = kDefaultBackfillRatePerMinute;
+  if (const std::optional<element> el = fields.Get(kRatePerMinute)) {
+    const JsonInteger n = ReadInteger(*el);
+    if (n.kind == JsonInteger::Kind::kNotNumber) return fields.WrongType(kRatePerMinute, "an integer number", *el);
+    if (n.kind != JsonInteger::Kind::kOk || n.value < 1 || n.value > kMaxBackfillRatePerMinute) {
+      return Reject("invalid_rate", fmt::format("ratePerMinute {} must be an integer in [1, {}]", NumberText(*el),
+                                                kMaxBackfillRatePerMinute));
+    }
+    out->rate_per_minute = static_cast<int32_t>(n.value);
+  }
+  if (const std::optional<element> el = fields.Get(kDryRun)) {
+    bool dry_run = false;
+    if (el->get_bool().get(dry_run) != simdjson::SUCCESS) return fields.WrongType(kDryRun, "a boolean", *el);
+    out->dry_run = dry_run;
+  }
+  return Status::Ok();
+}
+
 // ---------------------------------------------------------------------------------------------
 // JSON parsing.
 
@@ -538,8 +578,13 @@ StatusOr<Command> ParseCommand(const RawCommand& raw, const CommandRules& rules)
     command.op = CommandOp::kPause;
   } else if (*op == "resume") {
     command.op = CommandOp::kResume;
+  } else if (*op == "trigger") {
+    command.op = CommandOp::kTrigger;
+  } else if (*op == "backfill") {
+    command.op = CommandOp::kBackfill;
   } else {
-    return Reject("unknown_op", fmt::format("op {} is not one of upsert, delete, pause, resume", Quote(*op)));
+    return Reject("unknown_op", fmt::format("op {} is not one of upsert, delete, pause, resume, trigger, backfill",
+                                            Quote(*op)));
   }
 
   std::optional<std::string_view> id;
@@ -563,6 +608,8 @@ StatusOr<Command> ParseCommand(const RawCommand& raw, const CommandRules& rules)
   } else if (command.op == CommandOp::kPause) {
     if (Status s = ParseNoteField(fields, kReason, kMaxPauseReasonBytes, &command.pause_reason); !s.ok()) return s;
     if (Status s = ParseNoteField(fields, kActor, kMaxPauseActorBytes, &command.pause_actor); !s.ok()) return s;
+  } else if (command.op == CommandOp::kBackfill) {
+    if (Status s = ParseBackfill(fields, raw, &command.backfill); !s.ok()) return s;
   }
   return command;
 }

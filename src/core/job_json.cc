@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/derived_row_id.h"
 #include "core/iso_time.h"
 #include "core/json_writer.h"
 
@@ -71,6 +72,12 @@ std::string EncodeJobJson(const StoredJob& job) {
     out.append(",\"retryOf\":");
     AppendJsonString(&out, s.retry_of);
     fmt::format_to(std::back_inserter(out), ",\"attempt\":{}", s.attempt);
+  } else if (!s.retry_of.empty()) {  // a row a trigger or backfill command stored
+    const std::optional<DerivedRowRef> derived = ParseDerivedRowId(s.id);
+    out.append(",\"manualOf\":");
+    AppendJsonString(&out, s.retry_of);
+    out.append(",\"manual\":");
+    AppendJsonString(&out, derived ? DerivedKindName(derived->kind) : "trigger");
   }
   out.append(",\"jobDetails\":");
   out.append(s.details_json.empty() ? "{}" : s.details_json);

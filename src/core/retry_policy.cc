@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "core/derived_row_id.h"
 #include "core/slot_math.h"
 
 namespace belfry {
@@ -39,31 +40,13 @@ int64_t FirstMinuteAtOrAfter(EpochMs run_at_ms, int32_t shard, int64_t tick_ms) 
 }
 
 std::string RetryRowId(std::string_view job_id, EpochMs scheduled_for_ms, int32_t attempt) {
-  std::string id(job_id);
-  id.append(kRetryIdMarker);
-  id.append(std::to_string(scheduled_for_ms));
-  id.push_back('#');
-  id.append(std::to_string(attempt));
-  return id;
+  return DerivedRowId(job_id, DerivedKind::kRetry, scheduled_for_ms, attempt);
 }
 
 std::optional<RetryRowRef> ParseRetryRowId(std::string_view id) {
-  const size_t marker = id.rfind(kRetryIdMarker);
-  if (marker == std::string_view::npos || marker == 0) return std::nullopt;
-  const std::string_view rest = id.substr(marker + kRetryIdMarker.size());
-  const size_t hash = rest.find('#');
-  if (hash == std::string_view::npos) return std::nullopt;
-  int64_t slot = 0;
-  const char* slot_end = rest.data() + hash;
-  if (auto r = std::from_chars(rest.data(), slot_end, slot); r.ec != std::errc() || r.ptr != slot_end) {
-    return std::nullopt;
-  }
-  int32_t attempt = 0;
-  const char* end = rest.data() + rest.size();
-  if (auto r = std::from_chars(slot_end + 1, end, attempt); r.ec != std::errc() || r.ptr != end || attempt < 1) {
-    return std::nullopt;
-  }
-  return RetryRowRef{id.substr(0, marker), attempt};
+  const std::optional<DerivedRowRef> ref = ParseDerivedRowId(id);
+  if (!ref || ref->kind != DerivedKind::kRetry) return std::nullopt;
+  return RetryRowRef{ref->job_id, ref->attempt};
 }
 
 }  // namespace belfry

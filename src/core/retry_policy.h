@@ -41,10 +41,9 @@ inline constexpr int32_t kMaxRetriesLimit = 100;
 inline constexpr int64_t kMaxRetryDelayMs = 7LL * 24 * 3600 * 1000;  // 7 days
 inline constexpr double kMaxRetryMultiplier = 10.0;
 
-// Ids of the rows that hold scheduled retries: "<job>#retry#<scheduledFor ms>#<attempt>". The id
-// is deterministic, so a second failure report for the same (job, slot, attempt) finds the row
-// already there. Command ids may not contain kRetryIdMarker, so no job can collide with one.
-inline constexpr std::string_view kRetryIdMarker = "#retry#";
+// Ids of the rows that hold scheduled retries: "<job>#retry#<scheduledFor ms>#<attempt>"
+// (core/derived_row_id.h). The id is deterministic, so a second failure report for the same
+// (job, slot, attempt) finds the row already there.
 std::string RetryRowId(std::string_view job_id, EpochMs scheduled_for_ms, int32_t attempt);
 
 struct RetryRowRef {

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "core/retry_policy.h"
+#include "core/derived_row_id.h"
 #include "core/slot_math.h"
 
 namespace belfry {
@@ -88,10 +88,11 @@ Status ShardFirer::QueueQuery(const DueQuery& q, bool on_time, Pending* pending)
     }
     TriggerView t;
     t.job_id = job.id;
-    if (job.scheduled_for_ms != 0) {  // a one-shot: maybe a scheduled retry of another job
-      if (const std::optional<RetryRowRef> retry = ParseRetryRowId(job.id)) {
-        t.job_id = retry->job_id;
-        t.attempt = retry->attempt;
+    if (job.scheduled_for_ms != 0) {  // a one-shot: maybe a row derived from another job
+      if (const std::optional<DerivedRowRef> derived = ParseDerivedRowId(job.id)) {
+        t.job_id = derived->job_id;
+        t.attempt = derived->attempt;
+        if (derived->kind != DerivedKind::kRetry) t.manual = DerivedKindName(derived->kind);
       }
     }
     t.topic = job.topic;

@@ -20,6 +20,10 @@ void EncodeTriggerValue(const TriggerView& t, std::string* out) {
   char digits[16];
   out->append(digits, std::to_chars(digits, digits + sizeof(digits), t.interval_minutes).ptr);
   if (t.attempt > 0) fmt::format_to(std::back_inserter(*out), ",\"attempt\":{}", t.attempt);
+  if (!t.manual.empty()) {
+    out->append(",\"manual\":");
+    AppendJsonString(out, t.manual);
+  }
   out->append(",\"jobDetails\":");
   out->append(t.details_json.empty() ? std::string_view("{}") : t.details_json);
   out->push_back('}');

@@ -1,6 +1,7 @@
 // TriggerEncoder: the trigger message value, built without re-parsing the stored details:
 // {"jobId":..,"scheduledFor":"2026-11-22T13:37:32.500Z","intervalMinutes":N,"jobDetails":{..}}
-// A retry (attempt >= 1) has "attempt":n after intervalMinutes; ordinary triggers do not.
+// A retry (attempt >= 1) has "attempt":n after intervalMinutes, and a trigger or backfill that a
+// command asked for has "manual":"trigger"|"backfill" next; ordinary triggers have neither.
 #pragma once
 
 #include <string>

@@ -27,6 +27,7 @@
 #include "core/json_writer.h"
 #include "core/load_projection.h"
 #include "core/load_rebalance.h"
+#include "core/manual_fire.h"
 #include "core/message_quote.h"
 #include "core/shard_lag.h"
 #include "core/slot_math.h"
@@ -43,6 +44,8 @@ constexpr std::string_view kJobsPrefix = "/v1/jobs/";
 constexpr std::string_view kNextSuffix = "/next";
 constexpr int kNextFiresInJob = 3;  // "nextFires" of the job view (the CLI's `jobs get` shows as many)
 constexpr std::string_view kExecutionsSuffix = "/executions";
+// GET /v1/jobs/{id}/backfill?from&to: a backfill's dry run (docs/manual-fires.md).
+constexpr std::string_view kBackfillSuffix = "/backfill";
 constexpr int32_t kDefaultListLimit = 100;
 constexpr int kDefaultNext = 10;
 constexpr int kMaxNext = 1000;
@@ -542,7 +545,11 @@ void AdminServer::HandleJobsPath(const httplib::Request& req, httplib::Response&
   raw.remove_prefix(kJobsPrefix.size());
   bool next = false;
   bool executions = false;
-  if (raw.size() > kNextSuffix.size() && raw.ends_with(kNextSuffix)) {
+  bool backfill = false;
+  if (raw.size() > kBackfillSuffix.size() && raw.ends_with(kBackfillSuffix)) {
+    backfill = true;
+    raw.remove_suffix(kBackfillSuffix.size());
+  } else if (raw.size() > kNextSuffix.size() && raw.ends_with(kNextSuffix)) {
     next = true;
     raw.remove_suffix(kNextSuffix.size());
   } else if (raw.size() > kExecutionsSuffix.size() && raw.ends_with(kExecutionsSuffix)) {
@@ -564,6 +571,8 @@ void AdminServer::HandleJobsPath(const httplib::Request& req, httplib::Response&
   }
   if (next) {
     HandleNext(*id, req, res);
+  } else if (backfill) {
+    HandleBackfillDryRun(*id, req, res);
   } else if (executions) {
     HandleExecutions(*id, req, res);
   } else {
@@ -639,6 +648,43 @@ void AdminServer::HandleExecutions(const std::string& id, const httplib::Request
     AppendJsonString(&body, Base64UrlEncode(page->next_cursor));
   }
   body.push_back('}');
+  SendJsonText(res, 200, std::move(body));
+}
+
+void AdminServer::HandleBackfillDryRun(const std::string& id, const httplib::Request& req, httplib::Response& res) {
+  if (std::string e = CheckParams(req, {"from", "to"}); !e.empty()) return SendError(res, 400, e);
+  ManualFire fire;
+  fire.kind = ManualFire::Kind::kBackfill;
+  fire.id = id;
+  fire.tick_ms = options_.scheduler.tick_ms;
+  fire.source.timestamp_ms = deps_.clock->NowMs();
+  fire.backfill.dry_run = true;
+  for (const char* name : {"from", "to"}) {
+    const std::string text = Param(req, name);
+    if (text.empty()) return SendError(res, 400, std::string(name) + " is required (ISO-8601)");
+    const std::optional<EpochMs> at = ParseIsoTime(text);
+    if (!at) return SendError(res, 400, std::string(name) + " is not an ISO-8601 time: \"" + text + "\"");
+    (name[0] == 'f' ? fire.backfill.from_ms : fire.backfill.to_ms) = *at;
+  }
+  if (Status st = CheckBackfillRange(fire.backfill.from_ms, fire.backfill.to_ms, fire.source.timestamp_ms); !st.ok()) {
+    return SendError(res, 400, st.message());
+  }
+  std::optional<StatusOr<ManualFireResult>> read =
+      ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.store->CountBackfill(fire); });
+  if (!read) return SendSessionsBusy(res);
+  StatusOr<ManualFireResult>& counted = *read;
+  if (!counted.ok()) {
+    if (counted.status().code() == Status::Code::kNotFound) return SendError(res, 404, "job \"" + id + "\" not found");
+    return SendStoreError(res, "job store", counted.status());
+  }
+  if (!counted->status.ok()) return SendError(res, 422, counted->status.message());
+  std::string body = "{\"id\":";
+  AppendJsonString(&body, id);
+  body.append(",\"from\":");
+  AppendJsonString(&body, FormatIsoTime(fire.backfill.from_ms));
+  body.append(",\"to\":");
+  AppendJsonString(&body, FormatIsoTime(fire.backfill.to_ms));
+  body.append(",\"slots\":" + std::to_string(counted->slots) + ",\"covered\":" + std::to_string(counted->covered) + "}");
   SendJsonText(res, 200, std::move(body));
 }
 

@@ -95,6 +95,7 @@ class AdminServer final {
   void HandleJobsPath(const httplib::Request& req, httplib::Response& res);
   void HandleGetJob(const std::string& id, httplib::Response& res);
   void HandleNext(const std::string& id, const httplib::Request& req, httplib::Response& res);
+  void HandleBackfillDryRun(const std::string& id, const httplib::Request& req, httplib::Response& res);
   void HandleExecutions(const std::string& id, const httplib::Request& req, httplib::Response& res);
   void HandleListJobs(const httplib::Request& req, httplib::Response& res);
   void HandleShards(httplib::Response& res);

@@ -9,9 +9,11 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -288,16 +290,37 @@ class CommandConsumer::Impl {
     std::vector<RawCommand> raws;
     raws.reserve(batch.size());
     for (const MessagePtr& m : batch) raws.push_back(ToRawCommand(*m));
-    const PreparedCommandBatch prepared = PrepareCommandBatch(raws, rules_);
+    PreparedCommandBatch prepared = PrepareCommandBatch(raws, rules_);
     AddStageTime(&CommandStageTimes::prepare_us, MicrosSince(prepare_start));
 
     const auto apply_start = SteadyClock::now();
     int32_t attempts = 0;
-    if (!prepared.actions.empty() && !ApplyWithRetry(prepared.actions, stop, &attempts)) {
+    auto stopping = [&] {
       spdlog::info("kafka[{}]: stopping with an unapplied batch of {}; it stays uncommitted",
                    options_.client_id, batch.size());
       return false;
+    };
+    if (!prepared.actions.empty() &&
+        !ApplyWithRetry("job actions", prepared.actions.size(),
+                        [&] { return store_.ApplyActions(prepared.actions); }, stop, &attempts)) {
+      return stopping();
     }
+    // Triggers and backfills, after the job actions: they fire the jobs as the batch left them.
+    // Their own transaction, idempotent like the first (docs/manual-fires.md), so a crash between
+    // the two replays both.
+    std::vector<ManualFireResult> manual_results;
+    if (!prepared.manual.empty() &&
+        !ApplyWithRetry("triggers and backfills", prepared.manual.size(),
+                        [&] {
+                          StatusOr<std::vector<ManualFireResult>> r = store_.ApplyManualFires(prepared.manual);
+                          if (!r.ok()) return r.status();
+                          manual_results = std::move(r.value());
+                          return Status::Ok();
+                        },
+                        stop, &attempts)) {
+      return stopping();
+    }
+    RecordManualFireResults(manual_results, &prepared);
     const int64_t apply_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - apply_start).count();
     AddStageTime(&CommandStageTimes::apply_us, MicrosSince(apply_start));
@@ -311,6 +334,9 @@ class CommandConsumer::Impl {
       if (o.applied) ++report.applied_by_op[o.op];
     }
     for (const CommandRejection& r : prepared.rejections) ++report.rejected_by_reason[r.status.reason()];
+    for (const ManualFireResult& r : manual_results) {
+      if (!r.status.ok()) ++report.rejected_by_reason[r.status.reason()];
+    }
 
     const uint64_t ticket = commit_queue_.Push(NextOffsets(batch));
     pending_reports_.emplace(ticket, std::move(report));
@@ -460,24 +486,26 @@ class CommandConsumer::Impl {
     logged_stats_ = std::move(now);
   }
 
-  // Returns false iff stop was requested before the store accepted the actions.
-  bool ApplyWithRetry(const std::vector<JobAction>& actions, StopSignal& stop, int32_t* attempts) {
+  // Runs `apply` (one store transaction over `count` job actions or manual fires) until it
+  // succeeds. Returns false iff stop was requested before the store accepted it.
+  bool ApplyWithRetry(std::string_view what, size_t count, const std::function<Status()>& apply, StopSignal& stop,
+                      int32_t* attempts) {
     apply_backoff_.Reset();
     for (;;) {
       ++*attempts;
-      const Status s = ApplyOnce(actions);
+      const Status s = ApplyOnce(apply);
       if (s.ok()) return true;
       const int64_t backoff_ms = apply_backoff_.NextDelayMs();
       if (s.retryable()) {
-        spdlog::warn("kafka[{}]: applying {} job actions failed (attempt {}): {}; retrying in {} ms",
-                     options_.client_id, actions.size(), *attempts, s.ToString(), backoff_ms);
+        spdlog::warn("kafka[{}]: applying {} {} failed (attempt {}): {}; retrying in {} ms", options_.client_id,
+                     count, what, *attempts, s.ToString(), backoff_ms);
       } else {
         // Validation happened before the store; a non-retryable error here is a bug or a schema
         // problem. Skipping would lose valid commands, so retry like any other fault.
         spdlog::error(
-            "kafka[{}]: applying {} job actions failed with a non-retryable error (attempt {}): {}; "
+            "kafka[{}]: applying {} {} failed with a non-retryable error (attempt {}): {}; "
             "retrying in {} ms",
-            options_.client_id, actions.size(), *attempts, s.ToString(), backoff_ms);
+            options_.client_id, count, what, *attempts, s.ToString(), backoff_ms);
       }
       {
         std::lock_guard<std::mutex> lock(stats_mu_);
@@ -488,9 +516,9 @@ class CommandConsumer::Impl {
   }
 
   // The store reports errors as Status; an exception escaping it is treated the same way.
-  Status ApplyOnce(const std::vector<JobAction>& actions) {
+  static Status ApplyOnce(const std::function<Status()>& apply) {
     try {
-      return store_.ApplyActions(actions);
+      return apply();
     } catch (const std::exception& e) {
       return Status::Retryable(std::string("exception from the job store: ") + e.what());
     }

@@ -26,6 +26,7 @@ namespace {
 constexpr char kJobIdHeader[] = "belfry-job-id";
 constexpr char kScheduledForHeader[] = "belfry-scheduled-for";
 constexpr char kAttemptHeader[] = "belfry-attempt";  // retries only
+constexpr char kManualHeader[] = "belfry-manual";    // triggers and backfills a command asked for
 
 // What a batch and its in-flight messages share. Intrusively refcounted: the batch holds one
 // reference and every produced message holds one until its delivery report, so the state
@@ -310,28 +311,40 @@ class KafkaTriggerBatch final : public TriggerBatch {
     char scheduled_for[24];
     const size_t scheduled_for_size = static_cast<size_t>(
         std::to_chars(scheduled_for, scheduled_for + sizeof(scheduled_for), t.scheduled_for_ms).ptr - scheduled_for);
-    // Retries only (attempt >= 1): ordinary triggers carry no belfry-attempt header.
+    // Retries and manual fires only: ordinary triggers carry no belfry-attempt or belfry-manual
+    // header, and take the path without a headers object.
     const std::string attempt = t.attempt > 0 ? AttemptHeader(t.attempt) : std::string();
+    const bool plain = attempt.empty() && t.manual.empty();
     rd_kafka_t* rk = producer_->c_ptr();
     for (;;) {
       state_->BeginMessage();
       // The C call: the headers are built inside librdkafka's message, with no C++ wrapper
       // objects per trigger. RD_KAFKA_MSG_F_COPY copies value and key before it returns.
-      const rd_kafka_resp_err_t err =
-          attempt.empty()
-              ? rd_kafka_producev(
-                    rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                    RD_KAFKA_V_VALUE(value_.data(), value_.size()), RD_KAFKA_V_KEY(t.key.data(), t.key.size()),
-                    RD_KAFKA_V_HEADER(kJobIdHeader, t.job_id.data(), static_cast<ssize_t>(t.job_id.size())),
-                    RD_KAFKA_V_HEADER(kScheduledForHeader, scheduled_for, static_cast<ssize_t>(scheduled_for_size)),
-                    RD_KAFKA_V_OPAQUE(state_), RD_KAFKA_V_END)
-              : rd_kafka_producev(
-                    rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                    RD_KAFKA_V_VALUE(value_.data(), value_.size()), RD_KAFKA_V_KEY(t.key.data(), t.key.size()),
-                    RD_KAFKA_V_HEADER(kJobIdHeader, t.job_id.data(), static_cast<ssize_t>(t.job_id.size())),
-                    RD_KAFKA_V_HEADER(kScheduledForHeader, scheduled_for, static_cast<ssize_t>(scheduled_for_size)),
-                    RD_KAFKA_V_HEADER(kAttemptHeader, attempt.data(), static_cast<ssize_t>(attempt.size())),
-                    RD_KAFKA_V_OPAQUE(state_), RD_KAFKA_V_END);
+      rd_kafka_resp_err_t err;
+      if (plain) {
+        err = rd_kafka_producev(
+            rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_VALUE(value_.data(), value_.size()), RD_KAFKA_V_KEY(t.key.data(), t.key.size()),
+            RD_KAFKA_V_HEADER(kJobIdHeader, t.job_id.data(), static_cast<ssize_t>(t.job_id.size())),
+            RD_KAFKA_V_HEADER(kScheduledForHeader, scheduled_for, static_cast<ssize_t>(scheduled_for_size)),
+            RD_KAFKA_V_OPAQUE(state_), RD_KAFKA_V_END);
+      } else {
+        // A headers object, which the message owns once producev succeeds.
+        rd_kafka_headers_t* headers = rd_kafka_headers_new(4);
+        rd_kafka_header_add(headers, kJobIdHeader, -1, t.job_id.data(), static_cast<ssize_t>(t.job_id.size()));
+        rd_kafka_header_add(headers, kScheduledForHeader, -1, scheduled_for, static_cast<ssize_t>(scheduled_for_size));
+        if (!attempt.empty()) {
+          rd_kafka_header_add(headers, kAttemptHeader, -1, attempt.data(), static_cast<ssize_t>(attempt.size()));
+        }
+        if (!t.manual.empty()) {
+          rd_kafka_header_add(headers, kManualHeader, -1, t.manual.data(), static_cast<ssize_t>(t.manual.size()));
+        }
+        err = rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                RD_KAFKA_V_VALUE(value_.data(), value_.size()),
+                                RD_KAFKA_V_KEY(t.key.data(), t.key.size()), RD_KAFKA_V_HEADERS(headers),
+                                RD_KAFKA_V_OPAQUE(state_), RD_KAFKA_V_END);
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_headers_destroy(headers);
+      }
       if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return;
       if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
         // Back-pressure: wait for deliveries to make room. Never drop a trigger.

@@ -116,12 +116,13 @@ inline constexpr const char kInsertRetriesSql[] =
     "RETURNING id";
 
 // $1 = JSON array of (job_id, scheduled_for_ms): the latest slot each job just succeeded for.
-// Drops the job's scheduled retries of that slot or older ones.
+// Drops the job's scheduled retries of that slot or older ones (attempt > 0: not its pending
+// manual triggers and backfill rows, which also have retry_of set).
 inline constexpr const char kSupersedeRetriesName[] = "belfry_supersede_retries";
 inline constexpr const char kSupersedeRetriesSql[] =
     "DELETE FROM jobs AS j "
     "USING json_to_recordset($1::json) AS a(job_id text, scheduled_for_ms bigint) "
-    "WHERE j.retry_of = a.job_id AND j.scheduled_for_ms <= a.scheduled_for_ms";
+    "WHERE j.retry_of = a.job_id AND j.attempt > 0 AND j.scheduled_for_ms <= a.scheduled_for_ms";
 
 // History, newest first, keyset-paginated on the primary key (a backward index scan).
 // $1 job, $2 limit, then the cursor ($3 scheduled_for_ms, $4 attempt, $5 status).

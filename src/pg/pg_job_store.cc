@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/calendar_schedule.h"
+#include "core/manual_fire.h"
 #include "core/shard_hash.h"
 #include "pg/copy_row.h"
 #include "pg/json_array_chunks.h"
@@ -26,6 +27,10 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kUpsertStageExistsName, q::kUpsertStageExistsSql},
       {q::kDeleteJobsName, q::kDeleteJobsSql},
       {q::kDeleteRetriesOfName, q::kDeleteRetriesOfSql},
+      {q::kDeleteBackfillsOfName, q::kDeleteBackfillsOfSql},
+      {q::kCoveredBackfillsName, q::kCoveredBackfillsSql},
+      {q::kRecordBackfillName, q::kRecordBackfillSql},
+      {q::kInsertManualRowsName, q::kInsertManualRowsSql},
       {q::kSetPausedName, q::kSetPausedSql},
       {q::kGetJobName, q::kGetJobSql},
       {q::kGetJobInShardName, q::kGetJobInShardSql},
@@ -184,6 +189,71 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, int32_t sh
   return params;
 }
 
+// The job a manual fire names, as stored: its shard's partition first, then any (as GetJob).
+std::optional<StoredJob> ReadJobInTxn(pqxx::transaction_base& txn, const std::string& id, int32_t shard_count) {
+  pqxx::result r = txn.exec_prepared(pg_queries::kGetJobInShardName, id, ShardForId(id, shard_count));
+  if (r.empty()) r = txn.exec_prepared(pg_queries::kGetJobName, id);
+  if (r.empty()) return std::nullopt;
+  return StoredJobFromRow(r[0]);
+}
+
+std::vector<std::pair<EpochMs, EpochMs>> CoveredRanges(pqxx::transaction_base& txn, const ManualFire& f) {
+  std::vector<std::pair<EpochMs, EpochMs>> out;
+  for (const pqxx::row& row :
+       txn.exec_prepared(pg_queries::kCoveredBackfillsName, f.id, f.backfill.from_ms, f.backfill.to_ms)) {
+    out.emplace_back(row[0].as<int64_t>(), row[1].as<int64_t>());
+  }
+  return out;
+}
+
+// What `f` stores for `job` (core/manual_fire.h), without storing it.
+struct ManualPlan {
+  ManualFireResult result;
+  std::vector<ManualRow> rows;
+};
+
+ManualPlan PlanManualFire(pqxx::transaction_base& txn, const ManualFire& f, const std::optional<StoredJob>& job) {
+  ManualPlan plan;
+  if (!job) {
+    plan.result.status = Status::NotFound(fmt::format("job {} does not exist", f.id));
+    return plan;
+  }
+  const ManualFireRules rules{f.tick_ms, f.max_late_ms};
+  if (f.kind == ManualFire::Kind::kTrigger) {
+    plan.rows.push_back(PlanManualTrigger(job->spec.id, job->spec.shard, f.source.timestamp_ms, rules));
+    plan.result.slots = 1;
+    return plan;
+  }
+  BackfillPlan backfill = PlanBackfill(job->spec, f.backfill, CoveredRanges(txn, f), f.source.timestamp_ms, rules);
+  plan.result = ManualFireResult{backfill.status, backfill.slots, backfill.covered};
+  plan.rows = std::move(backfill.rows);
+  return plan;
+}
+
+// Stores the rows of one manual fire; returns how many were new.
+int64_t InsertManualRows(pqxx::transaction_base& txn, const ManualFire& f, const StoredJob& job,
+                         const std::vector<ManualRow>& rows) {
+  JsonArrayChunks chunks;
+  for (const ManualRow& row : rows) {
+    chunks.BeginObject();
+    chunks.String("id", row.row_id);
+    chunks.String("job_id", job.spec.id);
+    chunks.Int("shard", job.spec.shard);
+    chunks.Int("run_minute", row.run_minute);
+    chunks.Int("late_limit", row.late_limit_minute);
+    chunks.Int("step", row.run_minute - rows.front().run_minute);
+    chunks.Int("scheduled_for_ms", row.scheduled_for_ms);
+    chunks.Int("src_partition", f.source.partition);
+    chunks.Int("src_offset", f.source.offset);
+    chunks.EndObject();
+  }
+  int64_t inserted = 0;
+  for (const std::string& chunk : chunks.Finish()) {
+    inserted += static_cast<int64_t>(txn.exec_prepared(pg_queries::kInsertManualRowsName, chunk).size());
+  }
+  return inserted;
+}
+
 }  // namespace
 
 PgJobStore::PgJobStore(std::string database_url, std::string due_query_url)
@@ -236,12 +306,65 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
     for (const std::string& chunk : params.deletes) {
       txn.exec_prepared(pg_queries::kDeleteJobsName, chunk);
       txn.exec_prepared(pg_queries::kDeleteRetriesOfName, chunk);
+      txn.exec_prepared(pg_queries::kDeleteBackfillsOfName, chunk);
       txn.exec_prepared(pg_queries::kDeleteOrphanSlotsName, chunk);
     }
     for (const std::string& chunk : params.set_paused) txn.exec_prepared(pg_queries::kSetPausedName, chunk);
     txn.commit();
     return Status::Ok();
   });
+}
+
+StatusOr<std::vector<ManualFireResult>> PgJobStore::ApplyManualFires(const std::vector<ManualFire>& fires) {
+  std::vector<ManualFireResult> results;
+  if (fires.empty()) return results;
+  Status st = session_.Run("apply triggers and backfills", [&](pqxx::connection& conn) {
+    results.assign(fires.size(), ManualFireResult{});
+    pqxx::work txn(conn, "apply_manual_fires");
+    if (Status st = LoadShardCount(txn); !st.ok()) return st;
+    // The rows are placed by their shard's progress, like one-shots: hold the shards' rows, in
+    // shard order, from before that read until the commit (ApplyActions does the same).
+    std::vector<int32_t> shards;
+    for (const ManualFire& f : fires) shards.push_back(ShardForId(f.id, shard_count_));
+    std::sort(shards.begin(), shards.end());
+    shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
+    txn.exec_prepared(pg_queries::kLockShardStatesName, IntArrayLiteral(shards));
+    for (size_t i = 0; i < fires.size(); ++i) {
+      const ManualFire& f = fires[i];
+      const std::optional<StoredJob> job = ReadJobInTxn(txn, f.id, shard_count_);
+      ManualPlan plan = PlanManualFire(txn, f, job);
+      results[i] = plan.result;
+      if (!plan.result.status.ok() || f.backfill.dry_run) continue;
+      if (!std::binary_search(shards.begin(), shards.end(), job->spec.shard)) {  // stored under another shard
+        txn.exec_prepared(pg_queries::kLockShardStatesName, IntArrayLiteral({job->spec.shard}));
+      }
+      const int64_t inserted = plan.rows.empty() ? 0 : InsertManualRows(txn, f, *job, plan.rows);
+      results[i].slots = inserted;
+      if (f.kind == ManualFire::Kind::kBackfill) {
+        txn.exec_prepared(pg_queries::kRecordBackfillName, f.id, f.backfill.from_ms, f.backfill.to_ms, inserted,
+                          f.backfill.rate_per_minute, f.source.partition, f.source.offset);
+      }
+    }
+    txn.commit();
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return results;
+}
+
+StatusOr<ManualFireResult> PgJobStore::CountBackfill(const ManualFire& fire) {
+  ManualFireResult result;
+  Status st = session_.Run("count backfill", [&](pqxx::connection& conn) {
+    pqxx::read_transaction txn(conn);
+    if (Status st = LoadShardCount(txn); !st.ok()) return st;
+    ManualFire dry = fire;
+    dry.backfill.dry_run = true;
+    result = PlanManualFire(txn, dry, ReadJobInTxn(txn, fire.id, shard_count_)).result;
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  if (result.status.code() == Status::Code::kNotFound) return result.status;
+  return result;
 }
 
 StatusOr<std::optional<StoredJob>> PgJobStore::GetJob(const std::string& id) {

@@ -38,6 +38,11 @@ class PgJobStore final : public JobStore {
   // pause/resume look the job up in that shard's partition only.
   Status ApplyActions(const std::vector<JobAction>& actions) override;
 
+  // One transaction: per fire, a read of the job (and of its earlier backfills), then one
+  // set-based insert of its rows (pg_queries.h, "Manual fires").
+  StatusOr<std::vector<ManualFireResult>> ApplyManualFires(const std::vector<ManualFire>& fires) override;
+  StatusOr<ManualFireResult> CountBackfill(const ManualFire& fire) override;
+
   // StoredJob.spec.offset_explicit is always false and source.timestamp_ms 0: neither is stored.
   StatusOr<std::optional<JobAndStats>> GetJobAndStats(const std::string& id) override;
   StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) override;

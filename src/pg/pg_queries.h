@@ -396,6 +396,52 @@ inline constexpr const char kDeleteRetriesOfSql[] =
     "USING json_to_recordset($1::json) AS a(id text, shard smallint, src_partition int, src_offset bigint) "
     "WHERE j.shard = a.shard AND j.retry_of = a.id";  // a job's retries live in its shard
 
+// Deleting a job forgets the ranges it was backfilled over (migration 0011), unless a later
+// command of the batch re-created it. Same parameter as kDeleteJobsSql.
+inline constexpr const char kDeleteBackfillsOfName[] = "belfry_delete_backfills_of";
+inline constexpr const char kDeleteBackfillsOfSql[] =
+    "DELETE FROM backfills AS b "
+    "USING json_to_recordset($1::json) AS a(id text, shard smallint, src_partition int, src_offset bigint) "
+    "WHERE b.job_id = a.id"
+    " AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.shard = a.shard AND j.id = a.id)";
+
+// ---- Manual fires: trigger and backfill commands (docs/manual-fires.md). ----------------------
+
+// $1 job, $2 from_ms, $3 to_ms: the ranges of the job's earlier backfills that overlap [from, to).
+inline constexpr const char kCoveredBackfillsName[] = "belfry_covered_backfills";
+inline constexpr const char kCoveredBackfillsSql[] =
+    "SELECT from_ms, to_ms FROM backfills WHERE job_id = $1 AND from_ms < $3::bigint AND to_ms > $2::bigint";
+
+// $1 job, $2 from_ms, $3 to_ms, $4 slots, $5 rate, $6 src_partition, $7 src_offset.
+inline constexpr const char kRecordBackfillName[] = "belfry_record_backfill";
+inline constexpr const char kRecordBackfillSql[] =
+    "INSERT INTO backfills (job_id, from_ms, to_ms, slots, rate_per_minute, src_partition, src_offset) "
+    "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING";
+
+// $1 = JSON array of ManualRows of one job, in its shard: one-shot rows copied from the job's row
+// (topic, key, details, priority, owner, interval), derived ids, retry_of = the job. A row goes
+// to its planned minute, or, when the shard is past it (or a live claim may have queried it) by
+// the time it is stored: a trigger to the shard's next minute while that is within its
+// late_limit (else it stays in its past minute and never fires, like a one-shot); a backfill row
+// (late_limit < 0) to the next minute plus its step, which keeps the backfill's pace. The caller
+// holds the shard's shard_state row (kLockShardStates). Returns the ids it inserted.
+inline constexpr const char kInsertManualRowsName[] = "belfry_insert_manual_rows";
+inline constexpr const char kInsertManualRowsSql[] =
+    "INSERT INTO jobs (id, shard, interval_minutes, offset_minutes, owner, topic, key, details, priority,"
+    " src_partition, src_offset, run_at, run_minute, scheduled_for_ms, retry_of) "
+    "SELECT a.id, j.shard, j.interval_minutes, 0, j.owner, j.topic, j.key, j.details, j.priority,"
+    " a.src_partition, a.src_offset, " BELFRY_MS_TO_TIMESTAMPTZ("a.scheduled_for_ms") ","
+    " CASE WHEN a.late_limit < 0 THEN GREATEST(a.run_minute, " BELFRY_SHARD_NEXT_MINUTE " + a.step)"
+    "  ELSE GREATEST(a.run_minute, CASE WHEN " BELFRY_SHARD_NEXT_MINUTE " <= a.late_limit"
+    "   THEN " BELFRY_SHARD_NEXT_MINUTE " END) END,"
+    " a.scheduled_for_ms, j.id "
+    "FROM json_to_recordset($1::json) AS a(id text, job_id text, shard smallint, run_minute bigint,"
+    " late_limit bigint, step bigint, scheduled_for_ms bigint, src_partition int, src_offset bigint) "
+    "JOIN jobs AS j ON j.shard = a.shard AND j.id = a.job_id "
+    "LEFT JOIN shard_state AS ss ON ss.shard = a.shard "
+    "ON CONFLICT DO NOTHING "
+    "RETURNING id";
+
 
 inline constexpr const char kSetPausedName[] = "belfry_set_paused";
 inline constexpr const char kSetPausedSql[] =

@@ -109,6 +109,28 @@ TEST_F(OperatorSurfaceTest, CliPutGetNextDeleteRoundTrip) {
   ASSERT_EQ(Cli({"jobs", "pause", id}, &out), 0) << out;
   ASSERT_EQ(Cli({"jobs", "get", id, "--json"}, &out), 0);
   EXPECT_EQ(Json::parse(out)["paused"], true);
+
+  // Issue 18 (docs/manual-fires.md): a paused job can still be fired by hand, and backfilled.
+  ASSERT_EQ(Cli({"jobs", "trigger", id}, &out), 0) << out;
+  Json outcome = Json::parse(out);
+  EXPECT_EQ(outcome["op"], "trigger");
+  EXPECT_EQ(outcome["slots"], 1);
+  const std::string from = "2026-01-01T00:00:00Z", to = "2026-01-01T01:00:00Z";  // 12 slots of a 5-minute job
+  ASSERT_EQ(Cli({"jobs", "backfill", id, "--from", from, "--to", to, "--dry-run"}, &out), 0) << out;
+  outcome = Json::parse(out);
+  EXPECT_EQ(outcome["slots"], 12);
+  EXPECT_EQ(outcome["dryRun"], true);
+  ASSERT_EQ(Cli({"jobs", "backfill", id, "--from", from, "--to", to, "--rate", "600"}, &out), 0) << out;
+  EXPECT_EQ(Json::parse(out)["slots"], 12);
+  ASSERT_EQ(Cli({"jobs", "backfill", id, "--from", from, "--to", to}, &out), 0) << out;
+  EXPECT_EQ(Json::parse(out)["slots"], 0);
+  EXPECT_EQ(Json::parse(out)["covered"], 12);
+  EXPECT_EQ(Cli({"jobs", "backfill", id, "--from", to, "--to", from}, &out), 1) << "rejected: from after to";
+  EXPECT_NE(out.find("invalid_backfill"), std::string::npos) << out;
+  EXPECT_EQ(Cli({"jobs", "trigger", Id("nobody")}, &out), 1);
+  EXPECT_NE(out.find("not_found"), std::string::npos) << out;
+  EXPECT_NE(Cli({"jobs", "backfill", id, "--from", from}, &out), 0) << "--to is required";
+
   ASSERT_EQ(Cli({"jobs", "delete", id}, &out), 0) << out;
   EXPECT_EQ(Cli({"jobs", "get", id}, &out), 4);
   EXPECT_NE(out.find("no job with id"), std::string::npos) << out;

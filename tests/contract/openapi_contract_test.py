@@ -569,11 +569,38 @@ def exercise(c, node, ids):
     c.call("GET", base, 401, auth=False)
     c.call("HEAD", base, 401, auth=False)
 
+    # A backfill's dry run (docs/manual-fires.md): an hour of a 5-minute job without dates is 12
+    # slots, a day of it 288, and the 15-minute job, which starts an hour ago, had none in January; a one-shot cannot be backfilled; a range in the future, reversed or too long is a 400.
+    base = f"/v1/jobs/{q(ids['owner2'])}/backfill"
+    r = c.call("GET", base + "?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z", 200)
+    if r.status_code == 200 and (r.json()["slots"], r.json()["covered"]) != (12, 0):
+        c.fail(f"GET {base}", f"{r.json()}: expected 12 slots, 0 covered")
+    r = c.call("GET", base + "?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z", 200)
+    if r.status_code == 200 and r.json()["slots"] != 288:
+        c.fail(f"GET {base} over a day", f"{r.json()}: expected 288 slots")
+    c.call("HEAD", base + "?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z", 200)
+    r = c.call("GET", f"/v1/jobs/{q(ids['interval'])}/backfill?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z", 200)
+    if r.status_code == 200 and r.json()["slots"] != 0:
+        c.fail("GET /backfill before a job's startDateTime", f"{r.json()}: expected 0 slots")
+    c.call("GET", f"/v1/jobs/{q(ids['once'])}/backfill?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z", 422)
+    c.call("HEAD", f"/v1/jobs/{q(ids['once'])}/backfill?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z", 422)
+    for bad in ("from=2026-01-01T00:00:00Z", "to=2026-01-01T00:00:00Z", "from=x&to=2026-01-01T00:00:00Z",
+                "from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z", "from=2026-01-01T00:00:00Z&to=2999-01-01T00:00:00Z",
+                "from=2024-01-01T00:00:00Z&to=2026-01-01T00:00:00Z",
+                "from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z&rate=5"):
+        c.call("GET", f"{base}?{bad}", 400)
+    c.call("HEAD", base + "?from=x&to=y", 400)
+    c.call("GET", "/v1/jobs/no-such-job/backfill?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z", 404)
+    c.call("HEAD", "/v1/jobs/no-such-job/backfill?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z", 404)
+    c.call("GET", base + "?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z", 401, auth=False)
+    c.call("HEAD", base + "?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z", 401, auth=False)
+
     # Every other method on every route: 405 with Allow (with the token; without, 401 for /v1).
     concrete = {
         "/v1/jobs/{id}": f"/v1/jobs/{q(ids['interval'])}",
         "/v1/jobs/{id}/next": f"/v1/jobs/{q(ids['interval'])}/next",
         "/v1/jobs/{id}/executions": f"/v1/jobs/{q(ids['interval'])}/executions",
+        "/v1/jobs/{id}/backfill": f"/v1/jobs/{q(ids['interval'])}/backfill",
     }
     for template in c.spec["paths"]:
         target = concrete.get(template, template)
@@ -675,7 +702,9 @@ def database_gone(c, node, ids):
     node.wait_for(lambda: c.call("GET", "/readyz", {200, 503}, auth=False).status_code == 503, 30,
                   "/readyz did not turn 503 after the database was dropped")
     c.call("HEAD", "/readyz", 503, auth=False)
-    for target in ("/v1/shards", "/v1/jobs", job, job + "/next", job + "/executions", "/v1/load", "/v1/load/rebalance"):
+    backfill = job + "/backfill?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z"
+    for target in ("/v1/shards", "/v1/jobs", job, job + "/next", job + "/executions", backfill, "/v1/load",
+                   "/v1/load/rebalance"):
         c.call("GET", target, 503)
         c.call("HEAD", target, 503)
     c.call("GET", "/healthz", 200, auth=False)

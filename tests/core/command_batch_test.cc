@@ -193,6 +193,42 @@ TEST_F(PrepareCommandBatchTest, ValidAndRejectedSideBySide) {
   EXPECT_EQ(p.actions[1].kind, JobAction::Kind::kDelete);
 }
 
+// Issue 18: trigger and backfill are not job actions; they go to `manual`, in order, with the
+// index of their outcome, and their counts reach the outcome once the store has applied them.
+TEST_F(PrepareCommandBatchTest, TriggersAndBackfillsAreAppliedAfterTheJobActions) {
+  std::vector<RawCommand> batch = {
+      Raw("j1", R"({"id":"j1","intervalMinutes":5,"topic":"out"})", 10),
+      Raw("j1", R"({"op":"trigger","id":"j1"})", 11),
+      Raw("j2", R"({"op":"backfill","id":"j2","from":"2026-11-22T00:00:00Z","to":"2026-11-22T01:00:00Z","dryRun":true})", 12),
+      Raw("j3", R"({"op":"backfill","id":"j3","from":"2026-11-22T00:00:00Z","to":"2026-11-22T01:00:00Z"})", 13),
+      Raw("j1", R"({"op":"delete","id":"j1"})", 14),
+  };
+  PreparedCommandBatch p = PrepareCommandBatch(batch, rules_);
+  ASSERT_EQ(p.actions.size(), 1u);
+  EXPECT_EQ(p.actions[0].kind, JobAction::Kind::kDelete) << "the trigger does not fold into j1's action";
+  ASSERT_EQ(p.manual.size(), 3u);
+  EXPECT_EQ(p.manual_outcomes, (std::vector<size_t>{1, 2, 3}));
+  EXPECT_EQ(p.manual[0].kind, ManualFire::Kind::kTrigger);
+  EXPECT_EQ(p.manual[0].source.offset, 11);
+  EXPECT_EQ(p.manual[0].tick_ms, rules_.one_shot.tick_ms);
+  EXPECT_EQ(p.manual[1].kind, ManualFire::Kind::kBackfill);
+  EXPECT_TRUE(p.manual[1].backfill.dry_run);
+  EXPECT_EQ(p.manual[2].id, "j3");
+
+  RecordManualFireResults({ManualFireResult{Status::Ok(), 0, 0}, ManualFireResult{Status::Ok(), 60, 0},
+                           ManualFireResult{Status::NotFound("job j3 does not exist"), 0, 0}},
+                          &p);
+  EXPECT_EQ(EncodeCommandOutcome(p.outcomes[1]),
+            R"({"id":"j1","op":"trigger","status":"applied","error":null,"slots":0,"partition":2,"offset":11})");
+  EXPECT_EQ(EncodeCommandOutcome(p.outcomes[2]),
+            R"({"id":"j2","op":"backfill","status":"applied","error":null,"slots":60,"covered":0,"dryRun":true,)"
+            R"("partition":2,"offset":12})");
+  EXPECT_EQ(EncodeCommandOutcome(p.outcomes[3]),
+            R"({"id":"j3","op":"backfill","status":"rejected","error":"not_found: job j3 does not exist",)"
+            R"("partition":2,"offset":13})");
+  EXPECT_TRUE(p.rejections.empty()) << "a rejection at apply time is not a DLQ case";
+}
+
 TEST_F(PrepareCommandBatchTest, UnusableKeyGetsNoOutcomeId) {
   PreparedCommandBatch p = PrepareCommandBatch({Raw(std::string("bad\x01key"), "{}", 1), Raw(std::nullopt, "[]", 2)}, rules_);
   ASSERT_EQ(p.rejections.size(), 2u);

@@ -100,6 +100,56 @@ TEST_F(CommandParserTest, PauseCarriesAnOptionalNote) {
   EXPECT_EQ(c.pause_reason.size(), 1024u);
 }
 
+// Issue 18: trigger needs only the id; backfill takes a past range, a pace and a dry-run flag.
+TEST_F(CommandParserTest, TriggerAndBackfill) {
+  Command c = MustParse(R"({"op":"trigger","id":"job-1"})");
+  EXPECT_EQ(c.op, CommandOp::kTrigger);
+  EXPECT_EQ(c.id, "job-1");
+  EXPECT_EQ(c.spec.shard, ShardForId("job-1", 120));
+
+  c = MustParse(R"({"op":"backfill","id":"job-1","from":"2026-11-22T13:00:00Z","to":"2026-11-22T14:00:00Z"})");
+  EXPECT_EQ(c.op, CommandOp::kBackfill);
+  EXPECT_EQ(c.backfill.from_ms, kStart1300);
+  EXPECT_EQ(c.backfill.to_ms, kStart1300 + 3'600'000);
+  EXPECT_EQ(c.backfill.rate_per_minute, 60);
+  EXPECT_FALSE(c.backfill.dry_run);
+
+  c = MustParse(R"({"op":"backfill","id":"job-1","from":"2026-11-22T13:00:00Z","to":"2026-11-22T14:00:00Z",)"
+                R"("ratePerMinute":10000,"dryRun":true})");
+  EXPECT_EQ(c.backfill.rate_per_minute, 10000);
+  EXPECT_TRUE(c.backfill.dry_run);
+
+  // Up to the message's own timestamp, and exactly 366 days.
+  c = MustParse(R"({"op":"backfill","id":"job-1","from":"2025-11-27T13:07:42.123Z","to":"2026-11-28T13:07:42.123Z"})");
+  EXPECT_EQ(c.backfill.to_ms, kMessageTs);
+  EXPECT_EQ(c.backfill.to_ms - c.backfill.from_ms, 366LL * 86'400'000);
+}
+
+TEST_F(CommandParserTest, BackfillRejections) {
+  const std::string head = R"({"op":"backfill","id":"job-1",)";
+  EXPECT_EQ(Reject(head + R"("from":"2026-11-22T13:00:00Z"})").reason(), "missing_field");
+  EXPECT_EQ(Reject(head + R"("to":"2026-11-22T13:00:00Z"})").reason(), "missing_field");
+  EXPECT_EQ(Reject(head + R"("from":"2026-11-22T14:00:00Z","to":"2026-11-22T14:00:00Z"})").reason(),
+            "invalid_backfill");
+  // One millisecond after the message timestamp is the future.
+  EXPECT_EQ(Reject(head + R"("from":"2026-11-22T14:00:00Z","to":"2026-11-28T13:07:42.124Z"})").reason(),
+            "invalid_backfill");
+  EXPECT_EQ(Reject(head + R"("from":"2025-11-27T13:07:42.122Z","to":"2026-11-28T13:07:42.123Z"})").reason(),
+            "invalid_backfill");
+  const std::string range = R"("from":"2026-11-22T13:00:00Z","to":"2026-11-22T14:00:00Z")";
+  EXPECT_EQ(Reject(head + range + R"(,"ratePerMinute":0})").reason(), "invalid_rate");
+  EXPECT_EQ(Reject(head + range + R"(,"ratePerMinute":10001})").reason(), "invalid_rate");
+  EXPECT_EQ(Reject(head + range + R"(,"ratePerMinute":1.5})").reason(), "invalid_rate");
+  EXPECT_EQ(Reject(head + range + R"(,"ratePerMinute":"5"})").reason(), "wrong_type");
+  EXPECT_EQ(Reject(head + range + R"(,"dryRun":1})").reason(), "wrong_type");
+  EXPECT_EQ(Reject(head + R"("from":"soon","to":"2026-11-22T14:00:00Z"})").reason(), "invalid_date");
+  // The reserved markers, in any op.
+  EXPECT_EQ(Reject(R"({"op":"trigger","id":"a#trigger#1"})", "a#trigger#1").reason(), "invalid_id");
+  EXPECT_EQ(Reject(R"({"op":"delete","id":"a#backfill#1"})", "a#backfill#1").reason(), "invalid_id");
+  EXPECT_EQ(Reject(R"({"op":"pause","id":"a#retry#1#1"})", "a#retry#1#1").reason(), "invalid_id");
+  EXPECT_TRUE(Reject(R"({"op":"trigger","id":"a#trig#1"})", "a#trig#1").ok());
+}
+
 TEST_F(CommandParserTest, ExplicitUpsertOp) {
   const Command c = MustParse(R"({"op":"upsert","id":"job-1","topic":"tracking.poll","intervalMinutes":5})");
   EXPECT_EQ(c.op, CommandOp::kUpsert);

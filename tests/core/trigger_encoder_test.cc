@@ -22,6 +22,23 @@ TEST(TriggerEncoderTest, ProducesDesignFormat) {
   EXPECT_EQ(ScheduledForHeader(t.scheduled_for_ms), "1795354652500");
 }
 
+TEST(TriggerEncoderTest, RetriesAndManualFiresSayWhatTheyAre) {
+  TriggerView t;
+  t.job_id = "j";
+  t.details_json = "{}";
+  t.interval_minutes = 5;
+  t.scheduled_for_ms = 1795354652500LL;
+  t.manual = "backfill";
+  std::string out;
+  EncodeTriggerValue(t, &out);
+  EXPECT_EQ(out, R"({"jobId":"j","scheduledFor":"2026-11-22T13:37:32.500Z","intervalMinutes":5,"manual":"backfill",)"
+                 R"("jobDetails":{}})");
+  t.attempt = 2;
+  EncodeTriggerValue(t, &out);
+  EXPECT_EQ(out, R"({"jobId":"j","scheduledFor":"2026-11-22T13:37:32.500Z","intervalMinutes":5,"attempt":2,)"
+                 R"("manual":"backfill","jobDetails":{}})");
+}
+
 TEST(TriggerEncoderTest, EscapesIdAndReusesBuffer) {
   TriggerView t;
   t.job_id = "we\"ird\\id\x01";

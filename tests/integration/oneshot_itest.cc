@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "belfry_process.h"
 #include "core/iso_time.h"
+#include "core/shard_hash.h"
 #include "core/slot_math.h"
 #include "itest_support.h"
 #include "plain_producer.h"
@@ -168,6 +170,90 @@ TEST_F(OneShotTest, PastRunAtWithinTheWindowFiresAtOnceAndBeyondItNever) {
   SleepUntilWallMs(WallMs() + 3000);
   EXPECT_EQ(ReceivedFor(within).size(), 1u);
   EXPECT_TRUE(ReceivedFor(beyond).empty());
+}
+
+// Issue 18 (docs/manual-fires.md): `trigger` fires a job once, now, and `backfill` fires its past
+// slots with their own scheduledFor, both marked manual; a repeated backfill fires nothing more,
+// and its outcome says why.
+TEST_F(OneShotTest, TriggerAndBackfillFireByHandMarkedManual) {
+  TopicCollector results(world_->brokers, {world_->results_topic});
+  const int64_t now_minute = EpochMinuteOf(WallMs());
+  const int32_t offset = static_cast<int32_t>((now_minute + 30) % 60);  // its own slots are half an hour away
+  const std::string job = world_->run_id + "-manual";
+  const int32_t shard = ShardForId(job, 120);
+  Send(job, R"({"id":")" + job + R"(","intervalMinutes":60,"offsetMinutes":)" + std::to_string(offset) +
+                R"(,"topic":")" + world_->trigger_topic + R"("})");
+  ASSERT_TRUE(WaitFor([&] { return Count("id = '" + job + "'") == 1; }, 10'000));
+
+  // The job's slots in the last three hours, by brute force.
+  const int64_t from_minute = now_minute - 180;
+  std::vector<std::string> expected;
+  for (int64_t m = from_minute; m < now_minute; ++m) {
+    if (m % 60 == offset) expected.push_back(std::to_string(SlotMs(m, shard, 500)));
+  }
+  ASSERT_EQ(expected.size(), 3u);
+  const std::string backfill = R"({"op":"backfill","id":")" + job + R"(","from":")" + FormatIsoTime(from_minute * 60'000) +
+                               R"(","to":")" + FormatIsoTime(now_minute * 60'000) + R"(","ratePerMinute":100)";
+  const EpochMs sent_at = WallMs();
+  Send(job, R"({"op":"trigger","id":")" + job + R"("})");
+  Send(job, backfill + "}");
+  ASSERT_TRUE(WaitFor([&] { return ReceivedFor(job).size() >= 4; }, 75'000))
+      << "received " << ReceivedFor(job).size() << " of 1 trigger and 3 backfilled slots";
+  std::vector<std::string> backfilled;
+  int triggered = 0;
+  for (const TailRecord& r : ReceivedFor(job)) {
+    ASSERT_TRUE(r.headers.count("belfry-manual")) << *r.value;
+    const std::string& kind = r.headers.at("belfry-manual");
+    EXPECT_NE(r.value->find(R"("manual":")" + kind + R"(")"), std::string::npos) << *r.value;
+    EXPECT_GE(r.timestamp_ms, sent_at + 1000) << "fired before the margin after the command";
+    if (kind == "backfill") {
+      backfilled.push_back(r.headers.at("belfry-scheduled-for"));
+    } else {
+      EXPECT_EQ(kind, "trigger");
+      ++triggered;
+      const int64_t scheduled = std::stoll(r.headers.at("belfry-scheduled-for"));
+      EXPECT_GE(scheduled, sent_at - 5'000) << "a trigger's scheduledFor is its command's timestamp";
+      EXPECT_LE(scheduled, sent_at + 5'000);
+    }
+  }
+  std::sort(backfilled.begin(), backfilled.end());
+  EXPECT_EQ(backfilled, expected);
+  EXPECT_EQ(triggered, 1);
+
+  // The same backfill again, and as a dry run: nothing new, and the outcomes say so.
+  Send(job, backfill + "}");
+  Send(job, backfill + R"(,"dryRun":true})");
+  std::vector<std::string> outcomes;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        outcomes.clear();
+        for (const TailRecord& r : results.records()) {
+          if (r.key == job && r.value && r.value->find(R"("op":"backfill")") != std::string::npos) {
+            outcomes.push_back(*r.value);
+          }
+        }
+        return outcomes.size() >= 3;
+      },
+      15'000));
+  EXPECT_NE(outcomes[0].find(R"("status":"applied","error":null,"slots":3,"covered":0,"dryRun":false)"),
+            std::string::npos)
+      << outcomes[0];
+  EXPECT_NE(outcomes[1].find(R"("slots":0,"covered":3,"dryRun":false)"), std::string::npos) << outcomes[1];
+  EXPECT_NE(outcomes[2].find(R"("slots":0,"covered":3,"dryRun":true)"), std::string::npos) << outcomes[2];
+  EXPECT_EQ(Count("retry_of = '" + job + "'"), 4);
+
+  // A trigger of a job that does not exist is rejected in its outcome (and not fired).
+  Send(job + "-none", R"({"op":"trigger","id":")" + job + R"(-none"})");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (const TailRecord& r : results.records()) {
+          if (r.key == job + "-none") {
+            return r.value && r.value->find(R"("status":"rejected","error":"not_found: )") != std::string::npos;
+          }
+        }
+        return false;
+      },
+      15'000));
 }
 
 }  // namespace

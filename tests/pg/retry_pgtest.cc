@@ -268,5 +268,32 @@ TEST_F(PgRetryTest, JobReadBackCarriesItsRetrySettings) {
   EXPECT_TRUE(retry.value()->spec.one_shot());
 }
 
+// A success supersedes the job's retries of older slots, never its pending manual rows (which also
+// have retry_of set): a backfill of last night must survive this morning's success.
+TEST_F(PgRetryTest, ASuccessSupersedesRetriesButNotBackfillRows) {
+  Apply({Job("j", 3, 1)});
+  Report({Failed("j", kSlot, 0, kSlot + 1000, 1)});
+  ASSERT_EQ(Retries().size(), 1u);
+  ManualFire backfill;
+  backfill.kind = ManualFire::Kind::kBackfill;
+  backfill.id = "j";
+  backfill.source = SourcePosition{1, 7, kNow};
+  backfill.tick_ms = kTickMs;
+  backfill.backfill.from_ms = (kMinute - 120) * 60'000;
+  backfill.backfill.to_ms = kMinute * 60'000;
+  StatusOr<std::vector<ManualFireResult>> stored = jobs_->ApplyManualFires({backfill});
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  ASSERT_TRUE(stored->at(0).status.ok()) << stored->at(0).status.ToString();
+  EXPECT_EQ(stored->at(0).slots, 8);  // every 15 minutes over two hours
+
+  Report({Succeeded("j", kSlot + 15 * 60'000, 0, 2)});
+  const std::vector<RetryRow> rows = Retries();
+  EXPECT_EQ(rows.size(), 8u);
+  for (const RetryRow& r : rows) {
+    EXPECT_EQ(r.attempt, 0) << r.id;
+    EXPECT_NE(r.id.find("#backfill#"), std::string::npos) << r.id;
+  }
+}
+
 }  // namespace
 }  // namespace belfry
