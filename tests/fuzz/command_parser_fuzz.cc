@@ -10,11 +10,13 @@
 #include <string>
 #include <string_view>
 
-#include "core/command_parser.h"
 #include "core/calendar_schedule.h"
+#include "core/command_parser.h"
 #include "core/cron_expression.h"
+#include "core/derived_row_id.h"
 #include "core/interval_name.h"
 #include "core/iso_time.h"
+#include "core/manual_fire.h"
 #include "core/shard_hash.h"
 #include "core/topic_policy.h"
 #include "fuzz_checks.h"
@@ -61,6 +63,13 @@ void CheckAccepted(const RawCommand& raw, const Command& command) {
   Check(raw.key.has_value() && *raw.key == command.id);
   Check(command.source.offset == raw.source.offset);
   if (!raw.value) Check(command.op == CommandOp::kDelete);
+  Check(!belfry::ReservedIdMarker(command.id).has_value());
+  if (command.op == CommandOp::kBackfill) {  // a past range of at most 366 days, a pace in 1..10000
+    const belfry::BackfillRange& b = command.backfill;
+    Check(b.from_ms < b.to_ms && b.to_ms <= raw.source.timestamp_ms);
+    Check(b.to_ms - b.from_ms <= belfry::kMaxBackfillSpanMs);
+    Check(b.rate_per_minute >= 1 && b.rate_per_minute <= belfry::kMaxBackfillRatePerMinute);
+  }
   if (command.op != CommandOp::kUpsert) return;
 
   const belfry::JobSpec& spec = command.spec;
