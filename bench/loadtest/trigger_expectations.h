@@ -41,6 +41,7 @@ class TriggerExpectations final {
     kOutsideWindow,  // scheduledFor outside the window: not judged
     kUnknownJob,     // no such job in the table (as loaded)
     kNotDue,         // the job exists but is not due at that slot (or the slot is not its shard's)
+    kManual,         // a trigger or backfill a command asked for (belfry-manual): counted, not judged
   };
 
   struct MissingTrigger {

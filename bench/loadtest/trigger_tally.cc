@@ -23,6 +23,10 @@ TriggerExpectations::Verdict TriggerTally::Add(const LiveRecord& record) {
     malformed_.fetch_add(1, std::memory_order_relaxed);
     return TriggerExpectations::Verdict::kNotDue;
   }
+  if (record.has_header[2]) {
+    manual_.fetch_add(1, std::memory_order_relaxed);
+    return TriggerExpectations::Verdict::kManual;
+  }
   const TriggerExpectations::Verdict verdict =
       churn_ != nullptr ? churn_->Record(record.headers[0], scheduled_for, record.received_ms)
                         : expectations_->Record(record.headers[0], scheduled_for);
@@ -38,6 +42,8 @@ TriggerExpectations::Verdict TriggerTally::Add(const LiveRecord& record) {
       break;
     case TriggerExpectations::Verdict::kOutsideWindow:
       outside_window_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case TriggerExpectations::Verdict::kManual:
       break;
     case TriggerExpectations::Verdict::kUnknownJob:
     case TriggerExpectations::Verdict::kNotDue:
@@ -63,6 +69,7 @@ nlohmann::ordered_json TriggerTally::Json() const {
   if (!first_unexpected_.empty()) j["unexpected"]["first"] = first_unexpected_;
   j["outside_window"] = outside_window_.load();
   j["malformed"] = malformed();
+  j["manual"] = manual();
   return j;
 }
 

@@ -17,7 +17,9 @@
 namespace belfry::loadtest {
 
 // The header names a LiveTopicReader of triggers must extract, in this order.
-inline const std::vector<std::string> kTriggerHeaders = {"belfry-job-id", "belfry-scheduled-for"};
+// A trigger with belfry-manual (docs/manual-fires.md) was asked for by a trigger or backfill
+// command, not by the schedule: it is counted apart and not judged.
+inline const std::vector<std::string> kTriggerHeaders = {"belfry-job-id", "belfry-scheduled-for", "belfry-manual"};
 
 class ChurnExpectations;
 
@@ -43,13 +45,14 @@ class TriggerTally final {
     return unknown_job_.load(std::memory_order_relaxed) + not_due_.load(std::memory_order_relaxed);
   }
   int64_t malformed() const { return malformed_.load(std::memory_order_relaxed); }
+  int64_t manual() const { return manual_.load(std::memory_order_relaxed); }
   int64_t value_bytes() const { return value_bytes_; }
   // Lateness (receive time - scheduledFor) of first arrivals of expected triggers.
   const LatencyHistogram& lateness() const { return lateness_; }
   EpochMs first_arrival_ms() const { return first_arrival_ms_; }
   EpochMs last_arrival_ms() const { return last_arrival_ms_; }
 
-  // {"received_messages","duplicates","unexpected":{...},"outside_window","malformed"}.
+  // {"received_messages","duplicates","unexpected":{...},"outside_window","malformed","manual"}.
   nlohmann::ordered_json Json() const;
   // Writes the run's delivery verdict into `j`, the same way in every mode: "expected",
   // "received", "missing", "missing_examples" (when there are any), then Json()'s fields.
@@ -69,6 +72,7 @@ class TriggerTally final {
   std::atomic<int64_t> not_due_{0};
   std::atomic<int64_t> outside_window_{0};
   std::atomic<int64_t> malformed_{0};
+  std::atomic<int64_t> manual_{0};
   int64_t value_bytes_ = 0;
   LatencyHistogram lateness_;
   EpochMs first_arrival_ms_ = 0;

@@ -41,6 +41,7 @@ void WindowReport::AddArrival(TriggerExpectations::Verdict verdict, EpochMs slot
       ++window.unexpected;
       break;
     case TriggerExpectations::Verdict::kOutsideWindow:
+    case TriggerExpectations::Verdict::kManual:
       break;
   }
 }
