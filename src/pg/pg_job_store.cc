@@ -8,6 +8,7 @@
 #include <pqxx/result>
 #include <pqxx/stream_to>
 #include <pqxx/transaction>
+#include <unordered_set>
 #include <utility>
 
 #include "core/calendar_schedule.h"
@@ -31,6 +32,7 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kCoveredBackfillsName, q::kCoveredBackfillsSql},
       {q::kRecordBackfillName, q::kRecordBackfillSql},
       {q::kInsertManualRowsName, q::kInsertManualRowsSql},
+      {q::kJobsInTheirShardsName, q::kJobsInTheirShardsSql},
       {q::kSetPausedName, q::kSetPausedSql},
       {q::kGetJobName, q::kGetJobSql},
       {q::kGetJobInShardName, q::kGetJobInShardSql},
@@ -230,28 +232,95 @@ ManualPlan PlanManualFire(pqxx::transaction_base& txn, const ManualFire& f, cons
   return plan;
 }
 
-// Stores the rows of one manual fire; returns how many were new.
-int64_t InsertManualRows(pqxx::transaction_base& txn, const ManualFire& f, const StoredJob& job,
-                         const std::vector<ManualRow>& rows) {
+// One derived row to store, for the job `job_id` of `shard`.
+struct RowToStore {
+  const ManualRow* row = nullptr;
+  std::string_view job_id;
+  int32_t shard = 0;
+  SourcePosition source;
+  int64_t step = 0;  // minutes after its fire's first row (a backfill's pace)
+};
+
+// Stores the rows (one set-based statement per chunk); returns the ids that were new.
+std::unordered_set<std::string> InsertManualRows(pqxx::transaction_base& txn, const std::vector<RowToStore>& rows) {
   JsonArrayChunks chunks;
-  for (const ManualRow& row : rows) {
+  for (const RowToStore& r : rows) {
     chunks.BeginObject();
-    chunks.String("id", row.row_id);
-    chunks.String("job_id", job.spec.id);
-    chunks.Int("shard", job.spec.shard);
-    chunks.Int("run_minute", row.run_minute);
-    chunks.Int("late_limit", row.late_limit_minute);
-    chunks.Int("step", row.run_minute - rows.front().run_minute);
-    chunks.Int("scheduled_for_ms", row.scheduled_for_ms);
-    chunks.Int("src_partition", f.source.partition);
-    chunks.Int("src_offset", f.source.offset);
+    chunks.String("id", r.row->row_id);
+    chunks.String("job_id", r.job_id);
+    chunks.Int("shard", r.shard);
+    chunks.Int("run_minute", r.row->run_minute);
+    chunks.Int("late_limit", r.row->late_limit_minute);
+    chunks.Int("step", r.step);
+    chunks.Int("scheduled_for_ms", r.row->scheduled_for_ms);
+    chunks.Int("src_partition", r.source.partition);
+    chunks.Int("src_offset", r.source.offset);
     chunks.EndObject();
   }
-  int64_t inserted = 0;
+  std::unordered_set<std::string> inserted;
   for (const std::string& chunk : chunks.Finish()) {
-    inserted += static_cast<int64_t>(txn.exec_prepared(pg_queries::kInsertManualRowsName, chunk).size());
+    for (const pqxx::row& row : txn.exec_prepared(pg_queries::kInsertManualRowsName, chunk)) {
+      inserted.insert(row[0].as<std::string>());
+    }
   }
   return inserted;
+}
+
+// The triggers among `fires` whose job is stored in its own shard (ShardForId), set-based: one
+// statement finds those jobs, one stores all their rows, whatever the number of triggers. Sets
+// their results and returns the indexes of the fires it left to the one-by-one path (backfills,
+// and triggers of jobs not found in their shard: unknown, or stored under another shard count).
+std::vector<size_t> ApplyTriggersSetBased(pqxx::transaction_base& txn, const std::vector<ManualFire>& fires,
+                                          int32_t shard_count, std::vector<ManualFireResult>* results) {
+  std::vector<size_t> rest;
+  std::vector<size_t> triggers;
+  JsonArrayChunks lookups;
+  std::unordered_set<std::string> asked;
+  for (size_t i = 0; i < fires.size(); ++i) {
+    if (fires[i].kind != ManualFire::Kind::kTrigger) {
+      rest.push_back(i);
+      continue;
+    }
+    triggers.push_back(i);
+    if (!asked.insert(fires[i].id).second) continue;
+    lookups.BeginObject();
+    lookups.String("id", fires[i].id);
+    lookups.Int("shard", ShardForId(fires[i].id, shard_count));
+    lookups.EndObject();
+  }
+  if (triggers.empty()) return rest;
+  std::unordered_set<std::string> found;
+  for (const std::string& chunk : lookups.Finish()) {
+    for (const pqxx::row& row : txn.exec_prepared(pg_queries::kJobsInTheirShardsName, chunk)) {
+      found.insert(row[0].as<std::string>());
+    }
+  }
+  std::vector<ManualRow> planned;
+  planned.reserve(triggers.size());
+  std::vector<size_t> stored;  // fires[stored[k]] has planned[k]
+  for (size_t i : triggers) {
+    const ManualFire& f = fires[i];
+    if (found.count(f.id) == 0) {
+      rest.push_back(i);
+      continue;
+    }
+    planned.push_back(
+        PlanManualTrigger(f.id, ShardForId(f.id, shard_count), f.source.timestamp_ms, ManualFireRules{f.tick_ms, f.max_late_ms}));
+    stored.push_back(i);
+  }
+  std::vector<RowToStore> rows;
+  rows.reserve(planned.size());
+  for (size_t k = 0; k < planned.size(); ++k) {
+    const ManualFire& f = fires[stored[k]];
+    rows.push_back(RowToStore{&planned[k], f.id, ShardForId(f.id, shard_count), f.source, 0});
+  }
+  std::unordered_set<std::string> inserted = rows.empty() ? std::unordered_set<std::string>() : InsertManualRows(txn, rows);
+  for (size_t k = 0; k < planned.size(); ++k) {
+    // Two triggers of one job in the same millisecond are one row: the first of them stored it.
+    (*results)[stored[k]].slots = inserted.erase(planned[k].row_id) > 0 ? 1 : 0;
+  }
+  std::sort(rest.begin(), rest.end());
+  return rest;
 }
 
 }  // namespace
@@ -329,7 +398,7 @@ StatusOr<std::vector<ManualFireResult>> PgJobStore::ApplyManualFires(const std::
     std::sort(shards.begin(), shards.end());
     shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
     txn.exec_prepared(pg_queries::kLockShardStatesName, IntArrayLiteral(shards));
-    for (size_t i = 0; i < fires.size(); ++i) {
+    for (size_t i : ApplyTriggersSetBased(txn, fires, shard_count_, &results)) {
       const ManualFire& f = fires[i];
       const std::optional<StoredJob> job = ReadJobInTxn(txn, f.id, shard_count_);
       ManualPlan plan = PlanManualFire(txn, f, job);
@@ -338,7 +407,12 @@ StatusOr<std::vector<ManualFireResult>> PgJobStore::ApplyManualFires(const std::
       if (!std::binary_search(shards.begin(), shards.end(), job->spec.shard)) {  // stored under another shard
         txn.exec_prepared(pg_queries::kLockShardStatesName, IntArrayLiteral({job->spec.shard}));
       }
-      const int64_t inserted = plan.rows.empty() ? 0 : InsertManualRows(txn, f, *job, plan.rows);
+      std::vector<RowToStore> rows;
+      rows.reserve(plan.rows.size());
+      for (const ManualRow& row : plan.rows) {
+        rows.push_back(RowToStore{&row, job->spec.id, job->spec.shard, f.source, row.run_minute - plan.rows.front().run_minute});
+      }
+      const int64_t inserted = rows.empty() ? 0 : static_cast<int64_t>(InsertManualRows(txn, rows).size());
       results[i].slots = inserted;
       if (f.kind == ManualFire::Kind::kBackfill) {
         txn.exec_prepared(pg_queries::kRecordBackfillName, f.id, f.backfill.from_ms, f.backfill.to_ms, inserted,

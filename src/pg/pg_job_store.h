@@ -38,8 +38,9 @@ class PgJobStore final : public JobStore {
   // pause/resume look the job up in that shard's partition only.
   Status ApplyActions(const std::vector<JobAction>& actions) override;
 
-  // One transaction: per fire, a read of the job (and of its earlier backfills), then one
-  // set-based insert of its rows (pg_queries.h, "Manual fires").
+  // One transaction. Triggers are set-based: one statement finds their jobs, one stores all their
+  // rows. Each backfill reads its job and its earlier ranges, then stores its rows in one
+  // statement (pg_queries.h, "Manual fires").
   StatusOr<std::vector<ManualFireResult>> ApplyManualFires(const std::vector<ManualFire>& fires) override;
   StatusOr<ManualFireResult> CountBackfill(const ManualFire& fire) override;
 

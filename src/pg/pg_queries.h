@@ -418,7 +418,14 @@ inline constexpr const char kRecordBackfillSql[] =
     "INSERT INTO backfills (job_id, from_ms, to_ms, slots, rate_per_minute, src_partition, src_offset) "
     "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING";
 
-// $1 = JSON array of ManualRows of one job, in its shard: one-shot rows copied from the job's row
+// $1 = JSON array of (id, shard): the ids of those jobs that are stored in that shard. Trigger
+// commands look their jobs up in one statement (PgJobStore::ApplyManualFires).
+inline constexpr const char kJobsInTheirShardsName[] = "belfry_jobs_in_their_shards";
+inline constexpr const char kJobsInTheirShardsSql[] =
+    "SELECT j.id FROM json_to_recordset($1::json) AS a(id text, shard smallint) "
+    "JOIN jobs AS j ON j.shard = a.shard AND j.id = a.id";
+
+// $1 = JSON array of ManualRows, each naming its job and the job's shard: one-shot rows copied from the job's row
 // (topic, key, details, priority, owner, interval), derived ids, retry_of = the job. A row goes
 // to its planned minute, or, when the shard is past it (or a live claim may have queried it) by
 // the time it is stored: a trigger to the shard's next minute while that is within its

@@ -158,6 +158,42 @@ TEST_F(PgManualFireTest, AFireOfAMissingJobFailsAloneAndStoresNothing) {
   EXPECT_EQ(DerivedDue(kMinute + 1).size(), 1u);
 }
 
+// Triggers are applied set-based; repeats, a missing job and a job stored outside the shard of
+// its id (the one-by-one path) are settled in the same call, each with its own result.
+TEST_F(PgManualFireTest, ManyTriggersInOneCallWithRepeatsAMissingJobAndAJobOutsideItsShard) {
+  std::vector<JobAction> jobs;
+  for (int k = 0; k < 50; ++k) jobs.push_back(Job("k" + std::to_string(k), 2));
+  JobAction odd = Job("odd", 2);
+  odd.spec.shard = (ShardForId("odd", kMigratedShardCount) + 1) % kMigratedShardCount;
+  jobs.push_back(odd);
+  ASSERT_TRUE(store_->ApplyActions(jobs).ok());
+  const EpochMs at = SlotMs(kMinute, shard_, kTickMs) + 100;
+  std::vector<ManualFire> fires;
+  for (int k = 0; k < 50; ++k) fires.push_back(Fire(ManualFire::Kind::kTrigger, "k" + std::to_string(k), at, 10 + k));
+  fires.push_back(Fire(ManualFire::Kind::kTrigger, "j", at, 70));
+  fires.push_back(Fire(ManualFire::Kind::kTrigger, "nope", at, 71));
+  fires.push_back(Fire(ManualFire::Kind::kTrigger, "j", at, 72));  // the same millisecond: the same row
+  fires.push_back(Fire(ManualFire::Kind::kTrigger, "odd", at, 73));
+  const std::vector<ManualFireResult> r = Apply(fires);
+  ASSERT_EQ(r.size(), 54u);
+  for (int k = 0; k < 50; ++k) {
+    EXPECT_TRUE(r[k].status.ok()) << k;
+    EXPECT_EQ(r[k].slots, 1) << k;
+  }
+  EXPECT_EQ(r[50].slots, 1);
+  EXPECT_EQ(r[51].status.code(), Status::Code::kNotFound);
+  EXPECT_TRUE(r[52].status.ok());
+  EXPECT_EQ(r[52].slots, 0);
+  EXPECT_TRUE(r[53].status.ok()) << r[53].status.ToString();
+  EXPECT_EQ(r[53].slots, 1);
+  auto row = store_->GetJob(DerivedRowId("odd", DerivedKind::kTrigger, at));
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_EQ((*row)->spec.shard, odd.spec.shard) << "the row lives in its job's shard";
+  EXPECT_EQ(db().Exec("SELECT count(*) FROM jobs WHERE retry_of IS NOT NULL")[0][0].as<int64_t>(), 52);
+  // Each row of a job in `j`'s shard is due in the minute after the command, as one statement placed it.
+  for (const Row& due : DerivedDue(kMinute + 1)) EXPECT_EQ(due.scheduled_for_ms, at) << due.id;
+}
+
 TEST_F(PgManualFireTest, BackfillFiresTheRangesSlotsOldestFirstAtItsRate) {
   const std::vector<EpochMs> slots = Slots(kMinute - 30, kMinute);
   ASSERT_EQ(slots.size(), 6u);
