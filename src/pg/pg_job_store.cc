@@ -191,7 +191,8 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, int32_t sh
   return params;
 }
 
-// The job a manual fire names, as stored: its shard's partition first, then any (as GetJob).
+// A job as stored: its id's shard's partition first, then every partition (a row stored under
+// another shard count). GetJob, and the manual fires' reads inside their transaction.
 std::optional<StoredJob> ReadJobInTxn(pqxx::transaction_base& txn, const std::string& id, int32_t shard_count) {
   pqxx::result r = txn.exec_prepared(pg_queries::kGetJobInShardName, id, ShardForId(id, shard_count));
   if (r.empty()) r = txn.exec_prepared(pg_queries::kGetJobName, id);
@@ -297,23 +298,21 @@ std::vector<size_t> ApplyTriggersSetBased(pqxx::transaction_base& txn, const std
   }
   std::vector<ManualRow> planned;
   planned.reserve(triggers.size());
-  std::vector<size_t> stored;  // fires[stored[k]] has planned[k]
+  std::vector<RowToStore> rows;
+  rows.reserve(triggers.size());
+  std::vector<size_t> stored;  // fires[stored[k]] has planned[k], stored as rows[k]
   for (size_t i : triggers) {
     const ManualFire& f = fires[i];
     if (found.count(f.id) == 0) {
       rest.push_back(i);
       continue;
     }
-    planned.push_back(
-        PlanManualTrigger(f.id, ShardForId(f.id, shard_count), f.source.timestamp_ms, ManualFireRules{f.tick_ms, f.max_late_ms}));
+    const int32_t shard = ShardForId(f.id, shard_count);
+    planned.push_back(PlanManualTrigger(f.id, shard, f.source.timestamp_ms, ManualFireRules{f.tick_ms, f.max_late_ms}));
+    rows.push_back(RowToStore{nullptr, f.id, shard, f.source, 0});
     stored.push_back(i);
   }
-  std::vector<RowToStore> rows;
-  rows.reserve(planned.size());
-  for (size_t k = 0; k < planned.size(); ++k) {
-    const ManualFire& f = fires[stored[k]];
-    rows.push_back(RowToStore{&planned[k], f.id, ShardForId(f.id, shard_count), f.source, 0});
-  }
+  for (size_t k = 0; k < rows.size(); ++k) rows[k].row = &planned[k];  // `planned` no longer grows
   std::unordered_set<std::string> inserted = rows.empty() ? std::unordered_set<std::string>() : InsertManualRows(txn, rows);
   for (size_t k = 0; k < planned.size(); ++k) {
     // Two triggers of one job in the same millisecond are one row: the first of them stored it.
@@ -446,9 +445,7 @@ StatusOr<std::optional<StoredJob>> PgJobStore::GetJob(const std::string& id) {
   Status st = session_.Run("get job", [&](pqxx::connection& conn) {
     pqxx::nontransaction txn(conn);
     if (Status st = LoadShardCount(txn); !st.ok()) return st;
-    pqxx::result r = txn.exec_prepared(pg_queries::kGetJobInShardName, id, ShardForId(id, shard_count_));
-    if (r.empty()) r = txn.exec_prepared(pg_queries::kGetJobName, id);
-    if (!r.empty()) job = StoredJobFromRow(r[0]);
+    job = ReadJobInTxn(txn, id, shard_count_);
     return Status::Ok();
   });
   if (!st.ok()) return st;

@@ -336,8 +336,6 @@ inline constexpr const char kUpdateStagedJobsSql[] =
     "WHERE j.shard = a.shard AND j.id = a.id"
     " AND NOT (j.src_partition = a.src_partition AND j.src_offset >= a.src_offset)";
 
-#undef BELFRY_RUN_MINUTE
-
 // Calendar jobs (migration 0006, docs/calendar-schedules.md). Step 0 of an upsert: number the
 // zones of the staged slot-planned cron jobs that are new to cron_zones.
 inline constexpr const char kRegisterStagedZonesName[] = "belfry_register_staged_zones";
@@ -429,7 +427,8 @@ inline constexpr const char kJobsInTheirShardsSql[] =
 // (topic, key, details, priority, owner, interval), derived ids, retry_of = the job. A row goes
 // to its planned minute, or, when the shard is past it (or a live claim may have queried it) by
 // the time it is stored: a trigger to the shard's next minute while that is within its
-// late_limit (else it stays in its past minute and never fires, like a one-shot); a backfill row
+// late_limit (else it stays in its past minute and never fires: BELFRY_RUN_MINUTE, the one-shots'
+// rule); a backfill row
 // (late_limit < 0) to the next minute plus its step, which keeps the backfill's pace. The caller
 // holds the shard's shard_state row (kLockShardStates). Returns the ids it inserted.
 inline constexpr const char kInsertManualRowsName[] = "belfry_insert_manual_rows";
@@ -439,8 +438,7 @@ inline constexpr const char kInsertManualRowsSql[] =
     "SELECT a.id, j.shard, j.interval_minutes, 0, j.owner, j.topic, j.key, j.details, j.priority,"
     " a.src_partition, a.src_offset, " BELFRY_MS_TO_TIMESTAMPTZ("a.scheduled_for_ms") ","
     " CASE WHEN a.late_limit < 0 THEN GREATEST(a.run_minute, " BELFRY_SHARD_NEXT_MINUTE " + a.step)"
-    "  ELSE GREATEST(a.run_minute, CASE WHEN " BELFRY_SHARD_NEXT_MINUTE " <= a.late_limit"
-    "   THEN " BELFRY_SHARD_NEXT_MINUTE " END) END,"
+    "  ELSE " BELFRY_RUN_MINUTE " END,"
     " a.scheduled_for_ms, j.id "
     "FROM json_to_recordset($1::json) AS a(id text, job_id text, shard smallint, run_minute bigint,"
     " late_limit bigint, step bigint, scheduled_for_ms bigint, src_partition int, src_offset bigint) "
@@ -448,6 +446,8 @@ inline constexpr const char kInsertManualRowsSql[] =
     "LEFT JOIN shard_state AS ss ON ss.shard = a.shard "
     "ON CONFLICT DO NOTHING "
     "RETURNING id";
+
+#undef BELFRY_RUN_MINUTE
 
 
 inline constexpr const char kSetPausedName[] = "belfry_set_paused";
