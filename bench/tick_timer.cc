@@ -342,6 +342,8 @@ int RunTransition(const CommonOptions& common, const TransitionOptions& options)
           case TriggerExpectations::Verdict::kNotDue:
             ++not_due;
             break;
+          case TriggerExpectations::Verdict::kManual:  // TriggerTally's verdict, from a header; Record never gives it
+            break;
         }
       }
       rows_total += r.rows;
