@@ -73,9 +73,24 @@ struct JobSpec {
   std::string topic;
   std::string key;           // empty = use id as the trigger key
   std::string details_json;  // minified JSON object text, "{}" when absent
+  // The start the tick query applies (jobs.start_at): the command's startDateTime, or for a
+  // limited job the later of that and fires_from_ms (core/fire_limit.h).
   std::optional<EpochMs> start_at;
+  // The end the tick query applies (jobs.end_at): the command's endDateTime, or for a limited job
+  // the earlier of that and the end after its last allowed fire (core/fire_limit.h).
   std::optional<EpochMs> end_at;
   int32_t priority = 0;  // higher first within one shard-minute
+
+  // Limited runs (maxFires, migration 0012, docs/fire-limits.md). Unset: no limit, and the
+  // requested dates equal start_at and end_at. Set: the job fires its slots from the first at or
+  // after fires_from_ms (start_at), after fires_before fired before its last resume, and end_at
+  // stops it after max_fires in all. requested_start_at and requested_end_at are the
+  // startDateTime and endDateTime the command gave.
+  std::optional<int32_t> max_fires;
+  int32_t fires_before = 0;
+  EpochMs fires_from_ms = 0;
+  std::optional<EpochMs> requested_start_at;
+  std::optional<EpochMs> requested_end_at;
 
   // One-shot jobs (executionInterval "ONCE" or runAt): interval_minutes and offset_minutes are 0
   // and run_at is set. See docs/executions.md, "One-shot jobs".

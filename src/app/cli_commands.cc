@@ -17,6 +17,7 @@
 #include "core/calendar_schedule.h"
 #include "core/derived_row_id.h"
 #include "core/execution_report.h"
+#include "core/fire_limit.h"
 #include "core/iso_time.h"
 #include "core/job_json.h"
 #include "core/load_projection.h"
@@ -119,6 +120,7 @@ int RunJobsPut(const Config& cfg, const PutJobArgs& a, const WaitArgs& wait) {
   if (a.offset_minutes) cmd["offsetMinutes"] = *a.offset_minutes;
   if (a.priority) cmd["priority"] = *a.priority;
   if (a.max_retries) cmd["maxRetries"] = *a.max_retries;
+  if (a.max_fires) cmd["maxFires"] = *a.max_fires;
   if (a.retry_initial_seconds || a.retry_multiplier || a.retry_max_seconds) {
     nlohmann::ordered_json backoff = cmd.contains("retryBackoff") && cmd["retryBackoff"].is_object()
                                          ? cmd["retryBackoff"]
@@ -175,9 +177,11 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
   if (!view->has_value()) return Fail(fmt::format("no job with id '{}'", id), 4);
   const StoredJob& j = (*view)->job;
   const std::optional<JobStats>& st = (*view)->stats;
-  const std::vector<NextFire> fires = NextFires(j.spec, j.paused, cfg.scheduler.tick_ms, SystemClock().NowMs(), 3);
+  const EpochMs now = SystemClock().NowMs();
+  const std::vector<NextFire> fires = NextFires(j.spec, j.paused, cfg.scheduler.tick_ms, now, 3);
+  const std::optional<int64_t> remaining = FiresRemaining(j.spec, j.paused, j.paused_at, cfg.scheduler.tick_ms, now);
   if (json) {
-    std::printf("%s\n", EncodeJobDetailJson(j, st, fires).c_str());
+    std::printf("%s\n", EncodeJobDetailJson(j, st, fires, remaining).c_str());
     return 0;
   }
   std::printf("id:        %s\nowner:     %s\ntopic:     %s\nkey:       %s\n", j.spec.id.c_str(), j.spec.owner.c_str(),
@@ -209,8 +213,12 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
     std::printf("manual:    a %s of job %s\n", derived ? DerivedKindName(derived->kind) : "trigger",
                 j.spec.retry_of.c_str());
   }
-  std::printf("window:    %s .. %s\nstatus:    %s\n", FormatOptionalTime(j.spec.start_at).c_str(),
-              FormatOptionalTime(j.spec.end_at).c_str(), j.paused ? "paused" : "active");
+  std::printf("window:    %s .. %s\nstatus:    %s\n", FormatOptionalTime(j.spec.requested_start_at).c_str(),
+              FormatOptionalTime(j.spec.requested_end_at).c_str(), j.paused ? "paused" : "active");
+  if (remaining) {
+    std::printf("fires:     %lld of %d left; the last by %s\n", static_cast<long long>(*remaining), *j.spec.max_fires,
+                FormatOptionalTime(j.spec.end_at).c_str());
+  }
   if (j.paused) {
     std::printf("paused:    since %s%s%s%s%s\n", FormatOptionalTime(j.paused_at).c_str(),
                 j.pause_actor.empty() ? "" : " by ", j.pause_actor.c_str(), j.pause_reason.empty() ? "" : ": ",

@@ -15,7 +15,7 @@ int RunMigrate(const Config& cfg, bool create_topics);
 struct PutJobArgs {
   std::string file;  // a JSON command file ("-" = stdin); flags below override its fields
   std::string id, owner, topic, key, every, details, start, end, run_at, cron, time_zone;
-  std::optional<int> interval_minutes, offset_minutes, priority, max_retries;
+  std::optional<int> interval_minutes, offset_minutes, priority, max_retries, max_fires;
   std::optional<int64_t> retry_initial_seconds, retry_max_seconds;
   std::optional<double> retry_multiplier;
 };

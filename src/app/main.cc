@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   put->add_option("--details", put_args.details, "jobDetails as a JSON object");
   put->add_option("--priority", put_args.priority, "Priority within a shard-minute");
   put->add_option("--max-retries", put_args.max_retries, "Retries of a failed execution (maxRetries, 0..100)");
+  put->add_option("--max-fires", put_args.max_fires, "Stop after this many fires (maxFires, 1..100000)");
   put->add_option("--retry-initial-seconds", put_args.retry_initial_seconds, "Delay before the first retry");
   put->add_option("--retry-multiplier", put_args.retry_multiplier, "Delay factor per further retry");
   put->add_option("--retry-max-seconds", put_args.retry_max_seconds, "Longest delay between retries");

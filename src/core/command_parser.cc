@@ -13,6 +13,7 @@
 
 #include "core/calendar_schedule.h"
 #include "core/derived_row_id.h"
+#include "core/fire_limit.h"
 #include "core/interval_name.h"
 #include "core/iso_time.h"
 #include "core/json_object_fields.h"
@@ -84,6 +85,7 @@ enum Field : size_t {
   kTo,
   kRatePerMinute,
   kDryRun,
+  kMaxFires,
   kFieldCount,
 };
 
@@ -111,6 +113,7 @@ constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
     "to",
     "ratePerMinute",
     "dryRun",
+    "maxFires",
 };
 
 static_assert(kFieldCount <= JsonObjectFields::kMaxFields);
@@ -442,6 +445,28 @@ Status ParseCalendar(const JsonObjectFields& fields, const RawCommand& raw, cons
   return Status::Ok();
 }
 
+// An optional maxFires (1..kMaxFires; not for one-shots), and the end it puts on the job: the
+// count starts at the command's timestamp (docs/fire-limits.md).
+Status ParseMaxFires(const JsonObjectFields& fields, const RawCommand& raw, const CommandRules& rules,
+                     JobSpec* spec) {
+  spec->requested_start_at = spec->start_at;
+  spec->requested_end_at = spec->end_at;
+  const std::optional<element> el = fields.Get(kMaxFires);
+  if (!el) return Status::Ok();
+  const JsonInteger n = ReadInteger(*el);
+  if (n.kind == JsonInteger::Kind::kNotNumber) return fields.WrongType(kMaxFires, "an integer number", *el);
+  if (n.kind != JsonInteger::Kind::kOk || n.value < 1 || n.value > belfry::kMaxFires) {
+    return Reject("invalid_max_fires",
+                  fmt::format("maxFires {} must be an integer in [1, {}]", NumberText(*el), belfry::kMaxFires));
+  }
+  if (spec->one_shot()) return Reject("invalid_max_fires", "a one-shot job fires once; it takes no maxFires");
+  spec->max_fires = static_cast<int32_t>(n.value);
+  spec->fires_before = 0;
+  spec->fires_from_ms = raw.source.timestamp_ms;
+  ApplyFireLimit(spec, rules.one_shot.tick_ms);
+  return Status::Ok();
+}
+
 Status ParseUpsert(const JsonObjectFields& fields, const RawCommand& raw, const CommandRules& rules,
                    JobSpec* spec) {
   bool calendar = false;
@@ -453,6 +478,7 @@ Status ParseUpsert(const JsonObjectFields& fields, const RawCommand& raw, const 
       if (Status s = ParseIntervalSchedule(fields, raw, rules, spec); !s.ok()) return s;
     }
   }
+  if (Status s = ParseMaxFires(fields, raw, rules, spec); !s.ok()) return s;
 
   std::optional<std::string_view> topic;
   if (Status s = fields.GetString(kTopic, &topic); !s.ok()) return s;

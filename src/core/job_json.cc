@@ -36,9 +36,13 @@ std::string EncodeJobJson(const StoredJob& job) {
     out.append("null,\"timeZone\":null");
   }
   out.append(",\"startDateTime\":");
-  AppendJsonTimeOrNull(&out, s.start_at);
+  AppendJsonTimeOrNull(&out, s.max_fires ? s.requested_start_at : s.start_at);
   out.append(",\"endDateTime\":");
-  AppendJsonTimeOrNull(&out, s.end_at);
+  AppendJsonTimeOrNull(&out, s.max_fires ? s.requested_end_at : s.end_at);
+  out.append(",\"maxFires\":");
+  out.append(s.max_fires ? std::to_string(*s.max_fires) : std::string("null"));
+  out.append(",\"firesEndAt\":");
+  AppendJsonTimeOrNull(&out, s.max_fires ? s.end_at : std::nullopt);
   fmt::format_to(std::back_inserter(out), ",\"paused\":{},\"priority\":{}", job.paused ? "true" : "false", s.priority);
   // While paused: why, who and since when (the pause command's note; null fields when absent).
   out.append(",\"pause\":");
@@ -90,7 +94,7 @@ std::string EncodeJobJson(const StoredJob& job) {
 }
 
 std::string EncodeJobDetailJson(const StoredJob& job, const std::optional<JobStats>& stats,
-                                const std::vector<NextFire>& fires) {
+                                const std::vector<NextFire>& fires, std::optional<int64_t> fires_remaining) {
   std::string out = EncodeJobJson(job);
   out.pop_back();  // the closing brace: the detail fields follow
   out.append(",\"nextTriggerAt\":");
@@ -115,9 +119,12 @@ std::string EncodeJobDetailJson(const StoredJob& job, const std::optional<JobSta
   } else {
     out.append("null");
   }
-  fmt::format_to(std::back_inserter(out), ",\"consecutiveFailures\":{},\"totalSucceeded\":{},\"totalFailed\":{}}}",
+  fmt::format_to(std::back_inserter(out), ",\"consecutiveFailures\":{},\"totalSucceeded\":{},\"totalFailed\":{}",
                  stats ? stats->consecutive_failures : 0, stats ? stats->total_succeeded : 0,
                  stats ? stats->total_failed : 0);
+  out.append(",\"firesRemaining\":");
+  out.append(fires_remaining ? std::to_string(*fires_remaining) : std::string("null"));
+  out.push_back('}');
   return out;
 }
 

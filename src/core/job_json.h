@@ -15,16 +15,18 @@ namespace belfry {
 
 // The job as stored (an item of a job listing):
 // {"id","owner","topic","key","intervalMinutes","offsetMinutes","shard","cron","timeZone",
-//  "startDateTime","endDateTime","paused","priority","runAt","scheduledFor","maxRetries",
-//  "retryBackoff",["retryOf","attempt" on retry rows],"jobDetails","createdAt","updatedAt"}.
+//  "startDateTime","endDateTime","maxFires","firesEndAt","paused","priority","runAt","scheduledFor",
+//  "maxRetries","retryBackoff",["retryOf","attempt" on retry rows],"jobDetails","createdAt","updatedAt"}.
 // jobDetails is embedded as the stored JSON object; an empty owner or key, and absent dates,
-// are null.
+// are null. endDateTime is the end the command asked for; a limited job (maxFires) shows in
+// firesEndAt the end its count puts on it (null for an unlimited job; see docs/fire-limits.md).
 std::string EncodeJobJson(const StoredJob& job);
 
 // One job with what is known about it: EncodeJobJson's fields, then "nextTriggerAt", "nextFires"
 // (EncodeNextFires of `fires`), "lastOutcome" (null until a terminal report arrives),
-// "consecutiveFailures", "totalSucceeded" and "totalFailed" (0 without stats).
+// "consecutiveFailures", "totalSucceeded" and "totalFailed" (0 without stats), and
+// "firesRemaining" (`fires_remaining`: FiresRemaining at the caller's now; null when unlimited).
 std::string EncodeJobDetailJson(const StoredJob& job, const std::optional<JobStats>& stats,
-                                const std::vector<NextFire>& fires);
+                                const std::vector<NextFire>& fires, std::optional<int64_t> fires_remaining);
 
 }  // namespace belfry

@@ -22,6 +22,7 @@
 
 #include "core/calendar_schedule.h"
 #include "core/execution_report.h"
+#include "core/fire_limit.h"
 #include "core/iso_time.h"
 #include "core/job_json.h"
 #include "core/json_writer.h"
@@ -596,9 +597,12 @@ void AdminServer::HandleGetJob(const std::string& id, httplib::Response& res) {
   if (!(*session)->executions) stats.reset();  // a node without history shows no outcomes
   session.reset();
   const StoredJob& stored = (*job)->job;
+  const EpochMs now = deps_.clock->NowMs();
   const std::vector<NextFire> fires =
-      NextFires(stored.spec, stored.paused, options_.scheduler.tick_ms, deps_.clock->NowMs(), kNextFiresInJob);
-  SendJsonText(res, 200, EncodeJobDetailJson(stored, stats, fires));
+      NextFires(stored.spec, stored.paused, options_.scheduler.tick_ms, now, kNextFiresInJob);
+  const std::optional<int64_t> remaining =
+      FiresRemaining(stored.spec, stored.paused, stored.paused_at, options_.scheduler.tick_ms, now);
+  SendJsonText(res, 200, EncodeJobDetailJson(stored, stats, fires, remaining));
 }
 
 void AdminServer::HandleExecutions(const std::string& id, const httplib::Request& req,

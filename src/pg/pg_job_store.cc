@@ -12,8 +12,10 @@
 #include <utility>
 
 #include "core/calendar_schedule.h"
+#include "core/fire_limit.h"
 #include "core/manual_fire.h"
 #include "core/shard_hash.h"
+#include "core/slot_math.h"
 #include "pg/copy_row.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_queries.h"
@@ -34,6 +36,7 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kInsertManualRowsName, q::kInsertManualRowsSql},
       {q::kJobsInTheirShardsName, q::kJobsInTheirShardsSql},
       {q::kSetPausedName, q::kSetPausedSql},
+      {q::kSetFireLimitName, q::kSetFireLimitSql},
       {q::kGetJobName, q::kGetJobSql},
       {q::kGetJobInShardName, q::kGetJobInShardSql},
       {q::kGetJobViewName, q::kGetJobViewSql},
@@ -81,7 +84,9 @@ StageRow UpsertStageRow(const JobAction& a) {
   row.SetInt(c++, s.shard);
   row.SetInt(c++, s.interval_minutes);
   row.SetInt(c++, s.offset_minutes);
-  row.SetBool(c++, !a.replace_fresh && !s.offset_explicit);
+  // A limited job's end was computed from the offset it carries (docs/fire-limits.md): it keeps no
+  // stored one.
+  row.SetBool(c++, !a.replace_fresh && !s.offset_explicit && !s.max_fires);
   row.Set(c++, s.owner);
   row.Set(c++, s.topic);
   row.Set(c++, s.key);
@@ -122,6 +127,11 @@ StageRow UpsertStageRow(const JobAction& a) {
   row.SetBool(c++, s.offset_pinned);  // migration 0009
   row.Set(c++, a.pause_reason);       // migration 0010: used only when the action pauses
   row.Set(c++, a.pause_actor);
+  // migration 0012: limited runs (NULLs for an unlimited job)
+  row.SetOptionalInt(c++, s.max_fires ? std::optional<int64_t>(*s.max_fires) : std::nullopt);
+  row.SetOptionalInt(c++, s.max_fires ? std::optional<int64_t>(s.fires_from_ms) : std::nullopt);
+  row.SetOptionalInt(c++, s.max_fires ? s.requested_end_at : std::nullopt);
+  row.SetOptionalInt(c++, s.max_fires ? s.requested_start_at : std::nullopt);
   return row;
 }
 
@@ -181,6 +191,7 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, int32_t sh
         set_paused.Int("src_offset", a->source.offset);
         set_paused.String("reason", a->pause_reason);
         set_paused.String("actor", a->pause_actor);
+        set_paused.Int("ts", a->source.timestamp_ms);  // where a resumed limited job counts from
         set_paused.EndObject();
         break;
     }
@@ -189,6 +200,23 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, int32_t sh
   params.set_paused = set_paused.Finish();
   if (!params.one_shot_shards.empty()) params.one_shot_shards += '}';
   return params;
+}
+
+// The limited jobs a resume restarted (kSetPausedSql's rows: id, shard, paused_at ms, the resume's
+// timestamp): each one's count and end, recomputed from its row (ResumeFireLimit). A statement
+// per such job; unlimited jobs cost nothing here.
+void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed, int32_t shard_count) {
+  const int64_t tick_ms = kMsPerMinute / shard_count;
+  for (const pqxx::row& r : resumed) {
+    const auto id = r[0].as<std::string>();
+    pqxx::result row = txn.exec_prepared(pg_queries::kGetJobInShardName, id, r[1].as<int32_t>());
+    if (row.empty()) continue;
+    JobSpec spec = StoredJobFromRow(row[0]).spec;
+    if (!spec.max_fires) continue;
+    ResumeFireLimit(&spec, r[2].as<int64_t>(), r[3].as<int64_t>(), tick_ms);
+    txn.exec_prepared(pg_queries::kSetFireLimitName, id, r[1].as<int32_t>(), spec.fires_before, spec.fires_from_ms,
+                      spec.end_at.value_or(0), spec.end_at.has_value(), spec.start_at.value_or(0));
+  }
 }
 
 // A job as stored: its id's shard's partition first, then every partition (a row stored under
@@ -377,7 +405,9 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
       txn.exec_prepared(pg_queries::kDeleteBackfillsOfName, chunk);
       txn.exec_prepared(pg_queries::kDeleteOrphanSlotsName, chunk);
     }
-    for (const std::string& chunk : params.set_paused) txn.exec_prepared(pg_queries::kSetPausedName, chunk);
+    for (const std::string& chunk : params.set_paused) {
+      RestartFireLimits(txn, txn.exec_prepared(pg_queries::kSetPausedName, chunk), shard_count_);
+    }
     txn.commit();
     return Status::Ok();
   });

@@ -223,7 +223,7 @@ inline constexpr const char* kUpsertStageColumns[] = {
     "src_offset", "run_at_ms", "run_minute", "late_limit", "scheduled_for_ms", "max_retries",
     "retry_initial_ms", "retry_multiplier", "retry_max_ms", "cron_expr", "time_zone", "cron_codes",
     "hour_mask", "dom_mask", "month_mask", "dow_mask", "day_or", "offset_pinned", "pause_reason",
-    "pause_actor"};
+    "pause_actor", "max_fires", "fires_from_ms", "requested_end_ms", "requested_start_ms"};
 // clang-format on
 inline constexpr const char kCreateUpsertStageSql[] =
     "CREATE TEMPORARY TABLE belfry_upsert_stage (id text, shard smallint, interval_minutes int,"
@@ -233,7 +233,8 @@ inline constexpr const char kCreateUpsertStageSql[] =
     " scheduled_for_ms bigint, max_retries int, retry_initial_ms bigint,"
     " retry_multiplier double precision, retry_max_ms bigint, cron_expr text, time_zone text,"
     " cron_codes int[], hour_mask int, dom_mask int, month_mask int, dow_mask int, day_or boolean,"
-    " offset_pinned boolean, pause_reason text, pause_actor text)"
+    " offset_pinned boolean, pause_reason text, pause_actor text, max_fires int, fires_from_ms bigint,"
+    " requested_end_ms bigint, requested_start_ms bigint)"
     " ON COMMIT DELETE ROWS";
 
 // Run (SET LOCAL: this transaction only) before the staged statements. The staging table's row
@@ -280,7 +281,8 @@ inline constexpr const char kInsertStagedJobsSql[] =
     "INSERT INTO jobs (id, shard, interval_minutes, offset_minutes, owner, topic, key, details,"
     " start_at, end_at, priority, paused, src_partition, src_offset, run_at, run_minute, scheduled_for_ms,"
     " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms, cron_expr, time_zone, offset_pinned,"
-    " pause_reason, pause_actor, paused_at) "
+    " pause_reason, pause_actor, paused_at, max_fires, fires_before, fires_from, requested_end_at,"
+    " requested_start_at) "
     "SELECT a.id, a.shard, a.interval_minutes, a.offset_minutes, a.owner, a.topic, a.key, a.details,"
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.start_ms") ", " BELFRY_MS_TO_TIMESTAMPTZ("a.end_ms") ","
     " a.priority, COALESCE(a.paused, false), a.src_partition, a.src_offset,"
@@ -288,7 +290,9 @@ inline constexpr const char kInsertStagedJobsSql[] =
     " a.max_retries, a.retry_initial_ms, a.retry_multiplier, a.retry_max_ms, a.cron_expr, a.time_zone,"
     " a.offset_pinned,"
     " CASE WHEN a.paused THEN NULLIF(a.pause_reason, '') END, CASE WHEN a.paused THEN NULLIF(a.pause_actor, '') END,"
-    " CASE WHEN a.paused THEN now() END "
+    " CASE WHEN a.paused THEN now() END,"
+    " a.max_fires, 0, " BELFRY_MS_TO_TIMESTAMPTZ("a.fires_from_ms") ", " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_end_ms") ","
+    " " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_start_ms") " "
     "FROM belfry_upsert_stage AS a"
     " LEFT JOIN shard_state AS ss ON ss.shard = a.shard "
     "ORDER BY a.shard, a.id "  // one partition after another: ~30% faster than id order
@@ -329,6 +333,11 @@ inline constexpr const char kUpdateStagedJobsSql[] =
     " max_retries = a.max_retries, retry_initial_ms = a.retry_initial_ms,"
     " retry_multiplier = a.retry_multiplier, retry_max_ms = a.retry_max_ms,"
     " cron_expr = a.cron_expr, time_zone = a.time_zone,"
+    // Limited runs (migration 0012): an upsert restarts the count from its own timestamp.
+    " max_fires = a.max_fires, fires_before = 0,"
+    " fires_from = " BELFRY_MS_TO_TIMESTAMPTZ("a.fires_from_ms") ","
+    " requested_end_at = " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_end_ms") ","
+    " requested_start_at = " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_start_ms") ","
     " created_at = CASE WHEN a.replace_fresh THEN now() ELSE j.created_at END,"
     " updated_at = now() "
     "FROM belfry_upsert_stage AS a"
@@ -450,17 +459,36 @@ inline constexpr const char kInsertManualRowsSql[] =
 #undef BELFRY_RUN_MINUTE
 
 
+// Returns the limited jobs (max_fires set) that this resumed from a pause, with the time the pause
+// took effect and the resume command's timestamp ($1's ts): PgJobStore recomputes their end
+// (core/fire_limit.h, ResumeFireLimit) and writes it with kSetFireLimit. `o` is the row as it was
+// before this statement (a second reference to the updated table reads the statement's snapshot).
 inline constexpr const char kSetPausedName[] = "belfry_set_paused";
 inline constexpr const char kSetPausedSql[] =
+    "WITH changed AS ("
     "UPDATE jobs AS j SET paused = a.paused, src_partition = a.src_partition, src_offset = a.src_offset,"
     " pause_reason = CASE WHEN a.paused THEN NULLIF(a.reason, '') END,"
     " pause_actor = CASE WHEN a.paused THEN NULLIF(a.actor, '') END,"
     " paused_at = CASE WHEN NOT a.paused THEN NULL WHEN j.paused THEN j.paused_at ELSE now() END,"
     " updated_at = now() "
     "FROM json_to_recordset($1::json) AS a(id text, shard smallint, paused boolean, src_partition int,"
-    " src_offset bigint, reason text, actor text) "
+    " src_offset bigint, reason text, actor text, ts bigint) "
+    "JOIN jobs AS o ON o.shard = a.shard AND o.id = a.id "
     "WHERE j.shard = a.shard AND j.id = a.id"
-    " AND NOT (j.src_partition = a.src_partition AND j.src_offset >= a.src_offset)";
+    " AND NOT (j.src_partition = a.src_partition AND j.src_offset >= a.src_offset)"
+    " RETURNING j.id, j.shard, j.max_fires, o.paused AS was_paused, NOT a.paused AS resumed,"
+    " floor(extract(epoch FROM o.paused_at) * 1000)::bigint AS paused_at_ms, a.ts) "
+    "SELECT id, shard, paused_at_ms, ts FROM changed"
+    " WHERE resumed AND was_paused AND max_fires IS NOT NULL AND paused_at_ms IS NOT NULL";
+
+// A limited job's count after a resume: $1 id, $2 shard, $3 fires_before, $4 fires_from (ms),
+// $5 end_at (ms; used when $6 is true, else end_at becomes NULL), $7 start_at (ms).
+inline constexpr const char kSetFireLimitName[] = "belfry_set_fire_limit";
+inline constexpr const char kSetFireLimitSql[] =
+    "UPDATE jobs SET fires_before = $3::int, fires_from = " BELFRY_MS_TO_TIMESTAMPTZ("$4::bigint") ","
+    " end_at = CASE WHEN $6::boolean THEN " BELFRY_MS_TO_TIMESTAMPTZ("$5::bigint") " END,"
+    " start_at = " BELFRY_MS_TO_TIMESTAMPTZ("$7::bigint") " "
+    "WHERE shard = $2::smallint AND id = $1";
 
 // ---- Re-planning calendar jobs after a tzdata change (PgJobStore::ReplanCalendarJobs). --------
 // Only a calendar job stored as a fixed UTC interval depends on its zone's offsets; one with
@@ -503,7 +531,10 @@ inline constexpr const char kInsertJobSlotsSql[] =
   " floor(extract(epoch FROM updated_at) * 1000)::bigint, src_partition, src_offset,"                      \
   " floor(extract(epoch FROM run_at) * 1000)::bigint, run_minute, scheduled_for_ms,"                      \
   " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms, attempt, COALESCE(retry_of, ''),"         \
-  " cron_expr, time_zone, pause_reason, pause_actor, floor(extract(epoch FROM paused_at) * 1000)::bigint"
+  " cron_expr, time_zone, pause_reason, pause_actor, floor(extract(epoch FROM paused_at) * 1000)::bigint,"      \
+  " max_fires, fires_before, floor(extract(epoch FROM fires_from) * 1000)::bigint,"                       \
+  " floor(extract(epoch FROM requested_end_at) * 1000)::bigint,"                                          \
+  " floor(extract(epoch FROM requested_start_at) * 1000)::bigint"
 
 inline constexpr const char kGetJobName[] = "belfry_get_job";
 // $1 id, $2 ShardForId(id): reads one partition of jobs. PgJobStore falls back to kGetJobSql
@@ -521,11 +552,11 @@ inline constexpr const char kGetJobSql[] = "SELECT " BELFRY_JOB_COLUMNS " FROM j
   " floor(extract(epoch FROM last_finished_at) * 1000)::bigint, consecutive_failures,"        \
   " total_succeeded, total_failed, last_success_scheduled_for_ms"
 
-// The admin API's job view: the job's columns (BELFRY_JOB_COLUMNS, 30 of them) and then its
+// The admin API's job view: the job's columns (BELFRY_JOB_COLUMNS, 35 of them) and then its
 // job_stats row (BELFRY_STATS_COLUMNS, all NULL before the first report), in one statement
 // instead of two. Same parameters as kGetJobInShard / kGetJob.
 #define BELFRY_JOB_VIEW_STATS " AS j LEFT JOIN LATERAL (SELECT " BELFRY_STATS_COLUMNS " FROM job_stats WHERE job_id = $1) AS s ON true"
-inline constexpr int kJobViewStatsColumn = 30;
+inline constexpr int kJobViewStatsColumn = 35;
 inline constexpr const char kGetJobViewInShardName[] = "belfry_get_job_view_in_shard";
 inline constexpr const char kGetJobViewInShardSql[] =
     "SELECT j.*, s.* FROM (SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE shard = $2::smallint AND id = $1)"

@@ -48,6 +48,17 @@ StoredJob StoredJobFromRow(const pqxx::row& row) {
   if (!row[27].is_null()) job.pause_reason = row[27].as<std::string>();
   if (!row[28].is_null()) job.pause_actor = row[28].as<std::string>();
   job.paused_at = OptionalInt64(row[29]);
+  // migration 0012: end_at above is the end the tick applies; a limited job asked for this one.
+  if (!row[30].is_null()) {
+    s.max_fires = row[30].as<int32_t>();
+    s.fires_before = row[31].as<int32_t>();
+    s.fires_from_ms = OptionalInt64(row[32]).value_or(0);
+    s.requested_end_at = OptionalInt64(row[33]);
+    s.requested_start_at = OptionalInt64(row[34]);
+  } else {
+    s.requested_start_at = s.start_at;
+    s.requested_end_at = s.end_at;
+  }
   return job;
 }
 

@@ -307,6 +307,7 @@ def seed(node):
         "slash": "team/a next%",
         "unicode": "δοκιμή-ジョブ",
         "owner2": "shipment-43-poll",
+        "limited": "limited-hourly",
     }
     node.put_jobs(
         [
@@ -345,6 +346,7 @@ def seed(node):
             },
             {"file": {"id": ids["slash"], "intervalMinutes": 10, "topic": topic, "jobDetails": {}}},
             {"id": ids["unicode"], "every": "EVERY_2_HOURS", "topic": topic, "owner": "ünïcode"},
+            {"id": ids["limited"], "every": "EVERY_HOUR", "topic": topic, "max-fires": 3},
         ]
     )
     node.belfry(["jobs", "pause", ids["paused"], "--reason", "carrier outage", "--actor", "oncall-ana",
@@ -663,6 +665,11 @@ def check_views(c, views, ids):
            {"initialSeconds": 3600, "multiplier": 1.5, "maxSeconds": 7200} and "retryOf" not in v, "retry policy")
     expect("retry_row", lambda v: v.get("retryOf") == ids["retry"] and v.get("attempt") == 1, "a retry row")
     expect("slash", lambda v: v["id"] == ids["slash"], "an id with / and % round-trips")
+    expect("interval", lambda v: v["maxFires"] is None and v["firesEndAt"] is None and v["firesRemaining"] is None,
+           "an unlimited job")
+    expect("limited", lambda v: v["maxFires"] == 3 and v["endDateTime"] is None and v["firesEndAt"] is not None
+           and v["firesRemaining"] in (2, 3) and len(v["nextFires"]) == v["firesRemaining"],
+           "a limited job: its end, its count, and only the fires it has left")
     expect("unicode", lambda v: v["owner"] == "ünïcode", "a UTF-8 owner")
 
 

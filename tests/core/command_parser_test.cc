@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/shard_hash.h"
+#include "core/slot_math.h"
 #include "core/topic_policy.h"
 
 namespace belfry {
@@ -148,6 +149,41 @@ TEST_F(CommandParserTest, BackfillRejections) {
   EXPECT_EQ(Reject(R"({"op":"delete","id":"a#backfill#1"})", "a#backfill#1").reason(), "invalid_id");
   EXPECT_EQ(Reject(R"({"op":"pause","id":"a#retry#1#1"})", "a#retry#1#1").reason(), "invalid_id");
   EXPECT_TRUE(Reject(R"({"op":"trigger","id":"a#trig#1"})", "a#trig#1").ok());
+}
+
+// docs/fire-limits.md: the count starts at the command's timestamp; end_at stops the job after its
+// maxFires-th slot, endDateTime stays as asked.
+TEST_F(CommandParserTest, MaxFiresEndsTheJobAfterItsLastSlot) {
+  const int32_t shard = ShardForId("job-1", 120);
+  Command c = MustParse(R"({"id":"job-1","topic":"tracking.poll","intervalMinutes":5,"maxFires":3})");
+  ASSERT_EQ(c.spec.max_fires, 3);
+  EXPECT_EQ(c.spec.fires_before, 0);
+  EXPECT_EQ(c.spec.fires_from_ms, kMessageTs);
+  EXPECT_FALSE(c.spec.requested_end_at.has_value());
+  // Offset 2 (the message's minute mod 5): slots in minutes M, M+5, M+10 if M's slot is not yet past.
+  const int64_t m = EpochMinuteOf(kMessageTs);
+  const int64_t first = SlotMs(m, shard, 500) >= kMessageTs ? m : m + 5;
+  EXPECT_EQ(c.spec.end_at, (first + 10 + 1) * 60'000);
+
+  c = MustParse(R"({"id":"job-1","topic":"tracking.poll","intervalMinutes":5,"maxFires":100,)"
+                R"("endDateTime":"2026-11-28T14:00:00Z"})");
+  EXPECT_EQ(c.spec.requested_end_at, c.spec.end_at) << "the asked end comes first";
+  c = MustParse(R"({"id":"job-1","topic":"tracking.poll","cron":"0 9 * * *","timeZone":"Asia/Tokyo","maxFires":1})");
+  EXPECT_EQ(c.spec.max_fires, 1);
+  ASSERT_TRUE(c.spec.end_at.has_value());
+  EXPECT_EQ(NextJobTriggerTimes(c.spec, 500, kMessageTs, 5).size(), 1u);
+  c = MustParse(R"({"id":"job-1","topic":"tracking.poll","intervalMinutes":5})");
+  EXPECT_FALSE(c.spec.max_fires.has_value());
+  EXPECT_FALSE(c.spec.end_at.has_value());
+
+  EXPECT_EQ(Reject(R"({"id":"job-1","topic":"tracking.poll","intervalMinutes":5,"maxFires":0})").reason(),
+            "invalid_max_fires");
+  EXPECT_EQ(Reject(R"({"id":"job-1","topic":"tracking.poll","intervalMinutes":5,"maxFires":100001})").reason(),
+            "invalid_max_fires");
+  EXPECT_EQ(Reject(R"({"id":"job-1","topic":"tracking.poll","runAt":"2026-11-28T14:00:00Z","maxFires":1})").reason(),
+            "invalid_max_fires");
+  EXPECT_EQ(Reject(R"({"id":"job-1","topic":"tracking.poll","intervalMinutes":5,"maxFires":true})").reason(),
+            "wrong_type");
 }
 
 TEST_F(CommandParserTest, ExplicitUpsertOp) {

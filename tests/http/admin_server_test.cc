@@ -438,6 +438,8 @@ TEST_F(AdminServerTest, GetJobReturnsTheStoredJob) {
       {"timeZone", nullptr},
       {"startDateTime", "2026-11-22T13:00:00.000Z"},
       {"endDateTime", nullptr},
+      {"maxFires", nullptr},
+      {"firesEndAt", nullptr},
       {"paused", false},
       {"pause", nullptr},
       {"priority", 2},
@@ -455,6 +457,7 @@ TEST_F(AdminServerTest, GetJobReturnsTheStoredJob) {
       {"consecutiveFailures", 0},
       {"totalSucceeded", 0},
       {"totalFailed", 0},
+      {"firesRemaining", nullptr},
   };
   EXPECT_EQ(r.json(), expected) << r.body;
   // Fields come in the documented order.

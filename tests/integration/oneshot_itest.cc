@@ -4,6 +4,8 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <thread>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -254,6 +256,26 @@ TEST_F(OneShotTest, TriggerAndBackfillFireByHandMarkedManual) {
         return false;
       },
       15'000));
+}
+
+// Limited runs (docs/fire-limits.md): a job with maxFires 1 every minute fires once, at its first
+// slot after the command, and not at its next one a minute later, though it stays stored.
+TEST_F(OneShotTest, ALimitedJobFiresItsCountThenStops) {
+  // An id whose shard's slot is 10-20 s ahead: its first slot comes soon, its second a minute on.
+  const auto [shard, minute] = ShardAhead(15'000);
+  std::string job;
+  for (int k = 0; job.empty() || ShardForId(job, 120) != shard; ++k) job = world_->run_id + "-limited-" + std::to_string(k);
+  Send(job, R"({"id":")" + job + R"(","intervalMinutes":1,"maxFires":1,"topic":")" + world_->trigger_topic + R"("})");
+  ASSERT_TRUE(WaitFor([&] { return Count("id = '" + job + "' AND max_fires = 1") == 1; }, 10'000));
+  const EpochMs first = SlotMs(minute, shard, 500);
+  ASSERT_TRUE(WaitFor([&] { return !ReceivedFor(job).empty(); }, first - WallMs() + 10'000))
+      << "the first slot did not fire";
+  EXPECT_EQ(ReceivedFor(job).front().headers.at("belfry-scheduled-for"), std::to_string(first));
+  // Past the second slot, and the tick that would have fired it.
+  const EpochMs second = SlotMs(minute + 1, shard, 500);
+  while (WallMs() < second + 5'000) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(ReceivedFor(job).size(), 1u) << "a job limited to one fire fired again";
+  EXPECT_EQ(Count("id = '" + job + "'"), 1) << "a limited job stays stored, ended";
 }
 
 }  // namespace

@@ -1,0 +1,162 @@
+// Limited runs (maxFires, docs/fire-limits.md) on plain values, against a brute-force oracle that
+// walks the minutes one by one with the tick query's own due rule.
+#include "core/fire_limit.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <vector>
+
+#include "core/calendar_schedule.h"
+#include "core/slot_math.h"
+
+namespace belfry {
+namespace {
+
+constexpr int64_t kTick = 500;
+constexpr int64_t kMinute = 29'931'187;  // 2026-11-28T13:07Z
+constexpr EpochMs kNow = kMinute * 60'000 + 12'345;
+
+JobSpec IntervalJob(int32_t interval, int32_t offset, int32_t shard) {
+  JobSpec s;
+  s.id = "limited";
+  s.interval_minutes = interval;
+  s.offset_minutes = offset;
+  s.shard = shard;
+  return s;
+}
+
+// Every slot the tick query would fire for `spec` (end_at as the tick reads it) from `from_ms` on,
+// minute by minute, over `minutes` minutes.
+std::vector<EpochMs> OracleFires(const JobSpec& spec, EpochMs from_ms, int64_t minutes) {
+  std::vector<EpochMs> out;
+  for (int64_t m = EpochMinuteOf(from_ms); m < EpochMinuteOf(from_ms) + minutes; ++m) {
+    const EpochMs slot = SlotMs(m, spec.shard, kTick);
+    if (slot < from_ms) continue;
+    if (IsDueAtSlot(spec.interval_minutes, spec.offset_minutes, spec.start_at, spec.end_at, false, m, slot)) {
+      out.push_back(slot);
+    }
+  }
+  return out;
+}
+
+TEST(FireLimitTest, AnIntervalJobFiresExactlyMaxFiresTimesFromItsCommand) {
+  for (const int32_t interval : {1, 5, 7, 60}) {
+    for (const int32_t shard : {0, 37, 119}) {
+      for (const int32_t max_fires : {1, 2, 3, 10}) {
+        JobSpec s = IntervalJob(interval, 3 % interval, shard);
+        const JobSpec unlimited = s;
+        s.max_fires = max_fires;
+        s.fires_from_ms = kNow;
+        ApplyFireLimit(&s, kTick);
+        ASSERT_TRUE(s.end_at.has_value());
+        const std::vector<EpochMs> all = OracleFires(unlimited, kNow, (max_fires + 2) * interval + 2);
+        const std::vector<EpochMs> limited = OracleFires(s, kNow, (max_fires + 2) * interval + 2);
+        ASSERT_EQ(limited.size(), static_cast<size_t>(max_fires)) << interval << " " << shard << " " << max_fires;
+        EXPECT_TRUE(std::equal(limited.begin(), limited.end(), all.begin())) << "the first slots, none skipped";
+        // The end is a minute boundary right after the last fire: readable, and within the next minute.
+        EXPECT_EQ(*s.end_at % 60'000, 0);
+        EXPECT_EQ(EpochMinuteOf(*s.end_at), EpochMinuteOf(limited.back()) + 1);
+      }
+    }
+  }
+}
+
+TEST(FireLimitTest, TheEarlierEndWinsAndStartDelaysTheCount) {
+  JobSpec s = IntervalJob(5, 0, 10);
+  s.max_fires = 4;
+  s.fires_from_ms = kNow;
+  s.requested_end_at = kNow + 8 * 60'000;  // holds two slots only
+  ApplyFireLimit(&s, kTick);
+  EXPECT_EQ(s.end_at, s.requested_end_at);
+  EXPECT_EQ(OracleFires(s, kNow, 60).size(), 2u);
+
+  s.requested_end_at.reset();
+  s.start_at = kNow + 3 * 3'600'000;  // counting starts with the first slot at or after the start
+  ApplyFireLimit(&s, kTick);
+  const std::vector<EpochMs> fires = OracleFires(s, kNow, 6 * 60);
+  ASSERT_EQ(fires.size(), 4u);
+  EXPECT_GE(fires.front(), *s.start_at);
+}
+
+TEST(FireLimitTest, RemainingCountsTheSlotsUpToNow) {
+  JobSpec s = IntervalJob(1, 0, 20);  // the shard's slot is at second 10 of each minute
+  s.max_fires = 3;
+  s.fires_from_ms = kMinute * 60'000;
+  ApplyFireLimit(&s, kTick);
+  const EpochMs first = SlotMs(kMinute, 20, kTick);
+  EXPECT_EQ(FiresRemaining(s, false, std::nullopt, kTick, first - 1), 3);
+  EXPECT_EQ(FiresRemaining(s, false, std::nullopt, kTick, first), 2) << "a slot at now counts as fired";
+  EXPECT_EQ(FiresRemaining(s, false, std::nullopt, kTick, first + 60'000), 1);
+  EXPECT_EQ(FiresRemaining(s, false, std::nullopt, kTick, first + 10 * 60'000), 0);
+  EXPECT_EQ(FiresRemaining(s, true, first + 30'000, kTick, first + 10 * 60'000), 2) << "paused after one fire";
+  EXPECT_FALSE(FiresRemaining(IntervalJob(1, 0, 20), false, std::nullopt, kTick, first).has_value());
+}
+
+TEST(FireLimitTest, APauseStopsTheCountAndAResumeFiresTheRest) {
+  JobSpec s = IntervalJob(1, 0, 0);
+  s.max_fires = 5;
+  s.fires_from_ms = kMinute * 60'000;
+  ApplyFireLimit(&s, kTick);
+  // Two fires (minutes 0 and 1), a pause in minute 1, a resume an hour later.
+  const EpochMs paused_at = (kMinute + 1) * 60'000 + 30'000;
+  const EpochMs resume_at = (kMinute + 61) * 60'000 + 30'000;
+  ResumeFireLimit(&s, paused_at, resume_at, kTick);
+  EXPECT_EQ(s.fires_before, 2);
+  EXPECT_EQ(s.fires_from_ms, resume_at);
+  const std::vector<EpochMs> after = OracleFires(s, resume_at, 30);
+  ASSERT_EQ(after.size(), 3u) << "the three fires left";
+  EXPECT_EQ(after.front(), SlotMs(kMinute + 62, 0, kTick));
+  EXPECT_TRUE(OracleFires(s, kMinute * 60'000, 61).empty()) << "no slot of the paused hour fires, not even in a catch-up";
+  EXPECT_EQ(FiresRemaining(s, false, std::nullopt, kTick, resume_at), 3);
+
+  // A resume applied before the pause took effect counts from the pause, never twice.
+  JobSpec t = IntervalJob(1, 0, 0);
+  t.max_fires = 5;
+  t.fires_from_ms = kMinute * 60'000;
+  ApplyFireLimit(&t, kTick);
+  ResumeFireLimit(&t, paused_at, paused_at - 45'000, kTick);
+  EXPECT_EQ(t.fires_before, 2);
+  EXPECT_EQ(t.fires_from_ms, paused_at);
+  EXPECT_EQ(t.start_at, paused_at) << "the new window opens at the pause";
+  EXPECT_EQ(OracleFires(t, kMinute * 60'000, 30).size(), 3u) << "the 3 left after the 2 before the pause";
+}
+
+TEST(FireLimitTest, AJobThatUsedEveryFireStaysStopped) {
+  JobSpec s = IntervalJob(1, 0, 0);
+  s.max_fires = 2;
+  s.fires_from_ms = kMinute * 60'000;
+  ApplyFireLimit(&s, kTick);
+  ResumeFireLimit(&s, (kMinute + 10) * 60'000, (kMinute + 20) * 60'000, kTick);
+  EXPECT_EQ(s.fires_before, 2);
+  EXPECT_TRUE(OracleFires(s, (kMinute + 20) * 60'000, 60).empty());
+  EXPECT_EQ(FiresRemaining(s, false, std::nullopt, kTick, (kMinute + 30) * 60'000), 0);
+}
+
+TEST(FireLimitTest, ACalendarJobCountsItsCronSlots) {
+  JobSpec s;
+  s.id = "berlin-weekdays";
+  s.shard = 42;
+  const std::vector<int32_t> intervals = {1, 5, 15, 60, 1440};
+  ASSERT_TRUE(PlanCalendarJob("0 9 * * MON-FRI", "Europe/Berlin", kNow, intervals, &s).ok());
+  const JobSpec unlimited = s;
+  s.max_fires = 7;
+  s.fires_from_ms = kNow;
+  ApplyFireLimit(&s, kTick);
+  const std::vector<EpochMs> all = NextJobTriggerTimes(unlimited, kTick, kNow - 1, 20);
+  const std::vector<EpochMs> limited = NextJobTriggerTimes(s, kTick, kNow - 1, 20);
+  ASSERT_EQ(limited.size(), 7u);
+  EXPECT_TRUE(std::equal(limited.begin(), limited.end(), all.begin()));
+  EXPECT_EQ(CountJobSlots(unlimited, kTick, kNow, all[9], 100), 9);
+  EXPECT_EQ(FiresRemaining(s, false, std::nullopt, kTick, all[2]), 4);
+}
+
+TEST(FireLimitTest, OneShotsHaveNoSlotsToCount) {
+  JobSpec s;
+  s.run_at = kNow;
+  s.run_minute = kMinute + 1;
+  EXPECT_EQ(CountJobSlots(s, kTick, kNow - 3'600'000, kNow + 3'600'000, 10), 0);
+}
+
+}  // namespace
+}  // namespace belfry
