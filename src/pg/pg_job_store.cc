@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bitset>
+#include <map>
 #include <charconv>
 #include <pqxx/nontransaction>
 #include <pqxx/result>
@@ -36,7 +37,8 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kInsertManualRowsName, q::kInsertManualRowsSql},
       {q::kJobsInTheirShardsName, q::kJobsInTheirShardsSql},
       {q::kSetPausedName, q::kSetPausedSql},
-      {q::kSetFireLimitName, q::kSetFireLimitSql},
+      {q::kReadResumedLimitedJobsName, q::kReadResumedLimitedJobsSql},
+      {q::kSetFireLimitsName, q::kSetFireLimitsSql},
       {q::kGetJobName, q::kGetJobSql},
       {q::kGetJobInShardName, q::kGetJobInShardSql},
       {q::kGetJobViewName, q::kGetJobViewSql},
@@ -203,20 +205,40 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, int32_t sh
 }
 
 // The limited jobs a resume restarted (kSetPausedSql's rows: id, shard, paused_at ms, the resume's
-// timestamp): each one's count and end, recomputed from its row (ResumeFireLimit). A statement
-// per such job; unlimited jobs cost nothing here.
+// timestamp): their counts and windows, recomputed from their rows (ResumeFireLimit). One read and
+// one update for all of them; unlimited jobs cost nothing here.
 void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed, int32_t shard_count) {
+  if (resumed.empty()) return;
   const int64_t tick_ms = kMsPerMinute / shard_count;
+  std::map<std::pair<int32_t, std::string>, std::pair<EpochMs, EpochMs>> pause_and_resume;
+  JsonArrayChunks keys;
   for (const pqxx::row& r : resumed) {
     const auto id = r[0].as<std::string>();
-    pqxx::result row = txn.exec_prepared(pg_queries::kGetJobInShardName, id, r[1].as<int32_t>());
-    if (row.empty()) continue;
-    JobSpec spec = StoredJobFromRow(row[0]).spec;
-    if (!spec.max_fires) continue;
-    ResumeFireLimit(&spec, r[2].as<int64_t>(), r[3].as<int64_t>(), tick_ms);
-    txn.exec_prepared(pg_queries::kSetFireLimitName, id, r[1].as<int32_t>(), spec.fires_before, spec.fires_from_ms,
-                      spec.end_at.value_or(0), spec.end_at.has_value(), spec.start_at.value_or(0));
+    const auto shard = r[1].as<int32_t>();
+    pause_and_resume[{shard, id}] = {r[2].as<int64_t>(), r[3].as<int64_t>()};
+    keys.BeginObject();
+    keys.String("id", id);
+    keys.Int("shard", shard);
+    keys.EndObject();
   }
+  JsonArrayChunks limits;
+  for (const std::string& chunk : keys.Finish()) {
+    for (const pqxx::row& row : txn.exec_prepared(pg_queries::kReadResumedLimitedJobsName, chunk)) {
+      JobSpec spec = StoredJobFromRow(row).spec;
+      const auto it = pause_and_resume.find({spec.shard, spec.id});
+      if (!spec.max_fires || it == pause_and_resume.end()) continue;
+      ResumeFireLimit(&spec, it->second.first, it->second.second, tick_ms);
+      limits.BeginObject();
+      limits.String("id", spec.id);
+      limits.Int("shard", spec.shard);
+      limits.Int("fires_before", spec.fires_before);
+      limits.Int("fires_from", spec.fires_from_ms);
+      limits.OptionalInt("start", spec.start_at);
+      limits.OptionalInt("end", spec.end_at);
+      limits.EndObject();
+    }
+  }
+  for (const std::string& chunk : limits.Finish()) txn.exec_prepared(pg_queries::kSetFireLimitsName, chunk);
 }
 
 // A job as stored: its id's shard's partition first, then every partition (a row stored under

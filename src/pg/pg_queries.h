@@ -460,8 +460,9 @@ inline constexpr const char kInsertManualRowsSql[] =
 
 
 // Returns the limited jobs (max_fires set) that this resumed from a pause, with the time the pause
-// took effect and the resume command's timestamp ($1's ts): PgJobStore recomputes their end
-// (core/fire_limit.h, ResumeFireLimit) and writes it with kSetFireLimit. `o` is the row as it was
+// took effect and the resume command's timestamp ($1's ts): PgJobStore reads them
+// (kReadResumedLimitedJobs), recomputes their window (core/fire_limit.h, ResumeFireLimit) and
+// writes it (kSetFireLimits), two statements for all of them. `o` is the row as it was
 // before this statement (a second reference to the updated table reads the statement's snapshot).
 inline constexpr const char kSetPausedName[] = "belfry_set_paused";
 inline constexpr const char kSetPausedSql[] =
@@ -481,14 +482,22 @@ inline constexpr const char kSetPausedSql[] =
     "SELECT id, shard, paused_at_ms, ts FROM changed"
     " WHERE resumed AND was_paused AND max_fires IS NOT NULL AND paused_at_ms IS NOT NULL";
 
-// A limited job's count after a resume: $1 id, $2 shard, $3 fires_before, $4 fires_from (ms),
-// $5 end_at (ms; used when $6 is true, else end_at becomes NULL), $7 start_at (ms).
-inline constexpr const char kSetFireLimitName[] = "belfry_set_fire_limit";
-inline constexpr const char kSetFireLimitSql[] =
-    "UPDATE jobs SET fires_before = $3::int, fires_from = " BELFRY_MS_TO_TIMESTAMPTZ("$4::bigint") ","
-    " end_at = CASE WHEN $6::boolean THEN " BELFRY_MS_TO_TIMESTAMPTZ("$5::bigint") " END,"
-    " start_at = " BELFRY_MS_TO_TIMESTAMPTZ("$7::bigint") " "
-    "WHERE shard = $2::smallint AND id = $1";
+// $1 = a JSON array of {id, shard}: those jobs, as BELFRY_JOB_COLUMNS (defined below).
+inline constexpr const char kReadResumedLimitedJobsName[] = "belfry_read_resumed_limited_jobs";
+#define BELFRY_READ_JOBS_BY_KEYS(columns)                                                           \
+  "SELECT " columns " FROM jobs WHERE (shard, id) IN (SELECT a.shard, a.id FROM json_to_recordset($1::json)" \
+  " AS a(id text, shard smallint))"
+
+// Limited jobs' counts and windows after a resume: $1 = a JSON array of {id, shard, fires_before,
+// fires_from, start, end} (ms; end null for none).
+inline constexpr const char kSetFireLimitsName[] = "belfry_set_fire_limits";
+inline constexpr const char kSetFireLimitsSql[] =
+    "UPDATE jobs AS j SET fires_before = a.fires_before,"
+    " fires_from = " BELFRY_MS_TO_TIMESTAMPTZ("a.fires_from") ","
+    " start_at = " BELFRY_MS_TO_TIMESTAMPTZ("a.start") ", end_at = " BELFRY_MS_TO_TIMESTAMPTZ("a.end") " "
+    "FROM json_to_recordset($1::json) AS a(id text, shard smallint, fires_before int, fires_from bigint,"
+    " start bigint, \"end\" bigint) "
+    "WHERE j.shard = a.shard AND j.id = a.id";
 
 // ---- Re-planning calendar jobs after a tzdata change (PgJobStore::ReplanCalendarJobs). --------
 // Only a calendar job stored as a fixed UTC interval depends on its zone's offsets; one with
@@ -544,6 +553,8 @@ inline constexpr const char kGetJobInShardName[] = "belfry_get_job_in_shard";
 inline constexpr const char kGetJobInShardSql[] =
     "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE shard = $2::smallint AND id = $1";
 inline constexpr const char kGetJobSql[] = "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE id = $1";
+inline constexpr const char kReadResumedLimitedJobsSql[] = BELFRY_READ_JOBS_BY_KEYS(BELFRY_JOB_COLUMNS);
+#undef BELFRY_READ_JOBS_BY_KEYS
 
 // A job_stats row, decoded by JobStatsFromRow (pg_rows.h). Left defined: pg_execution_queries.h
 // selects the same columns.
