@@ -105,6 +105,7 @@ struct MinuteView {
   // transition; kFarMinute when the next transition repeats nothing.
   int64_t repeats_later_from = kFarMinute;
   int64_t regime_end = kFarMinute;  // first UTC minute of the next offset
+  int64_t regime_begin = -kFarMinute;  // first UTC minute of this offset
   int32_t offset = 0;
 };
 
@@ -120,6 +121,7 @@ MinuteView Inspect(const date::time_zone* zone, int64_t m) {
   v.prev_local = v.local - 1;
   v.regime_end = ClampMinute(info.end);
   const int64_t begin = ClampMinute(info.begin);
+  v.regime_begin = begin;
   if (begin > -kFarMinute && m - begin < 2 * 1440) {
     const date::sys_info before = ZoneInfo(zone, info.begin - seconds(1));
     const int32_t before_offset = OffsetMinutes(before);
@@ -301,13 +303,33 @@ const char* CalendarMarkName(CalendarFire::Mark mark) {
   return "";
 }
 
+// Inspect(zone, m) without a zone lookup, from the view of an earlier minute of the same offset,
+// when m is at least two days from both of that offset's transitions: there Inspect finds no
+// repeat and no gap, and the view is the offset alone. Otherwise nullopt.
+std::optional<MinuteView> QuietView(const MinuteView& known, int64_t m) {
+  constexpr int64_t kNear = 2 * 1440;  // Inspect's own bound
+  if (m < known.regime_begin || m >= known.regime_end) return std::nullopt;
+  if (known.regime_begin > -kFarMinute && m - known.regime_begin < kNear) return std::nullopt;
+  if (known.regime_end < kFarMinute && known.regime_end - m < kNear) return std::nullopt;
+  MinuteView v;
+  v.offset = known.offset;
+  v.local = m + v.offset;
+  v.prev_local = v.local - 1;
+  v.regime_end = known.regime_end;
+  v.regime_begin = known.regime_begin;
+  return v;
+}
+
 std::vector<CalendarFire> NextCalendarFires(const CronExpression& cron, const date::time_zone* zone,
                                             int64_t after_minute, int n, int64_t before_minute) {
   std::vector<CalendarFire> out;
   if (n <= 0) return out;
   int64_t m = after_minute + 1;
+  std::optional<MinuteView> known;  // the last view a zone lookup made
   while (static_cast<int>(out.size()) < n && m < before_minute) {
-    const MinuteView v = Inspect(zone, m);
+    std::optional<MinuteView> quiet = known ? QuietView(*known, m) : std::nullopt;
+    if (!quiet) known = Inspect(zone, m);
+    const MinuteView v = quiet ? *quiet : *known;
     if (const std::optional<CalendarFire::Mark> mark = FireAt(cron, v, m)) {
       out.push_back(CalendarFire{m, v.local, v.offset, *mark});
     }

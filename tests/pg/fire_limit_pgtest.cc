@@ -138,5 +138,52 @@ TEST_F(PgFireLimitTest, AResumeCountsWhatFiredBeforeThePauseAndFiresTheRest) {
   EXPECT_EQ(Stored().spec.end_at, resumed.spec.end_at);
 }
 
+// A batch that resumes several limited jobs and an unlimited one recounts each limited job from its
+// own row, in one read and one update, and leaves the unlimited job's window alone.
+TEST_F(PgFireLimitTest, ABatchOfResumesRecountsEachLimitedJob) {
+  const EpochMs now = WallNowMs();
+  const int64_t now_minute = EpochMinuteOf(now);
+  std::vector<JobAction> create, pause, resume;
+  for (int k = 0; k < 4; ++k) {
+    JobAction a = Limited(10 + k, (now_minute - 5) * 60'000, 1);
+    a.id = a.spec.id = "batch-" + std::to_string(k);
+    a.spec.shard = ShardForId(a.id, kMigratedShardCount);
+    a.spec.interval_minutes = k == 3 ? 5 : 1;
+    if (k == 3) a.spec.max_fires.reset();  // the unlimited one
+    ApplyFireLimit(&a.spec, kTickMs);
+    create.push_back(a);
+    JobAction p = SetPaused(true, now, 2);
+    p.id = a.id;
+    pause.push_back(p);
+    JobAction r = SetPaused(false, now + 3'600'000, 3);
+    r.id = a.id;
+    resume.push_back(r);
+  }
+  ASSERT_TRUE(store_->ApplyActions(create).ok());
+  ASSERT_TRUE(store_->ApplyActions(pause).ok());
+  ASSERT_TRUE(store_->ApplyActions(resume).ok());
+  for (int k = 0; k < 4; ++k) {
+    StatusOr<std::optional<StoredJob>> job = store_->GetJob("batch-" + std::to_string(k));
+    ASSERT_TRUE(job.ok() && job->has_value());
+    const JobSpec& s = (*job)->spec;
+    if (k == 3) {
+      EXPECT_FALSE(s.max_fires.has_value());
+      EXPECT_FALSE(s.start_at.has_value()) << "an unlimited job's window is not touched";
+      EXPECT_FALSE(s.end_at.has_value());
+      continue;
+    }
+    int64_t fired = 0;  // every minute's slot from now-5 up to the pause
+    for (int64_t m = now_minute - 5; m <= now_minute + 1; ++m) {
+      if (SlotMs(m, s.shard, kTickMs) >= (now_minute - 5) * 60'000 && SlotMs(m, s.shard, kTickMs) < now) ++fired;
+    }
+    EXPECT_GE(s.fires_before, fired) << k;      // the pause took effect at or after `now`
+    EXPECT_LE(s.fires_before, fired + 1) << k;  // within a second of it
+    EXPECT_EQ(s.fires_from_ms, now + 3'600'000) << k;
+    EXPECT_EQ(CountJobSlots(s, kTickMs, s.fires_from_ms, s.fires_from_ms + 86'400'000, 1000),
+              10 + k - s.fires_before)
+        << k;
+  }
+}
+
 }  // namespace
 }  // namespace belfry
