@@ -342,7 +342,9 @@ std::vector<CalendarFire> NextCalendarFires(const CronExpression& cron, const da
       if (!CronDayMatches(cron, f.month, f.day, f.weekday)) {
         next = m + (1440 - f.minute_of_day);
       } else if (!cron.hours[f.minute_of_day / 60]) {
-        next = m + (60 - minute);
+        int h = f.minute_of_day / 60 + 1;  // the next hour of the day that can match, else the next day
+        while (h < 24 && !cron.hours[h]) ++h;
+        next = m + (h * 60 - f.minute_of_day);
       } else {
         int k = minute + 1;
         while (k < 60 && !cron.minutes[k]) ++k;
