@@ -73,6 +73,8 @@ struct JobSpec {
   std::string topic;
   std::string key;           // empty = use id as the trigger key
   std::string details_json;  // minified JSON object text, "{}" when absent
+  // The command's labels, as a canonical object (core/job_labels.h); empty means {}.
+  std::string labels_json;
   // The start the tick query applies (jobs.start_at): the command's startDateTime, or for a
   // limited job the later of that and fires_from_ms (core/fire_limit.h).
   std::optional<EpochMs> start_at;

@@ -39,6 +39,7 @@ struct DueQuery {
 struct JobListFilter {
   std::string owner;   // empty = any
   std::string topic;   // empty = any
+  std::string labels;  // a canonical label object (core/job_labels.h) the job's must contain; empty = any
   std::string after_id;  // keyset cursor: ids strictly greater than this
   int32_t limit = 100;
 };

@@ -20,6 +20,7 @@
 #include "core/fire_limit.h"
 #include "core/iso_time.h"
 #include "core/job_json.h"
+#include "core/job_labels.h"
 #include "core/load_projection.h"
 #include "core/load_rebalance.h"
 #include "core/shard_lag.h"
@@ -121,6 +122,11 @@ int RunJobsPut(const Config& cfg, const PutJobArgs& a, const WaitArgs& wait) {
   if (a.priority) cmd["priority"] = *a.priority;
   if (a.max_retries) cmd["maxRetries"] = *a.max_retries;
   if (a.max_fires) cmd["maxFires"] = *a.max_fires;
+  for (const std::string& term : a.labels) {  // --label key=value; the parser checks the rules
+    const size_t eq = term.find('=');
+    if (eq == std::string::npos) return Fail(fmt::format("--label {} is not key=value", term), 64);
+    cmd["labels"][term.substr(0, eq)] = term.substr(eq + 1);
+  }
   if (a.retry_initial_seconds || a.retry_multiplier || a.retry_max_seconds) {
     nlohmann::ordered_json backoff = cmd.contains("retryBackoff") && cmd["retryBackoff"].is_object()
                                          ? cmd["retryBackoff"]
@@ -268,10 +274,18 @@ int RunJobsHistory(const Config& cfg, const std::string& id, int limit, const st
   return 0;
 }
 
-int RunJobsList(const Config& cfg, const std::string& owner, const std::string& topic, int limit,
-                const std::string& cursor, const std::string& output) {
+int RunJobsList(const Config& cfg, const std::string& owner, const std::string& topic,
+                const std::vector<std::string>& labels, int limit, const std::string& cursor,
+                const std::string& output) {
+  JobListFilter filter;
+  filter.owner = owner;
+  filter.topic = topic;
+  filter.after_id = cursor;
+  filter.limit = limit + 1;  // one more, to know if a next page exists
+  if (!labels.empty()) {
+    if (Status s = ParseLabelFilter(labels, &filter.labels); !s.ok()) return Fail(s.message(), 64);
+  }
   PgJobStore store(cfg.database_url);
-  JobListFilter filter{owner, topic, cursor, limit + 1};  // one more, to know if a next page exists
   auto jobs = store.ListJobs(filter);
   if (!jobs.ok()) return Fail(jobs.status().message());
   std::string next_cursor;  // the CLI's cursor is the last id shown

@@ -18,6 +18,7 @@ struct PutJobArgs {
   std::optional<int> interval_minutes, offset_minutes, priority, max_retries, max_fires;
   std::optional<int64_t> retry_initial_seconds, retry_max_seconds;
   std::optional<double> retry_multiplier;
+  std::vector<std::string> labels;  // key=value
 };
 struct WaitArgs {
   bool wait = true;
@@ -38,8 +39,10 @@ struct BackfillArgs {
 };
 int RunJobsBackfill(const Config& cfg, const std::string& id, const BackfillArgs& args, const WaitArgs& wait);
 int RunJobsGet(const Config& cfg, const std::string& id, bool json);
-int RunJobsList(const Config& cfg, const std::string& owner, const std::string& topic, int limit,
-                const std::string& cursor, const std::string& output);
+// `labels`: key=value terms the jobs' labels must all contain.
+int RunJobsList(const Config& cfg, const std::string& owner, const std::string& topic,
+                const std::vector<std::string>& labels, int limit, const std::string& cursor,
+                const std::string& output);
 int RunJobsHistory(const Config& cfg, const std::string& id, int limit, const std::string& cursor,
                    const std::string& output);
 int RunJobsNext(const Config& cfg, const std::string& id, int n);

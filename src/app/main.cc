@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   put->add_option("--priority", put_args.priority, "Priority within a shard-minute");
   put->add_option("--max-retries", put_args.max_retries, "Retries of a failed execution (maxRetries, 0..100)");
   put->add_option("--max-fires", put_args.max_fires, "Stop after this many fires (maxFires, 1..100000)");
+  put->add_option("--label", put_args.labels, "A label, key=value (repeat for several)");
   put->add_option("--retry-initial-seconds", put_args.retry_initial_seconds, "Delay before the first retry");
   put->add_option("--retry-multiplier", put_args.retry_multiplier, "Delay factor per further retry");
   put->add_option("--retry-max-seconds", put_args.retry_max_seconds, "Longest delay between retries");
@@ -108,6 +109,8 @@ int main(int argc, char** argv) {
   auto* list = jobs->add_subcommand("list", "List jobs, by id, with keyset pagination");
   list->add_option("--owner", owner, "Only this owner");
   list->add_option("--topic", topic, "Only this output topic");
+  std::vector<std::string> labels;
+  list->add_option("--label", labels, "Only jobs with this label (key=value; repeat for all of several)");
   list->add_option("--limit", limit, "Page size (1..1000)")->check(CLI::Range(1, 1000));
   list->add_option("--cursor", cursor, "Continue after this cursor (printed at the end of a page)");
   list->add_option("-o,--output", output, "table or json")->check(CLI::IsMember({"table", "json"}));
@@ -183,7 +186,7 @@ int main(int argc, char** argv) {
   if (backfill->parsed()) return belfry::RunJobsBackfill(cfg, op_id, backfill_args, wait_args);
   if (get->parsed()) return belfry::RunJobsGet(cfg, op_id, json);
   if (history->parsed()) return belfry::RunJobsHistory(cfg, op_id, limit, cursor, output);
-  if (list->parsed()) return belfry::RunJobsList(cfg, owner, topic, limit, cursor, output);
+  if (list->parsed()) return belfry::RunJobsList(cfg, owner, topic, labels, limit, cursor, output);
   if (next->parsed()) return belfry::RunJobsNext(cfg, op_id, n);
   if (shards->parsed()) return belfry::RunShards(cfg, json);
   if (load->parsed()) return belfry::RunLoad(cfg, load_from, load_to, load_by, load_top, load_shards, json);

@@ -15,6 +15,7 @@
 #include "core/derived_row_id.h"
 #include "core/fire_limit.h"
 #include "core/interval_name.h"
+#include "core/job_labels.h"
 #include "core/iso_time.h"
 #include "core/json_object_fields.h"
 #include "core/manual_fire.h"
@@ -86,6 +87,7 @@ enum Field : size_t {
   kRatePerMinute,
   kDryRun,
   kMaxFires,
+  kLabels,
   kFieldCount,
 };
 
@@ -114,6 +116,7 @@ constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
     "ratePerMinute",
     "dryRun",
     "maxFires",
+    "labels",
 };
 
 static_assert(kFieldCount <= JsonObjectFields::kMaxFields);
@@ -530,6 +533,9 @@ Status ParseUpsert(const JsonObjectFields& fields, const RawCommand& raw, const 
   }
   if (const std::optional<element> el = fields.Get(kRetryBackoff)) {
     if (Status s = ParseRetryBackoff(*el, &spec->retry_backoff); !s.ok()) return s;
+  }
+  if (const std::optional<element> el = fields.Get(kLabels)) {
+    if (Status s = ParseLabels(*el, &spec->labels_json); !s.ok()) return s;
   }
 
   return ParseDetails(fields, rules, &spec->details_json);

@@ -25,6 +25,8 @@ std::string EncodeJobJson(const StoredJob& job) {
   } else {
     AppendJsonString(&out, s.key);
   }
+  out.append(",\"labels\":");
+  out.append(s.labels_json.empty() ? "{}" : s.labels_json);
   fmt::format_to(std::back_inserter(out), ",\"intervalMinutes\":{},\"offsetMinutes\":{},\"shard\":{}",
                  s.interval_minutes, s.offset_minutes, s.shard);
   out.append(",\"cron\":");

@@ -14,7 +14,7 @@
 namespace belfry {
 
 // The job as stored (an item of a job listing):
-// {"id","owner","topic","key","intervalMinutes","offsetMinutes","shard","cron","timeZone",
+// {"id","owner","topic","key","labels","intervalMinutes","offsetMinutes","shard","cron","timeZone",
 //  "startDateTime","endDateTime","maxFires","firesEndAt","paused","priority","runAt","scheduledFor",
 //  "maxRetries","retryBackoff",["retryOf","attempt" on retry rows],"jobDetails","createdAt","updatedAt"}.
 // jobDetails is embedded as the stored JSON object; an empty owner or key, and absent dates,

@@ -25,6 +25,7 @@
 #include "core/fire_limit.h"
 #include "core/iso_time.h"
 #include "core/job_json.h"
+#include "core/job_labels.h"
 #include "core/json_writer.h"
 #include "core/load_projection.h"
 #include "core/load_rebalance.h"
@@ -115,6 +116,27 @@ std::optional<std::string> PercentDecode(std::string_view in) {
     if (hi < 0 || lo < 0) return std::nullopt;
     out.push_back(static_cast<char>(hi * 16 + lo));
     i += 2;
+  }
+  return out;
+}
+
+// Every value of query parameter `name` in the raw request target, percent-decoded ('+' stays
+// '+'), nullopt for a malformed escape. httplib's parsed params keep only the text after the last
+// '=' of each one, and a label filter's value is itself key=value.
+std::optional<std::vector<std::string>> RawQueryValues(std::string_view target, std::string_view name) {
+  std::vector<std::string> out;
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return out;
+  std::string_view query = target.substr(q + 1);
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    if (eq == std::string_view::npos || pair.substr(0, eq) != name) continue;
+    std::optional<std::string> value = PercentDecode(pair.substr(eq + 1));
+    if (!value) return std::nullopt;
+    out.push_back(std::move(*value));
   }
   return out;
 }
@@ -722,10 +744,19 @@ void AdminServer::HandleNext(const std::string& id, const httplib::Request& req,
 }
 
 void AdminServer::HandleListJobs(const httplib::Request& req, httplib::Response& res) {
-  if (std::string e = CheckParams(req, {"owner", "topic", "limit", "cursor"}); !e.empty()) {
+  if (std::string e = CheckParams(req, {"owner", "topic", "limit", "cursor", "label"}); !e.empty()) {
     return SendError(res, 400, e);
   }
   JobListFilter filter;
+  // ?label=key=value, repeatable: jobs whose labels contain every one (core/job_labels.h).
+  if (req.has_param("label")) {
+    const std::optional<std::vector<std::string>> terms = RawQueryValues(req.target, "label");
+    if (!terms) return SendError(res, 400, "label has a malformed percent-escape");
+    for (const std::string& term : *terms) {
+      if (!IsStorableText(term)) return SendError(res, 400, "label is not valid UTF-8 or contains a NUL byte");
+    }
+    if (Status s = ParseLabelFilter(*terms, &filter.labels); !s.ok()) return SendError(res, 400, s.message());
+  }
   filter.owner = Param(req, "owner");
   filter.topic = Param(req, "topic");
   for (const auto& [name, value] : {std::pair<const char*, const std::string&>{"owner", filter.owner},

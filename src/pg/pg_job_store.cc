@@ -47,6 +47,7 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kListJobsByOwnerName, q::kListJobsByOwnerSql},
       {q::kListJobsByTopicName, q::kListJobsByTopicSql},
       {q::kListJobsByOwnerTopicName, q::kListJobsByOwnerTopicSql},
+      {q::kListJobsByLabelsName, q::kListJobsByLabelsSql},
       {q::kCountJobsName, q::kCountJobsSql},
       {q::kExplainDueJobsName, q::kExplainDueJobsSql},
       {q::kExplainDueJobsHighName, q::kExplainDueJobsHighSql},
@@ -134,6 +135,7 @@ StageRow UpsertStageRow(const JobAction& a) {
   row.SetOptionalInt(c++, s.max_fires ? std::optional<int64_t>(s.fires_from_ms) : std::nullopt);
   row.SetOptionalInt(c++, s.max_fires ? s.requested_end_at : std::nullopt);
   row.SetOptionalInt(c++, s.max_fires ? s.requested_start_at : std::nullopt);
+  row.Set(c++, s.labels_json.empty() ? std::string("{}") : s.labels_json);  // migration 0013
   return row;
 }
 
@@ -556,7 +558,10 @@ StatusOr<std::vector<StoredJob>> PgJobStore::ListJobs(const JobListFilter& filte
     pqxx::result r;
     const bool by_owner = !filter.owner.empty();
     const bool by_topic = !filter.topic.empty();
-    if (by_owner && by_topic) {
+    if (!filter.labels.empty() && filter.labels != "{}") {
+      r = txn.exec_prepared(q::kListJobsByLabelsName, filter.after_id, limit, filter.owner, filter.topic,
+                            filter.labels);
+    } else if (by_owner && by_topic) {
       r = txn.exec_prepared(q::kListJobsByOwnerTopicName, filter.after_id, limit, filter.owner, filter.topic);
     } else if (by_owner) {
       r = txn.exec_prepared(q::kListJobsByOwnerName, filter.after_id, limit, filter.owner);

@@ -223,7 +223,8 @@ inline constexpr const char* kUpsertStageColumns[] = {
     "src_offset", "run_at_ms", "run_minute", "late_limit", "scheduled_for_ms", "max_retries",
     "retry_initial_ms", "retry_multiplier", "retry_max_ms", "cron_expr", "time_zone", "cron_codes",
     "hour_mask", "dom_mask", "month_mask", "dow_mask", "day_or", "offset_pinned", "pause_reason",
-    "pause_actor", "max_fires", "fires_from_ms", "requested_end_ms", "requested_start_ms"};
+    "pause_actor", "max_fires", "fires_from_ms", "requested_end_ms", "requested_start_ms",
+    "labels"};
 // clang-format on
 inline constexpr const char kCreateUpsertStageSql[] =
     "CREATE TEMPORARY TABLE belfry_upsert_stage (id text, shard smallint, interval_minutes int,"
@@ -234,7 +235,7 @@ inline constexpr const char kCreateUpsertStageSql[] =
     " retry_multiplier double precision, retry_max_ms bigint, cron_expr text, time_zone text,"
     " cron_codes int[], hour_mask int, dom_mask int, month_mask int, dow_mask int, day_or boolean,"
     " offset_pinned boolean, pause_reason text, pause_actor text, max_fires int, fires_from_ms bigint,"
-    " requested_end_ms bigint, requested_start_ms bigint)"
+    " requested_end_ms bigint, requested_start_ms bigint, labels text)"
     " ON COMMIT DELETE ROWS";
 
 // Run (SET LOCAL: this transaction only) before the staged statements. The staging table's row
@@ -282,7 +283,7 @@ inline constexpr const char kInsertStagedJobsSql[] =
     " start_at, end_at, priority, paused, src_partition, src_offset, run_at, run_minute, scheduled_for_ms,"
     " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms, cron_expr, time_zone, offset_pinned,"
     " pause_reason, pause_actor, paused_at, max_fires, fires_before, fires_from, requested_end_at,"
-    " requested_start_at) "
+    " requested_start_at, labels) "
     "SELECT a.id, a.shard, a.interval_minutes, a.offset_minutes, a.owner, a.topic, a.key, a.details,"
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.start_ms") ", " BELFRY_MS_TO_TIMESTAMPTZ("a.end_ms") ","
     " a.priority, COALESCE(a.paused, false), a.src_partition, a.src_offset,"
@@ -292,7 +293,7 @@ inline constexpr const char kInsertStagedJobsSql[] =
     " CASE WHEN a.paused THEN NULLIF(a.pause_reason, '') END, CASE WHEN a.paused THEN NULLIF(a.pause_actor, '') END,"
     " CASE WHEN a.paused THEN now() END,"
     " a.max_fires, 0, " BELFRY_MS_TO_TIMESTAMPTZ("a.fires_from_ms") ", " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_end_ms") ","
-    " " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_start_ms") " "
+    " " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_start_ms") ", a.labels::jsonb "
     "FROM belfry_upsert_stage AS a"
     " LEFT JOIN shard_state AS ss ON ss.shard = a.shard "
     "ORDER BY a.shard, a.id "  // one partition after another: ~30% faster than id order
@@ -338,6 +339,7 @@ inline constexpr const char kUpdateStagedJobsSql[] =
     " fires_from = " BELFRY_MS_TO_TIMESTAMPTZ("a.fires_from_ms") ","
     " requested_end_at = " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_end_ms") ","
     " requested_start_at = " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_start_ms") ","
+    " labels = a.labels::jsonb,"  // migration 0013"
     " created_at = CASE WHEN a.replace_fresh THEN now() ELSE j.created_at END,"
     " updated_at = now() "
     "FROM belfry_upsert_stage AS a"
@@ -543,7 +545,7 @@ inline constexpr const char kInsertJobSlotsSql[] =
   " cron_expr, time_zone, pause_reason, pause_actor, floor(extract(epoch FROM paused_at) * 1000)::bigint,"      \
   " max_fires, fires_before, floor(extract(epoch FROM fires_from) * 1000)::bigint,"                       \
   " floor(extract(epoch FROM requested_end_at) * 1000)::bigint,"                                          \
-  " floor(extract(epoch FROM requested_start_at) * 1000)::bigint"
+  " floor(extract(epoch FROM requested_start_at) * 1000)::bigint, labels::text"
 
 inline constexpr const char kGetJobName[] = "belfry_get_job";
 // $1 id, $2 ShardForId(id): reads one partition of jobs. PgJobStore falls back to kGetJobSql
@@ -563,11 +565,11 @@ inline constexpr const char kReadResumedLimitedJobsSql[] = BELFRY_READ_JOBS_BY_K
   " floor(extract(epoch FROM last_finished_at) * 1000)::bigint, consecutive_failures,"        \
   " total_succeeded, total_failed, last_success_scheduled_for_ms"
 
-// The admin API's job view: the job's columns (BELFRY_JOB_COLUMNS, 35 of them) and then its
+// The admin API's job view: the job's columns (BELFRY_JOB_COLUMNS, 36 of them) and then its
 // job_stats row (BELFRY_STATS_COLUMNS, all NULL before the first report), in one statement
 // instead of two. Same parameters as kGetJobInShard / kGetJob.
 #define BELFRY_JOB_VIEW_STATS " AS j LEFT JOIN LATERAL (SELECT " BELFRY_STATS_COLUMNS " FROM job_stats WHERE job_id = $1) AS s ON true"
-inline constexpr int kJobViewStatsColumn = 35;
+inline constexpr int kJobViewStatsColumn = 36;
 inline constexpr const char kGetJobViewInShardName[] = "belfry_get_job_view_in_shard";
 inline constexpr const char kGetJobViewInShardSql[] =
     "SELECT j.*, s.* FROM (SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE shard = $2::smallint AND id = $1)"
@@ -602,6 +604,13 @@ inline constexpr const char kListJobsByOwnerSql[] =
 inline constexpr const char kListJobsByTopicName[] = "belfry_list_jobs_by_topic";
 inline constexpr const char kListJobsByTopicSql[] =
     "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE topic = $3 AND id > $1 ORDER BY id LIMIT $2";
+// By labels (migration 0013): $5 a canonical label object the job's labels must contain, and
+// optionally $3 an owner and $4 a topic ('' for any). `labels <> '{}'` repeats the predicate of
+// the partial GIN index, so that the planner may use it.
+inline constexpr const char kListJobsByLabelsName[] = "belfry_list_jobs_by_labels";
+inline constexpr const char kListJobsByLabelsSql[] =
+    "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE labels @> $5::jsonb AND labels <> '{}'::jsonb"
+    " AND ($3 = '' OR owner = $3) AND ($4 = '' OR topic = $4) AND id > $1 ORDER BY id LIMIT $2";
 inline constexpr const char kListJobsByOwnerTopicName[] = "belfry_list_jobs_by_owner_topic";
 inline constexpr const char kListJobsByOwnerTopicSql[] =
     "SELECT " BELFRY_JOB_COLUMNS

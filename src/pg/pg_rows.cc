@@ -1,7 +1,11 @@
 #include "pg/pg_rows.h"
 
+#include <simdjson.h>
+
 #include <string>
 #include <utility>
+
+#include "core/job_labels.h"
 
 namespace belfry {
 
@@ -9,6 +13,21 @@ std::optional<int64_t> OptionalInt64(const pqxx::field& f) {
   if (f.is_null()) return std::nullopt;
   return f.as<int64_t>();
 }
+
+namespace {
+
+// jsonb prints its own way ({"k": "v"}, keys by length first): back to the canonical object of
+// core/job_labels.h, that the views print and the fakes compare.
+std::string CanonicalLabels(const std::string& jsonb_text) {
+  if (jsonb_text == "{}") return {};
+  simdjson::dom::parser parser;
+  simdjson::dom::element el;
+  std::string canonical;
+  if (parser.parse(jsonb_text).get(el) != simdjson::SUCCESS || !ParseLabels(el, &canonical).ok()) return jsonb_text;
+  return canonical;
+}
+
+}  // namespace
 
 StoredJob StoredJobFromRow(const pqxx::row& row) {
   StoredJob job;
@@ -48,6 +67,7 @@ StoredJob StoredJobFromRow(const pqxx::row& row) {
   if (!row[27].is_null()) job.pause_reason = row[27].as<std::string>();
   if (!row[28].is_null()) job.pause_actor = row[28].as<std::string>();
   job.paused_at = OptionalInt64(row[29]);
+  s.labels_json = CanonicalLabels(row[35].as<std::string>());  // migration 0013
   // migration 0012: end_at above is the end the tick applies; a limited job asked for this one.
   if (!row[30].is_null()) {
     s.max_fires = row[30].as<int32_t>();

@@ -210,6 +210,9 @@ class BelfryNode:
                     with os.fdopen(fd, "w") as f:
                         json.dump(value, f)
                     args += ["-f", cmd_file]
+                elif isinstance(value, list):  # a repeatable flag
+                    for v in value:
+                        args += ["--" + flag, str(v)]
                 else:
                     args += ["--" + flag, str(value)]
             p = subprocess.Popen(

@@ -346,7 +346,8 @@ def seed(node):
             },
             {"file": {"id": ids["slash"], "intervalMinutes": 10, "topic": topic, "jobDetails": {}}},
             {"id": ids["unicode"], "every": "EVERY_2_HOURS", "topic": topic, "owner": "ünïcode"},
-            {"id": ids["limited"], "every": "EVERY_HOUR", "topic": topic, "max-fires": 3},
+            {"id": ids["limited"], "every": "EVERY_HOUR", "topic": topic, "max-fires": 3,
+             "label": ["team=tracking", "tier=gold"]},
         ]
     )
     node.belfry(["jobs", "pause", ids["paused"], "--reason", "carrier outage", "--actor", "oncall-ana",
@@ -500,6 +501,12 @@ def exercise(c, node, ids):
                 c.fail(f"GET /v1/jobs/{q(job_id)}", f"answered the job {r.json().get('id')!r}")
         c.call("HEAD", f"/v1/jobs/{q(job_id)}", 200)
     check_views(c, views, ids)
+    for target in ("/v1/jobs?label=team=tracking", "/v1/jobs?label=team%3Dtracking&label=tier=gold"):
+        r = c.call("GET", target, 200)
+        if r.status_code == 200 and [j["id"] for j in r.json()["jobs"]] != [ids["limited"]]:
+            c.fail(f"GET {target}", f"expected only {ids['limited']}: {r.data[:300]!r}")
+    c.call("GET", "/v1/jobs?label=team", 400)
+    c.call("HEAD", "/v1/jobs?label=team=tracking", 200)
     c.call("GET", "/v1/jobs/no-such-job", 404)
     c.call("HEAD", "/v1/jobs/no-such-job", 404)
     c.call("GET", "/v1/jobs/team%2Fa%20next%25/next/", 404)  # "team/a next%/next/" is no job
@@ -667,6 +674,8 @@ def check_views(c, views, ids):
     expect("slash", lambda v: v["id"] == ids["slash"], "an id with / and % round-trips")
     expect("interval", lambda v: v["maxFires"] is None and v["firesEndAt"] is None and v["firesRemaining"] is None,
            "an unlimited job")
+    expect("limited", lambda v: v["labels"] == {"team": "tracking", "tier": "gold"}, "labels as given")
+    expect("interval", lambda v: v["labels"] == {}, "no labels")
     expect("limited", lambda v: v["maxFires"] == 3 and v["endDateTime"] is None and v["firesEndAt"] is not None
            and v["firesRemaining"] in (2, 3) and len(v["nextFires"]) == v["firesRemaining"],
            "a limited job: its end, its count, and only the fires it has left")

@@ -186,6 +186,16 @@ TEST_F(CommandParserTest, MaxFiresEndsTheJobAfterItsLastSlot) {
             "wrong_type");
 }
 
+TEST_F(CommandParserTest, LabelsAreStoredCanonical) {
+  Command c = MustParse(R"({"id":"job-1","topic":"tracking.poll","intervalMinutes":5,)"
+                        R"("labels":{"team":"tracking","carrier":"acme"}})");
+  EXPECT_EQ(c.spec.labels_json, R"({"carrier":"acme","team":"tracking"})");
+  c = MustParse(R"({"id":"job-1","topic":"tracking.poll","intervalMinutes":5})");
+  EXPECT_EQ(c.spec.labels_json, "");
+  EXPECT_EQ(Reject(R"({"id":"job-1","topic":"tracking.poll","intervalMinutes":5,"labels":{"a b":"x"}})").reason(),
+            "invalid_labels");
+}
+
 TEST_F(CommandParserTest, ExplicitUpsertOp) {
   const Command c = MustParse(R"({"op":"upsert","id":"job-1","topic":"tracking.poll","intervalMinutes":5})");
   EXPECT_EQ(c.op, CommandOp::kUpsert);

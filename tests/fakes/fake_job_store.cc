@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/calendar_schedule.h"
+#include "core/job_labels.h"
 #include "core/slot_math.h"
 
 namespace belfry {
@@ -148,6 +149,7 @@ StatusOr<std::vector<StoredJob>> FakeJobStore::ListJobs(const JobListFilter& fil
     if (static_cast<int32_t>(out.size()) >= filter.limit) break;
     if (!filter.owner.empty() && it->second.spec.owner != filter.owner) continue;
     if (!filter.topic.empty() && it->second.spec.topic != filter.topic) continue;
+    if (!filter.labels.empty() && !LabelsContain(it->second.spec.labels_json, filter.labels)) continue;
     StoredJob j;
     j.spec = it->second.spec;
     j.paused = it->second.paused;

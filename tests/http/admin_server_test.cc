@@ -431,6 +431,7 @@ TEST_F(AdminServerTest, GetJobReturnsTheStoredJob) {
       {"owner", "tracking-svc"},
       {"topic", "tracking.poll"},
       {"key", "shipment-42"},
+      {"labels", Json::object()},
       {"intervalMinutes", 15},
       {"offsetMinutes", 7},
       {"shard", 3},
@@ -584,6 +585,39 @@ TEST_F(AdminServerTest, ListDefaultsToAHundredAndFiltersByTopic) {
   // No match is an empty page, not an error.
   Json none = Get("/v1/jobs?owner=nobody").json();
   EXPECT_EQ(none, Json({{"jobs", Json::array()}, {"next_cursor", nullptr}}));
+}
+
+TEST_F(AdminServerTest, ListFiltersByEveryLabelGiven) {
+  for (int i = 0; i < 12; ++i) {
+    JobSpec s = Spec("job-" + std::to_string(10 + i), i < 6 ? "svc-a" : "svc-b");
+    s.labels_json = std::string(R"({"region":")") + (i % 2 ? "us" : "eu") + R"(","team":")" +
+                    (i % 3 ? "billing" : "tracking") + R"("})";
+    store_.Put(s);
+  }
+  store_.Put(Spec("unlabelled"));
+  StartServer();
+  const auto ids = [&](const std::string& query) {
+    Reply r = Get("/v1/jobs?" + query);
+    EXPECT_EQ(r.status, 200) << query << ": " << r.body;
+    const Json page = r.json();
+    std::vector<std::string> out;
+    for (const Json& j : page["jobs"]) out.push_back(j["id"]);
+    return out;
+  };
+  EXPECT_EQ(ids("label=team%3Dtracking"), (std::vector<std::string>{"job-10", "job-13", "job-16", "job-19"}));
+  EXPECT_EQ(ids("label=team=tracking&label=region=eu"), (std::vector<std::string>{"job-10", "job-16"}));
+  EXPECT_EQ(ids("label=team=tracking&owner=svc-b"), (std::vector<std::string>{"job-16", "job-19"}));
+  EXPECT_TRUE(ids("label=team=nobody").empty());
+  // Labels come back as the job's object.
+  EXPECT_EQ(Get("/v1/jobs/job-10").json()["labels"], (Json{{"region", "eu"}, {"team", "tracking"}}));
+  EXPECT_EQ(Get("/v1/jobs/unlabelled").json()["labels"], Json::object());
+  // A filter that breaks the label rules is a 400 that says why.
+  for (const std::string bad : {"label=team", "label=bad%20key=x", "label=team=a&label=team=b", "label=k=%00",
+                                "label=k=%FF", "label=k=%zz"}) {
+    Reply r = Get("/v1/jobs?" + bad);
+    ExpectError(r, 400);
+  }
+  EXPECT_NE(Get("/v1/jobs?label=team").json()["error"].get<std::string>().find("key=value"), std::string::npos);
 }
 
 TEST_F(AdminServerTest, ListRejectsBadParameters) {
