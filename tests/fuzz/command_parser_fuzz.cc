@@ -14,6 +14,8 @@
 #include "core/command_parser.h"
 #include "core/cron_expression.h"
 #include "core/derived_row_id.h"
+#include "core/fire_limit.h"
+#include "core/job_labels.h"
 #include "core/interval_name.h"
 #include "core/iso_time.h"
 #include "core/manual_fire.h"
@@ -95,8 +97,26 @@ void CheckAccepted(const RawCommand& raw, const Command& command) {
   Check(spec.key.size() <= 1024 && spec.key.find('\0') == std::string::npos);
   Check(spec.owner.size() <= 255 && !HasControlChar(spec.owner));
   Check(spec.priority >= -1'000'000 && spec.priority <= 1'000'000);
-  if (spec.start_at && spec.end_at) Check(*spec.end_at > *spec.start_at);
-  if (!spec.offset_explicit) Check(!spec.start_at);
+  // The dates as asked for; a limited job's window (start_at, end_at) lies within them and may be
+  // empty (an end already past when the command was produced).
+  if (spec.requested_start_at && spec.requested_end_at) Check(*spec.requested_end_at > *spec.requested_start_at);
+  if (!spec.offset_explicit) Check(!spec.requested_start_at);
+  if (spec.max_fires) {  // docs/fire-limits.md
+    Check(*spec.max_fires >= 1 && *spec.max_fires <= belfry::kMaxFires && !spec.one_shot());
+    Check(spec.fires_before == 0 && spec.fires_from_ms == raw.source.timestamp_ms);
+    Check(spec.start_at && *spec.start_at >= spec.fires_from_ms);
+    if (spec.requested_start_at) Check(*spec.start_at >= *spec.requested_start_at);
+    if (spec.requested_end_at) Check(spec.end_at && *spec.end_at <= *spec.requested_end_at);
+  } else {
+    Check(spec.start_at == spec.requested_start_at && spec.end_at == spec.requested_end_at);
+  }
+  if (!spec.labels_json.empty()) {  // canonical: re-parses to itself
+    simdjson::dom::parser label_parser;
+    simdjson::dom::element labels;
+    std::string again;
+    Check(label_parser.parse(spec.labels_json).get(labels) == simdjson::SUCCESS);
+    Check(belfry::ParseLabels(labels, &again).ok() && again == spec.labels_json);
+  }
 
   // details_json is a minified object within the limit that re-parses, and minifies to itself.
   Check(static_cast<int64_t>(spec.details_json.size()) <= rules.max_details_bytes);

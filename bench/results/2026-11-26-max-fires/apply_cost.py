@@ -1,4 +1,4 @@
-# What maxFires costs the command path: batches of upserts with and without maxFires, and pause +
+# What maxFires and labels cost the command path: batches of upserts with and without maxFires, and pause +
 # resume of limited and unlimited jobs, through Kafka into a running node (scheduler off). The apply
 # time is the increase of belfry_command_apply_seconds_sum (the PostgreSQL transactions); the wall
 # time runs from the first publish to the last command applied (parse and validation included).
@@ -54,6 +54,8 @@ def upserts(prefix, kind, limited):
             cmd['intervalMinutes'] = INTERVALS[i % len(INTERVALS)]
         if limited:
             cmd['maxFires'] = 1000
+        if kind == 'labelled':
+            cmd['labels'] = {'team': f't{i % 10}', 'carrier': f'c{i % 50}', 'region': 'eu' if i % 2 else 'us'}
         out.append((jid, cmd))
     return out
 
@@ -61,8 +63,10 @@ def upserts(prefix, kind, limited):
 results = {}
 run = int(time.time())
 for r in range(ROUNDS):
-    for kind in ('interval', 'cron'):
+    for kind in ('interval', 'cron', 'labelled'):
         for limited in ((False, True) if r % 2 == 0 else (True, False)):
+            if kind == 'labelled' and limited:
+                continue
             name = f'{kind}-{"limited" if limited else "unlimited"}'
             prefix = f'mf{run}-{r}-{name}'
             cmds = upserts(prefix, kind, limited)
