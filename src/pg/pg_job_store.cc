@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <bitset>
-#include <map>
 #include <charconv>
+#include <map>
 #include <pqxx/nontransaction>
 #include <pqxx/result>
 #include <pqxx/stream_to>
