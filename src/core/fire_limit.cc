@@ -8,11 +8,10 @@
 namespace belfry {
 namespace {
 
-// The first minute at or after `from_ms`'s slot (and start_at's) in which an interval job is due.
+// The first minute whose slot is at or after `from_ms` (and start_at) in which an interval job is due.
 int64_t FirstDueMinute(const JobSpec& spec, int64_t tick_ms, EpochMs from_ms) {
-  int64_t minute = LastSlotMinuteAtOrBefore(from_ms - 1, spec.shard, tick_ms) + 1;
-  if (spec.start_at) minute = std::max(minute, LastSlotMinuteAtOrBefore(*spec.start_at - 1, spec.shard, tick_ms) + 1);
-  return minute + PositiveMod(spec.offset_minutes - minute, spec.interval_minutes);
+  return FirstDueMinuteAfter(spec.interval_minutes, spec.offset_minutes, spec.shard, tick_ms, spec.start_at,
+                             from_ms - 1);
 }
 
 bool IntervalArithmetic(const JobSpec& spec) { return !spec.calendar && !spec.one_shot() && spec.interval_minutes > 0; }

@@ -69,11 +69,8 @@ int64_t LatestDueMinute(int32_t interval_minutes, int32_t offset_minutes, int64_
   return last_minute - PositiveMod(last_minute - offset_minutes, interval_minutes);
 }
 
-std::vector<EpochMs> NextTriggerTimes(int32_t interval_minutes, int32_t offset_minutes, int32_t shard,
-                                      int64_t tick_ms, const std::optional<EpochMs>& start_at,
-                                      const std::optional<EpochMs>& end_at, EpochMs after_ms, int n) {
-  std::vector<EpochMs> out;
-  if (n <= 0 || interval_minutes <= 0) return out;
+int64_t FirstDueMinuteAfter(int32_t interval_minutes, int32_t offset_minutes, int32_t shard, int64_t tick_ms,
+                            const std::optional<EpochMs>& start_at, EpochMs after_ms) {
   // First candidate minute: the minute whose slot is strictly after `after_ms`, and not before
   // start_at's slot.
   int64_t minute = LastSlotMinuteAtOrBefore(after_ms, shard, tick_ms) + 1;
@@ -82,7 +79,15 @@ std::vector<EpochMs> NextTriggerTimes(int32_t interval_minutes, int32_t offset_m
     if (start_minute > minute) minute = start_minute;
   }
   // Advance to the first due minute.
-  minute += PositiveMod(offset_minutes - minute, interval_minutes);
+  return minute + PositiveMod(offset_minutes - minute, interval_minutes);
+}
+
+std::vector<EpochMs> NextTriggerTimes(int32_t interval_minutes, int32_t offset_minutes, int32_t shard,
+                                      int64_t tick_ms, const std::optional<EpochMs>& start_at,
+                                      const std::optional<EpochMs>& end_at, EpochMs after_ms, int n) {
+  std::vector<EpochMs> out;
+  if (n <= 0 || interval_minutes <= 0) return out;
+  int64_t minute = FirstDueMinuteAfter(interval_minutes, offset_minutes, shard, tick_ms, start_at, after_ms);
   for (; static_cast<int>(out.size()) < n; minute += interval_minutes) {
     const EpochMs slot = SlotMs(minute, shard, tick_ms);
     if (end_at && *end_at <= slot) break;

@@ -49,6 +49,11 @@ std::vector<PhaseTerm> TermsForRange(const std::vector<int32_t>& intervals, int6
 // The latest minute <= last_minute in which (interval, offset) is due.
 int64_t LatestDueMinute(int32_t interval_minutes, int32_t offset_minutes, int64_t last_minute);
 
+// The first minute whose slot of `shard` is strictly after `after_ms`, not before start_at, in
+// which (interval, offset) is due (ignoring end_at and paused). REQUIRES: interval_minutes > 0.
+int64_t FirstDueMinuteAfter(int32_t interval_minutes, int32_t offset_minutes, int32_t shard, int64_t tick_ms,
+                            const std::optional<EpochMs>& start_at, EpochMs after_ms);
+
 // The first `n` trigger instants (slot times) strictly after `after_ms` for a job, honouring
 // start_at and end_at (not paused). Fewer than n when end_at cuts the schedule short.
 std::vector<EpochMs> NextTriggerTimes(int32_t interval_minutes, int32_t offset_minutes, int32_t shard,
