@@ -46,15 +46,6 @@ constexpr size_t kMaxEchoBytes = 100;
 
 std::string Quote(std::string_view text) { return QuoteForMessage(text, kMaxEchoBytes); }
 
-// Byte offset and value of the first control character (< 0x20 or 0x7f), if any.
-std::optional<size_t> FirstControlChar(std::string_view text) {
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) return i;
-  }
-  return std::nullopt;
-}
-
 Status Reject(std::string_view reason, std::string message) {
   return Status::Invalid(std::string(reason), std::move(message));
 }

@@ -39,12 +39,9 @@ Status CheckValue(std::string_view key, std::string_view value) {
     return Reject(fmt::format("label {} is {} bytes; the limit is {}", QuoteForMessage(key, kMaxEchoBytes),
                               value.size(), kMaxLabelValueBytes));
   }
-  for (size_t i = 0; i < value.size(); ++i) {
-    const auto c = static_cast<unsigned char>(value[i]);
-    if (c < 0x20 || c == 0x7f) {
-      return Reject(fmt::format("label {} contains control character 0x{:02x} at byte {}",
-                                QuoteForMessage(key, kMaxEchoBytes), c, i));
-    }
+  if (const std::optional<size_t> at = FirstControlChar(value)) {
+    return Reject(fmt::format("label {} contains control character 0x{:02x} at byte {}",
+                              QuoteForMessage(key, kMaxEchoBytes), static_cast<unsigned char>(value[*at]), *at));
   }
   return Status::Ok();
 }

@@ -77,4 +77,12 @@ std::string ExcerptForMessage(std::string_view text, size_t max_bytes) {
   return out;
 }
 
+std::optional<size_t> FirstControlChar(std::string_view text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) return i;
+  }
+  return std::nullopt;
+}
+
 }  // namespace belfry

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,9 @@ size_t Utf8SequenceLength(std::string_view text, size_t i);
 
 // Byte offset of the first malformed UTF-8 sequence, or npos.
 size_t FirstInvalidUtf8(std::string_view text);
+
+// Byte offset of the first ASCII control character (< 0x20 or 0x7f), if any.
+std::optional<size_t> FirstControlChar(std::string_view text);
 
 // `text` in double quotes, with '"' and '\' escaped too; at most `max_bytes` of input are shown,
 // followed by "... (N bytes)" when cut.
