@@ -123,9 +123,9 @@ int RunJobsPut(const Config& cfg, const PutJobArgs& a, const WaitArgs& wait) {
   if (a.max_retries) cmd["maxRetries"] = *a.max_retries;
   if (a.max_fires) cmd["maxFires"] = *a.max_fires;
   for (const std::string& term : a.labels) {  // --label key=value; the parser checks the rules
-    const size_t eq = term.find('=');
-    if (eq == std::string::npos) return Fail(fmt::format("--label {} is not key=value", term), 64);
-    cmd["labels"][term.substr(0, eq)] = term.substr(eq + 1);
+    const auto split = SplitLabelTerm(term);
+    if (!split) return Fail(fmt::format("--label {} is not key=value", term), 64);
+    cmd["labels"][std::string(split->first)] = std::string(split->second);
   }
   if (a.retry_initial_seconds || a.retry_multiplier || a.retry_max_seconds) {
     nlohmann::ordered_json backoff = cmd.contains("retryBackoff") && cmd["retryBackoff"].is_object()

@@ -80,15 +80,20 @@ Status ParseLabels(const simdjson::dom::element& el, std::string* canonical) {
   return Status::Ok();
 }
 
+std::optional<std::pair<std::string_view, std::string_view>> SplitLabelTerm(std::string_view term) {
+  const size_t eq = term.find('=');
+  if (eq == std::string_view::npos) return std::nullopt;
+  return std::pair(term.substr(0, eq), term.substr(eq + 1));
+}
+
 Status ParseLabelFilter(const std::vector<std::string>& terms, std::string* canonical) {
   std::map<std::string, std::string, std::less<>> labels;
   for (const std::string& term : terms) {
-    const size_t eq = term.find('=');
-    if (eq == std::string::npos) {
+    const auto split = SplitLabelTerm(term);
+    if (!split) {
       return Reject(fmt::format("label filter {} is not key=value", QuoteForMessage(term, kMaxEchoBytes)));
     }
-    const std::string_view key = std::string_view(term).substr(0, eq);
-    const std::string_view value = std::string_view(term).substr(eq + 1);
+    const auto [key, value] = *split;
     if (Status s = CheckKey(key); !s.ok()) return s;
     if (Status s = CheckValue(key, value); !s.ok()) return s;
     const auto [it, added] = labels.emplace(std::string(key), std::string(value));

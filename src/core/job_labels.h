@@ -5,8 +5,10 @@
 
 #include <simdjson.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "belfry/status.h"
@@ -22,6 +24,10 @@ inline constexpr size_t kMaxLabelValueBytes = 255;
 // bytes without control characters, no key twice. On success *canonical is the object with its
 // keys sorted, minified ("{}" for an empty object). Rejects with invalid_labels.
 Status ParseLabels(const simdjson::dom::element& el, std::string* canonical);
+
+// A "key=value" term (the CLI's --label, the admin API's ?label=) split at its first '=';
+// nullopt without one. The parts are views into `term`, not yet checked against the rules.
+std::optional<std::pair<std::string_view, std::string_view>> SplitLabelTerm(std::string_view term);
 
 // A label filter from "key=value" terms (the admin API's ?label=, the CLI's --label), by the
 // same rules, as the canonical object a job's labels must contain. A key given twice with two
