@@ -20,7 +20,7 @@ namespace {
 // core/job_labels.h, that the views print and the fakes compare.
 std::string CanonicalLabels(const std::string& jsonb_text) {
   if (jsonb_text == "{}") return {};
-  simdjson::dom::parser parser;
+  thread_local simdjson::dom::parser parser;  // one per thread, not one per labelled row read
   simdjson::dom::element el;
   std::string canonical;
   if (parser.parse(jsonb_text).get(el) != simdjson::SUCCESS || !ParseLabels(el, &canonical).ok()) return jsonb_text;

@@ -9,6 +9,7 @@
 
 #include "core/calendar_schedule.h"
 #include "core/slot_math.h"
+#include "interval_job_oracle.h"
 
 namespace belfry {
 namespace {
@@ -17,25 +18,12 @@ constexpr int64_t kTick = 500;
 constexpr int64_t kMinute = 29'931'187;  // 2026-11-28T13:07Z
 constexpr EpochMs kNow = kMinute * 60'000 + 12'345;
 
-JobSpec IntervalJob(int32_t interval, int32_t offset, int32_t shard) {
-  JobSpec s;
-  s.id = "limited";
-  s.interval_minutes = interval;
-  s.offset_minutes = offset;
-  s.shard = shard;
-  return s;
-}
-
-// Every slot the tick query would fire for `spec` (end_at as the tick reads it) from `from_ms` on,
-// minute by minute, over `minutes` minutes.
+// Every slot the tick query would fire for `spec` (start_at and end_at as the tick reads them) at
+// or after `from_ms`, over `minutes` minutes from its minute (interval_job_oracle.h).
 std::vector<EpochMs> OracleFires(const JobSpec& spec, EpochMs from_ms, int64_t minutes) {
   std::vector<EpochMs> out;
-  for (int64_t m = EpochMinuteOf(from_ms); m < EpochMinuteOf(from_ms) + minutes; ++m) {
-    const EpochMs slot = SlotMs(m, spec.shard, kTick);
-    if (slot < from_ms) continue;
-    if (IsDueAtSlot(spec.interval_minutes, spec.offset_minutes, spec.start_at, spec.end_at, false, m, slot)) {
-      out.push_back(slot);
-    }
+  for (EpochMs slot : BruteForceSlots(spec, EpochMinuteOf(from_ms), EpochMinuteOf(from_ms) + minutes, kTick)) {
+    if (slot >= from_ms) out.push_back(slot);
   }
   return out;
 }

@@ -16,6 +16,7 @@
 #include "core/shard_firer.h"
 #include "core/slot_math.h"
 #include "core/topic_policy.h"
+#include "interval_job_oracle.h"
 #include "scheduler_sim.h"
 
 namespace belfry {
@@ -84,28 +85,6 @@ TEST(ManualTriggerTest, NeverTakesTheInstantOfOneOfTheJobsSlots) {
   EXPECT_EQ(PlanManualTrigger("j", shard, slot + 1, kRules).scheduled_for_ms, slot + 1);
 }
 
-JobSpec IntervalJob(int32_t interval, int32_t offset, int32_t shard) {
-  JobSpec s;
-  s.id = "j";
-  s.interval_minutes = interval;
-  s.offset_minutes = offset;
-  s.shard = shard;
-  return s;
-}
-
-// The job's slots in [from, to) minutes, by brute force over every minute.
-std::vector<EpochMs> BruteForceSlots(const JobSpec& s, int64_t from_minute, int64_t to_minute) {
-  std::vector<EpochMs> out;
-  for (int64_t m = from_minute; m < to_minute; ++m) {
-    const EpochMs slot = SlotMs(m, s.shard, kTick);
-    if (m % s.interval_minutes != s.offset_minutes) continue;
-    if (s.start_at && slot < *s.start_at) continue;
-    if (s.end_at && slot >= *s.end_at) continue;
-    out.push_back(slot);
-  }
-  return out;
-}
-
 std::vector<EpochMs> Planned(const BackfillPlan& p) {
   std::vector<EpochMs> out;
   for (const ManualRow& r : p.rows) out.push_back(r.scheduled_for_ms);
@@ -126,7 +105,7 @@ TEST(BackfillPlanTest, TheRangesSlotsAsTheScheduleHadThem) {
     const JobSpec job = IntervalJob(interval, offset, 37);
     const BackfillPlan p = PlanBackfill(job, Range(kMinute - 3000, kMinute - 1), {}, now, kRules);
     ASSERT_TRUE(p.status.ok()) << p.status.ToString();
-    EXPECT_EQ(Planned(p), BruteForceSlots(job, kMinute - 3000, kMinute - 1)) << interval;
+    EXPECT_EQ(Planned(p), BruteForceSlots(job, kMinute - 3000, kMinute - 1, kTick)) << interval;
     EXPECT_EQ(p.slots, static_cast<int64_t>(p.rows.size()));
     for (const ManualRow& r : p.rows) {
       EXPECT_EQ(r.row_id, DerivedRowId("j", DerivedKind::kBackfill, r.scheduled_for_ms));
@@ -138,7 +117,7 @@ TEST(BackfillPlanTest, TheRangesSlotsAsTheScheduleHadThem) {
   dated.start_at = (kMinute - 100) * 60'000;
   dated.end_at = (kMinute - 20) * 60'000;
   const BackfillPlan p = PlanBackfill(dated, Range(kMinute - 300, kMinute), {}, kMinute * 60'000, kRules);
-  EXPECT_EQ(Planned(p), BruteForceSlots(dated, kMinute - 300, kMinute));
+  EXPECT_EQ(Planned(p), BruteForceSlots(dated, kMinute - 300, kMinute, kTick));
   EXPECT_EQ(p.slots, 16);
 }
 
@@ -163,8 +142,8 @@ TEST(BackfillPlanTest, SlotsAnEarlierBackfillCoveredAreCountedNotPlanned) {
   const std::vector<std::pair<EpochMs, EpochMs>> covered = {{(kMinute - 100) * 60'000, (kMinute - 50) * 60'000},
                                                             {(kMinute - 20) * 60'000, (kMinute + 10) * 60'000}};
   const BackfillPlan p = PlanBackfill(job, Range(kMinute - 200, kMinute), covered, kMinute * 60'000, kRules);
-  std::vector<EpochMs> expected = BruteForceSlots(job, kMinute - 200, kMinute - 100);
-  for (EpochMs t : BruteForceSlots(job, kMinute - 50, kMinute - 20)) expected.push_back(t);
+  std::vector<EpochMs> expected = BruteForceSlots(job, kMinute - 200, kMinute - 100, kTick);
+  for (EpochMs t : BruteForceSlots(job, kMinute - 50, kMinute - 20, kTick)) expected.push_back(t);
   EXPECT_EQ(Planned(p), expected);
   EXPECT_EQ(p.covered, 10 + 4);
   EXPECT_EQ(p.slots + p.covered, 40);
