@@ -3,8 +3,10 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "belfry/bulk_op.h"
 #include "belfry/job.h"
 #include "belfry/status.h"
 
@@ -14,6 +16,8 @@ enum class CommandOp { kUpsert, kDelete, kPause, kResume, kTrigger, kBackfill };
 
 // "upsert", "delete", "pause", "resume", "trigger", "backfill".
 const char* CommandOpName(CommandOp op);
+// The op named so by CommandOpName; nullopt for any other text.
+std::optional<CommandOp> CommandOpFromName(std::string_view name);
 
 // A Kafka message from the commands topic, before parsing. `value` is nullopt for a tombstone.
 struct RawCommand {
@@ -35,10 +39,15 @@ struct Command {
   CommandOp op = CommandOp::kUpsert;
   std::string id;
   JobSpec spec;  // meaningful only for kUpsert
-  // kPause only: why, and who (the command's optional "reason" and "actor"; empty when absent).
+  // kPause, and every bulk command: why, and who (the command's optional "reason" and "actor";
+  // empty when absent).
   std::string pause_reason;
   std::string pause_actor;
   BackfillRange backfill;  // kBackfill only
+  // Set for a bulk command (docs/bulk-operations.md): op (pause, resume, delete, trigger) acts on
+  // every job the selector matches, and `id` names the operation, not a job.
+  std::optional<BulkSelector> selector;
+  bool dry_run = false;  // a bulk command's dryRun (a backfill's is backfill.dry_run)
   SourcePosition source;
 };
 

@@ -67,6 +67,11 @@ struct CommandsConfig {
   // Glob patterns ('*' matches any run of characters). belfry's own topics and "__*" are
   // always refused, whatever this says.
   std::vector<std::string> allowed_topics = {"*"};
+  // Bulk operations (docs/bulk-operations.md): each step changes at most this many jobs in one
+  // transaction, and the node rests this long between steps, so that an operation over millions
+  // of jobs holds no lock for long and leaves the database to the tick.
+  int32_t bulk_step_jobs = 1000;
+  int64_t bulk_step_pause_ms = 20;
 };
 
 struct ExecutionsConfig {

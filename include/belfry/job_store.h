@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "belfry/bulk_op.h"
 #include "belfry/command.h"
 #include "belfry/execution.h"
 #include "belfry/job.h"
@@ -81,6 +82,45 @@ class JobStore {
   virtual StatusOr<ManualFireResult> CountBackfill(const ManualFire& fire) {
     (void)fire;
     return Status::FailedPrecondition("this job store cannot fire jobs by hand");
+  }
+
+  // ---- Bulk operations (docs/bulk-operations.md). The defaults: FailedPrecondition. ----------
+
+  // Records bulk commands (after the ApplyManualFires of their batch), in one transaction; none
+  // changes a job here. One status per op: Ok when it is recorded, or was already recorded from
+  // the same source position (a replay); Invalid (duplicate_bulk_id) when another command already
+  // used its id.
+  virtual StatusOr<std::vector<Status>> AcceptBulkOps(const std::vector<BulkOp>& ops) {
+    return std::vector<Status>(ops.size(), Status::FailedPrecondition("this job store cannot run bulk operations"));
+  }
+  // One step of the oldest unfinished bulk operation no other node is stepping: at most
+  // `max_jobs` jobs of one shard, from where the last step stopped, changed and the progress
+  // recorded in one transaction (so a crash repeats no step). `now` is when paused jobs count as
+  // paused, resumed limited jobs count from, and triggers are placed. nullopt when no operation
+  // is unfinished; else its state after the step.
+  virtual StatusOr<std::optional<BulkOpState>> RunBulkStep(int32_t max_jobs, EpochMs now) {
+    (void)max_jobs;
+    (void)now;
+    return Status::FailedPrecondition("this job store cannot run bulk operations");
+  }
+  // Finished operations whose outcome is not yet published, oldest first, at most `limit`.
+  virtual StatusOr<std::vector<BulkOpState>> UnpublishedBulkOps(int32_t limit) {
+    (void)limit;
+    return Status::FailedPrecondition("this job store cannot run bulk operations");
+  }
+  virtual Status MarkBulkOpPublished(const std::string& id, EpochMs now) {
+    (void)id;
+    (void)now;
+    return Status::FailedPrecondition("this job store cannot run bulk operations");
+  }
+  // One operation (nullopt when unknown), and the most recently accepted ones.
+  virtual StatusOr<std::optional<BulkOpState>> GetBulkOp(const std::string& id) {
+    (void)id;
+    return Status::FailedPrecondition("this job store cannot run bulk operations");
+  }
+  virtual StatusOr<std::vector<BulkOpState>> ListBulkOps(int32_t limit) {
+    (void)limit;
+    return Status::FailedPrecondition("this job store cannot run bulk operations");
   }
 
   virtual StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) = 0;

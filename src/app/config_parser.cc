@@ -344,6 +344,8 @@ const std::vector<Section>& Sections() {
           {
               IntegerKey("max_details_bytes", &CommandsConfig::max_details_bytes, 2, 900 * 1024),
               StringListKey("allowed_topics", &CommandsConfig::allowed_topics),
+              IntegerKey("bulk_step_jobs", &CommandsConfig::bulk_step_jobs, 1, 100'000),
+              DurationKey("bulk_step_pause", &CommandsConfig::bulk_step_pause_ms, 0, kMinute),
           }),
       MakeSection<ExecutionsConfig>(
           "executions", [](Config* c) { return &c->executions; },

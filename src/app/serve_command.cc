@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "app/app_support.h"
+#include "app/bulk_op_runner.h"
 #include "app/node_health.h"
 #include "app/signal_waiter.h"
 #include "app/system_clock.h"
@@ -26,6 +27,7 @@
 #include "http/metrics_registry.h"
 #include "http/reader_pool.h"
 #include "kafka/command_consumer.h"
+#include "kafka/command_publisher.h"
 #include "kafka/execution_consumer.h"
 #include "kafka/kafka_trigger_sink.h"
 #include "pg/connection_options.h"
@@ -282,6 +284,29 @@ int RunServe(const Config& cfg) {
       }
     } while (stop.WaitFor(std::chrono::seconds(60)));
   });
+  // Bulk operations (docs/bulk-operations.md): every node steps them, off the command partition
+  // and the trigger path, on its own connection; outcome records go to the results topic.
+  CommandPublisherOptions outcome_options;
+  outcome_options.client_id = "belfry-bulk-outcomes";
+  outcome_options.topic = cfg.kafka.results_topic;
+  auto outcome_publisher = CommandPublisher::Create(cfg.kafka, outcome_options);
+  if (!outcome_publisher.ok()) {
+    spdlog::error("cannot create the bulk outcome publisher: {}", outcome_publisher.status().ToString());
+    return 1;
+  }
+  std::thread bulk_thread([&] {
+    PgJobStore bulk_store(cfg.database_url);
+    BulkOpRunnerOptions bulk_options;
+    bulk_options.step_jobs = cfg.commands.bulk_step_jobs;
+    bulk_options.step_pause_ms = cfg.commands.bulk_step_pause_ms;
+    BulkOpRunner runner(
+        bulk_store, clock,
+        [&](const std::string& key, const std::string& value) {
+          return (*outcome_publisher)->Publish(key, value);
+        },
+        bulk_options);
+    runner.Run(stop);
+  });
   spdlog::info("belfry serving{}", cfg.scheduler.enabled ? "" : " (scheduler.enabled is false: firing nothing)");
 
   while (stop.WaitFor(std::chrono::seconds(3600))) {
@@ -298,6 +323,7 @@ int RunServe(const Config& cfg) {
   watchdog.detach();
   ticker_thread.join();
   sweep_thread.join();
+  bulk_thread.join();
   pool->Stop();
   consumer_thread.join();
   execution_thread.join();

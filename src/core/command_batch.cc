@@ -5,6 +5,7 @@
 
 #include <unordered_map>
 
+#include "core/bulk_selector.h"
 #include "core/json_writer.h"
 
 namespace belfry {
@@ -100,7 +101,7 @@ std::vector<JobAction> ReduceCommands(const std::vector<Command>& commands) {
   std::vector<bool> present;
   std::unordered_map<std::string, size_t> index;
   for (const Command& c : commands) {
-    if (c.op == CommandOp::kTrigger || c.op == CommandOp::kBackfill) continue;
+    if (c.op == CommandOp::kTrigger || c.op == CommandOp::kBackfill || c.selector) continue;
     auto [it, inserted] = index.try_emplace(c.id, actions.size());
     if (inserted) {
       actions.emplace_back();
@@ -128,7 +129,19 @@ PreparedCommandBatch PrepareCommandBatch(const std::vector<RawCommand>& batch, c
       outcome.id = parsed->id;
       outcome.op = CommandOpName(parsed->op);
       outcome.applied = true;
-      if (parsed->op == CommandOp::kTrigger || parsed->op == CommandOp::kBackfill) {
+      if (parsed->selector) {
+        BulkOp& op = out.bulk.emplace_back();
+        op.id = parsed->id;
+        op.op = parsed->op;
+        op.selector = std::move(*parsed->selector);
+        op.reason = std::move(parsed->pause_reason);
+        op.actor = std::move(parsed->pause_actor);
+        op.dry_run = parsed->dry_run;
+        op.source = parsed->source;
+        out.bulk_outcomes.push_back(i);
+        outcome.deferred = true;
+        outcome.dry_run = op.dry_run;
+      } else if (parsed->op == CommandOp::kTrigger || parsed->op == CommandOp::kBackfill) {
         ManualFire& fire = out.manual.emplace_back();
         fire.kind = parsed->op == CommandOp::kTrigger ? ManualFire::Kind::kTrigger : ManualFire::Kind::kBackfill;
         fire.id = parsed->id;
@@ -170,6 +183,30 @@ void RecordManualFireResults(const std::vector<ManualFireResult>& results, Prepa
   }
 }
 
+void RecordBulkAcceptResults(const std::vector<Status>& results, PreparedCommandBatch* prepared) {
+  for (size_t i = 0; i < results.size() && i < prepared->bulk_outcomes.size(); ++i) {
+    if (results[i].ok()) continue;
+    CommandOutcome& o = prepared->outcomes[prepared->bulk_outcomes[i]];
+    o.deferred = false;
+    o.applied = false;
+    o.error = results[i].ToString();
+  }
+}
+
+CommandOutcome FinishedBulkOutcome(const BulkOpState& state) {
+  CommandOutcome o;
+  o.id = state.op.id;
+  o.op = CommandOpName(state.op.op);
+  o.applied = true;
+  o.partition = state.op.source.partition;
+  o.offset = state.op.source.offset;
+  o.dry_run = state.op.dry_run;
+  o.selector_json = EncodeBulkSelector(state.op.selector);
+  o.matched = state.matched;
+  o.changed = state.changed;
+  return o;
+}
+
 std::string EncodeCommandOutcome(const CommandOutcome& o) {
   std::string out = "{\"id\":";
   AppendJsonString(&out, o.id);
@@ -187,6 +224,11 @@ std::string EncodeCommandOutcome(const CommandOutcome& o) {
     if (o.op == "backfill") {
       fmt::format_to(std::back_inserter(out), ",\"covered\":{},\"dryRun\":{}", o.covered, o.dry_run);
     }
+  }
+  if (o.selector_json) {
+    out.append(",\"selector\":").append(*o.selector_json);
+    fmt::format_to(std::back_inserter(out), ",\"matched\":{},\"changed\":{},\"dryRun\":{}", o.matched, o.changed,
+                   o.dry_run);
   }
   fmt::format_to(std::back_inserter(out), ",\"partition\":{},\"offset\":{}}}", o.partition, o.offset);
   return out;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "belfry/bulk_op.h"
 #include "belfry/command.h"
 #include "belfry/status.h"
 #include "core/command_parser.h"
@@ -26,6 +27,12 @@ struct CommandOutcome {
   std::optional<int64_t> slots = std::nullopt;
   int64_t covered = 0;
   bool dry_run = false;
+  // A bulk command (docs/bulk-operations.md). Once accepted its record waits (deferred) until the
+  // walk has finished (BulkOpRunner), and then carries the selector and the counts.
+  bool deferred = false;
+  std::optional<std::string> selector_json = std::nullopt;
+  int64_t matched = 0;
+  int64_t changed = 0;
 };
 
 struct CommandRejection {
@@ -39,6 +46,10 @@ struct PreparedCommandBatch {
   // (JobStore::ApplyManualFires); manual_outcomes[i] is the index of manual[i]'s outcome.
   std::vector<ManualFire> manual;
   std::vector<size_t> manual_outcomes;
+  // bulk commands, in input order, to accept after `manual` (JobStore::AcceptBulkOps);
+  // bulk_outcomes[i] is the index of bulk[i]'s outcome.
+  std::vector<BulkOp> bulk;
+  std::vector<size_t> bulk_outcomes;
   std::vector<CommandOutcome> outcomes;    // one per raw command, in input order
   std::vector<CommandRejection> rejections;  // for the DLQ, in input order
 };
@@ -49,8 +60,16 @@ PreparedCommandBatch PrepareCommandBatch(const std::vector<RawCommand>& batch, c
 // when result.status is not Ok. REQUIRES: results.size() == prepared->manual.size().
 void RecordManualFireResults(const std::vector<ManualFireResult>& results, PreparedCommandBatch* prepared);
 
+// Records what the store said to prepared.bulk[i]: Ok leaves its outcome deferred, anything else
+// rejects it now. REQUIRES: results.size() == prepared->bulk.size().
+void RecordBulkAcceptResults(const std::vector<Status>& results, PreparedCommandBatch* prepared);
+
+// The outcome record of a bulk operation that has finished its walk.
+CommandOutcome FinishedBulkOutcome(const BulkOpState& state);
+
 // The command-results value: {"id","op","status":"applied"|"rejected","error","partition","offset"},
-// and for trigger and backfill "slots" (with "covered" and "dryRun" for a backfill).
+// and for trigger and backfill "slots" (with "covered" and "dryRun" for a backfill); for a bulk
+// command "selector", "matched", "changed" and "dryRun".
 std::string EncodeCommandOutcome(const CommandOutcome& outcome);
 
 // Reduces validated commands, in partition order, to at most one JobAction per id whose effect

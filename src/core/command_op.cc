@@ -20,4 +20,12 @@ const char* CommandOpName(CommandOp op) {
   return "unknown";
 }
 
+std::optional<CommandOp> CommandOpFromName(std::string_view name) {
+  for (CommandOp op : {CommandOp::kUpsert, CommandOp::kDelete, CommandOp::kPause, CommandOp::kResume,
+                       CommandOp::kTrigger, CommandOp::kBackfill}) {
+    if (name == CommandOpName(op)) return op;
+  }
+  return std::nullopt;
+}
+
 }  // namespace belfry

@@ -11,12 +11,14 @@
 #include <string>
 #include <string_view>
 
+#include "core/bulk_selector.h"
 #include "core/calendar_schedule.h"
 #include "core/derived_row_id.h"
 #include "core/fire_limit.h"
 #include "core/interval_name.h"
 #include "core/iso_time.h"
 #include "core/job_labels.h"
+#include "core/job_owner.h"
 #include "core/json_object_fields.h"
 #include "core/manual_fire.h"
 #include "core/message_quote.h"
@@ -33,7 +35,6 @@ using simdjson::dom::element;
 using simdjson::dom::element_type;
 
 constexpr size_t kMaxIdBytes = 255;
-constexpr size_t kMaxOwnerBytes = 255;
 constexpr size_t kMaxPauseReasonBytes = 1024;
 constexpr size_t kMaxPauseActorBytes = 255;
 constexpr size_t kMaxKeyBytes = 1024;
@@ -79,6 +80,7 @@ enum Field : size_t {
   kDryRun,
   kMaxFires,
   kLabels,
+  kSelector,
   kFieldCount,
 };
 
@@ -108,6 +110,7 @@ constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
     "dryRun",
     "maxFires",
     "labels",
+    "selector",
 };
 
 static_assert(kFieldCount <= JsonObjectFields::kMaxFields);
@@ -497,15 +500,7 @@ Status ParseUpsert(const JsonObjectFields& fields, const RawCommand& raw, const 
   std::optional<std::string_view> owner;
   if (Status s = fields.GetString(kOwner, &owner); !s.ok()) return s;
   if (owner) {
-    if (owner->size() > kMaxOwnerBytes) {
-      return Reject("invalid_owner",
-                    fmt::format("owner is {} bytes; the limit is {}", owner->size(), kMaxOwnerBytes));
-    }
-    if (const auto at = FirstControlChar(*owner)) {
-      return Reject("invalid_owner",
-                    fmt::format("owner {} contains control character 0x{:02x} at byte {}", Quote(*owner),
-                                static_cast<unsigned char>((*owner)[*at]), *at));
-    }
+    if (Status s = CheckOwner(*owner); !s.ok()) return s;
     spec->owner = std::string(*owner);
   }
 
@@ -532,6 +527,14 @@ Status ParseUpsert(const JsonObjectFields& fields, const RawCommand& raw, const 
   return ParseDetails(fields, rules, &spec->details_json);
 }
 
+// "dryRun": an optional boolean (a backfill's, a bulk command's).
+Status ParseDryRun(const JsonObjectFields& fields, bool* dry_run) {
+  if (const std::optional<element> el = fields.Get(kDryRun)) {
+    if (el->get_bool().get(*dry_run) != simdjson::SUCCESS) return fields.WrongType(kDryRun, "a boolean", *el);
+  }
+  return Status::Ok();
+}
+
 // A backfill's range and pace: "from" and "to" (required dates, from < to, to not after the
 // command's timestamp, at most kMaxBackfillSpanMs apart), "ratePerMinute" (1..10000, default 60)
 // and "dryRun" (a boolean). See docs/manual-fires.md.
@@ -554,12 +557,22 @@ Status ParseBackfill(const JsonObjectFields& fields, const RawCommand& raw, Back
     }
     out->rate_per_minute = static_cast<int32_t>(n.value);
   }
-  if (const std::optional<element> el = fields.Get(kDryRun)) {
-    bool dry_run = false;
-    if (el->get_bool().get(dry_run) != simdjson::SUCCESS) return fields.WrongType(kDryRun, "a boolean", *el);
-    out->dry_run = dry_run;
+  return ParseDryRun(fields, &out->dry_run);
+}
+
+// A bulk command (docs/bulk-operations.md): pause, resume, delete or trigger with a "selector";
+// "reason" and "actor" (any of the four) and "dryRun" are optional. Its id names the operation.
+Status ParseBulk(const JsonObjectFields& fields, const element& selector, Command* command) {
+  if (command->op == CommandOp::kUpsert || command->op == CommandOp::kBackfill) {
+    return Reject("invalid_selector", fmt::format("op {} takes no selector; bulk ops are pause, resume, delete, trigger",
+                                                  CommandOpName(command->op)));
   }
-  return Status::Ok();
+  BulkSelector parsed;
+  if (Status s = ParseBulkSelector(selector, &parsed); !s.ok()) return s;
+  command->selector = std::move(parsed);
+  if (Status s = ParseNoteField(fields, kReason, kMaxPauseReasonBytes, &command->pause_reason); !s.ok()) return s;
+  if (Status s = ParseNoteField(fields, kActor, kMaxPauseActorBytes, &command->pause_actor); !s.ok()) return s;
+  return ParseDryRun(fields, &command->dry_run);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -593,22 +606,12 @@ StatusOr<Command> ParseCommand(const RawCommand& raw, const CommandRules& rules)
 
   std::optional<std::string_view> op;
   if (Status s = fields.GetString(kOp, &op); !s.ok()) return s;
-  if (!op || *op == "upsert") {
-    command.op = CommandOp::kUpsert;
-  } else if (*op == "delete") {
-    command.op = CommandOp::kDelete;
-  } else if (*op == "pause") {
-    command.op = CommandOp::kPause;
-  } else if (*op == "resume") {
-    command.op = CommandOp::kResume;
-  } else if (*op == "trigger") {
-    command.op = CommandOp::kTrigger;
-  } else if (*op == "backfill") {
-    command.op = CommandOp::kBackfill;
-  } else {
+  const std::optional<CommandOp> named = CommandOpFromName(op.value_or("upsert"));
+  if (!named) {
     return Reject("unknown_op", fmt::format("op {} is not one of upsert, delete, pause, resume, trigger, backfill",
                                             Quote(*op)));
   }
+  command.op = *named;
 
   std::optional<std::string_view> id;
   if (Status s = fields.GetString(kId, &id); !s.ok()) return s;
@@ -626,7 +629,9 @@ StatusOr<Command> ParseCommand(const RawCommand& raw, const CommandRules& rules)
   command.spec.id = command.id;
   command.spec.shard = ShardForId(command.id, rules.shard_count);
 
-  if (command.op == CommandOp::kUpsert) {
+  if (const std::optional<element> el = fields.Get(kSelector)) {
+    if (Status s = ParseBulk(fields, *el, &command); !s.ok()) return s;
+  } else if (command.op == CommandOp::kUpsert) {
     if (Status s = ParseUpsert(fields, raw, rules, &command.spec); !s.ok()) return s;
   } else if (command.op == CommandOp::kPause) {
     if (Status s = ParseNoteField(fields, kReason, kMaxPauseReasonBytes, &command.pause_reason); !s.ok()) return s;

@@ -321,6 +321,20 @@ class CommandConsumer::Impl {
       return stopping();
     }
     RecordManualFireResults(manual_results, &prepared);
+    // Bulk commands are only recorded here; BulkOpRunner walks their jobs off this partition.
+    std::vector<Status> bulk_results;
+    if (!prepared.bulk.empty() &&
+        !ApplyWithRetry("bulk operations", prepared.bulk.size(),
+                        [&] {
+                          StatusOr<std::vector<Status>> r = store_.AcceptBulkOps(prepared.bulk);
+                          if (!r.ok()) return r.status();
+                          bulk_results = std::move(r.value());
+                          return Status::Ok();
+                        },
+                        stop, &attempts)) {
+      return stopping();
+    }
+    RecordBulkAcceptResults(bulk_results, &prepared);
     const int64_t apply_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - apply_start).count();
     AddStageTime(&CommandStageTimes::apply_us, MicrosSince(apply_start));
@@ -336,6 +350,9 @@ class CommandConsumer::Impl {
     for (const CommandRejection& r : prepared.rejections) ++report.rejected_by_reason[r.status.reason()];
     for (const ManualFireResult& r : manual_results) {
       if (!r.status.ok()) ++report.rejected_by_reason[r.status.reason()];
+    }
+    for (const Status& r : bulk_results) {
+      if (!r.ok()) ++report.rejected_by_reason[r.reason()];
     }
 
     const uint64_t ticket = commit_queue_.Push(NextOffsets(batch));
@@ -542,7 +559,7 @@ class CommandConsumer::Impl {
       records.push_back(std::move(rec));
     }
     for (const CommandOutcome& o : prepared.outcomes) {
-      if (o.id.empty()) continue;
+      if (o.id.empty() || o.deferred) continue;
       OutgoingRecord rec;
       rec.topic = &config_.results_topic;
       rec.key = o.id;

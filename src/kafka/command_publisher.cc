@@ -28,7 +28,10 @@ struct Delivery {
 class CommandPublisher::Impl {
  public:
   Impl(const KafkaConfig& config, CommandPublisherOptions options)
-      : config_(config), options_(std::move(options)), event_logger_(options_.client_id) {}
+      : config_(config),
+        options_(std::move(options)),
+        topic_(options_.topic.empty() ? config_.commands_topic : options_.topic),
+        event_logger_(options_.client_id) {}
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
   ~Impl() {
@@ -74,7 +77,7 @@ class CommandPublisher::Impl {
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.delivery_timeout_ms);
     for (;;) {
-      const RdKafka::ErrorCode err = producer_->produce(config_.commands_topic, RdKafka::Topic::PARTITION_UA,
+      const RdKafka::ErrorCode err = producer_->produce(topic_, RdKafka::Topic::PARTITION_UA,
                                                         RdKafka::Producer::RK_MSG_COPY,
                                                         value ? const_cast<char*>(value->data()) : nullptr,
                                                         value ? value->size() : 0, key.data(), key.size(),
@@ -85,14 +88,14 @@ class CommandPublisher::Impl {
         break;
       }
       if (err != RdKafka::ERR__QUEUE_FULL || std::chrono::steady_clock::now() >= deadline) {
-        return DeliveryStatus(err, config_.commands_topic);
+        return DeliveryStatus(err, topic_);
       }
       producer_->poll(50);
     }
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(delivery->mu);
-        if (delivery->done) return DeliveryStatus(delivery->err, config_.commands_topic);
+        if (delivery->done) return DeliveryStatus(delivery->err, topic_);
       }
       if (std::chrono::steady_clock::now() >= deadline) break;
       producer_->poll(20);  // serves delivery reports, possibly other callers' too
@@ -100,7 +103,7 @@ class CommandPublisher::Impl {
     // message.timeout.ms equals the deadline, so the report is due any moment; give it a little.
     std::unique_lock<std::mutex> lock(delivery->mu);
     if (delivery->cv.wait_for(lock, std::chrono::seconds(2), [&] { return delivery->done; })) {
-      return DeliveryStatus(delivery->err, config_.commands_topic);
+      return DeliveryStatus(delivery->err, topic_);
     }
     return Status::Retryable("no delivery report for the command within " +
                              std::to_string(options_.delivery_timeout_ms) + " ms");
@@ -132,6 +135,7 @@ class CommandPublisher::Impl {
 
   const KafkaConfig config_;
   const CommandPublisherOptions options_;
+  const std::string topic_;
   KafkaEventLogger event_logger_;   // outlives producer_
   DeliveryReport delivery_report_;  // outlives producer_
   std::unique_ptr<OutcomeWaiter> waiter_;

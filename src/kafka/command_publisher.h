@@ -22,6 +22,9 @@ struct CommandPublisherOptions {
   int64_t delivery_timeout_ms = 10000;
   // Construct an OutcomeWaiter up front (before anything is published) so WaitForOutcome works.
   bool wait_for_outcomes = false;
+  // Where Publish produces; empty = config.commands_topic. (serve's bulk operations publish their
+  // outcome records to config.results_topic through it.)
+  std::string topic;
 };
 
 // Thread-safe, except WaitForOutcome (one caller at a time).

@@ -19,7 +19,9 @@
 #include "core/slot_math.h"
 #include "pg/copy_row.h"
 #include "pg/json_array_chunks.h"
+#include "pg/pg_bulk_op_queries.h"
 #include "pg/pg_queries.h"
+#include "pg/pg_job_writes.h"
 #include "pg/pg_rows.h"
 
 namespace belfry {
@@ -62,18 +64,17 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kInsertJobSlotsName, q::kInsertJobSlotsSql},
       {q::kLockShardStatesName, q::kLockShardStatesSql},
       {q::kGetShardCountName, q::kGetShardCountSql},
+      {q::kAcceptBulkOpName, q::kAcceptBulkOpSql},
+      {q::kBulkOpSourceName, q::kBulkOpSourceSql},
+      {q::kClaimBulkOpName, q::kClaimBulkOpSql},
+      {q::kBulkPageName, q::kBulkPageSql},
+      {q::kBulkCountName, q::kBulkCountSql},
+      {q::kRecordBulkStepName, q::kRecordBulkStepSql},
+      {q::kUnpublishedBulkOpsName, q::kUnpublishedBulkOpsSql},
+      {q::kMarkBulkOpPublishedName, q::kMarkBulkOpPublishedSql},
+      {q::kGetBulkOpName, q::kGetBulkOpSql},
+      {q::kListBulkOpsName, q::kListBulkOpsSql},
   };
-}
-
-// An int[] literal, "{1,2,3}".
-std::string IntArrayLiteral(const std::vector<int32_t>& values) {
-  std::string out = "{";
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    out += std::to_string(values[i]);
-  }
-  out.push_back('}');
-  return out;
 }
 
 // One row of the upsert staging table, as COPY text fields in kUpsertStageColumns order.
@@ -206,43 +207,6 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, int32_t sh
   return params;
 }
 
-// The limited jobs a resume restarted (kSetPausedSql's rows: id, shard, paused_at ms, the resume's
-// timestamp): their counts and windows, recomputed from their rows (ResumeFireLimit). One read and
-// one update for all of them; unlimited jobs cost nothing here.
-void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed, int32_t shard_count) {
-  if (resumed.empty()) return;
-  const int64_t tick_ms = kMsPerMinute / shard_count;
-  std::map<std::pair<int32_t, std::string>, std::pair<EpochMs, EpochMs>> pause_and_resume;
-  JsonArrayChunks keys;
-  for (const pqxx::row& r : resumed) {
-    const auto id = r[0].as<std::string>();
-    const auto shard = r[1].as<int32_t>();
-    pause_and_resume[{shard, id}] = {r[2].as<int64_t>(), r[3].as<int64_t>()};
-    keys.BeginObject();
-    keys.String("id", id);
-    keys.Int("shard", shard);
-    keys.EndObject();
-  }
-  JsonArrayChunks limits;
-  for (const std::string& chunk : keys.Finish()) {
-    for (const pqxx::row& row : txn.exec_prepared(pg_queries::kReadResumedLimitedJobsName, chunk)) {
-      JobSpec spec = StoredJobFromRow(row).spec;
-      const auto it = pause_and_resume.find({spec.shard, spec.id});
-      if (!spec.max_fires || it == pause_and_resume.end()) continue;
-      ResumeFireLimit(&spec, it->second.first, it->second.second, tick_ms);
-      limits.BeginObject();
-      limits.String("id", spec.id);
-      limits.Int("shard", spec.shard);
-      limits.Int("fires_before", spec.fires_before);
-      limits.Int("fires_from", spec.fires_from_ms);
-      limits.OptionalInt("start", spec.start_at);
-      limits.OptionalInt("end", spec.end_at);
-      limits.EndObject();
-    }
-  }
-  for (const std::string& chunk : limits.Finish()) txn.exec_prepared(pg_queries::kSetFireLimitsName, chunk);
-}
-
 // A job as stored: its id's shard's partition first, then every partition (a row stored under
 // another shard count). GetJob, and the manual fires' reads inside their transaction.
 std::optional<StoredJob> ReadJobInTxn(pqxx::transaction_base& txn, const std::string& id, int32_t shard_count) {
@@ -319,10 +283,52 @@ std::unordered_set<std::string> InsertManualRows(pqxx::transaction_base& txn, co
   return inserted;
 }
 
-// The triggers among `fires` whose job is stored in its own shard (ShardForId), set-based: one
-// statement finds those jobs, one stores all their rows, whatever the number of triggers. Sets
-// their results and returns the indexes of the fires it left to the one-by-one path (backfills,
-// and triggers of jobs not found in their shard: unknown, or stored under another shard count).
+}  // namespace
+
+std::string IntArrayLiteral(const std::vector<int32_t>& values) {
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out += std::to_string(values[i]);
+  }
+  out.push_back('}');
+  return out;
+}
+
+void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed, int32_t shard_count) {
+  if (resumed.empty()) return;
+  const int64_t tick_ms = kMsPerMinute / shard_count;
+  std::map<std::pair<int32_t, std::string>, std::pair<EpochMs, EpochMs>> pause_and_resume;
+  JsonArrayChunks keys;
+  for (const pqxx::row& r : resumed) {
+    const auto id = r[0].as<std::string>();
+    const auto shard = r[1].as<int32_t>();
+    pause_and_resume[{shard, id}] = {r[2].as<int64_t>(), r[3].as<int64_t>()};
+    keys.BeginObject();
+    keys.String("id", id);
+    keys.Int("shard", shard);
+    keys.EndObject();
+  }
+  JsonArrayChunks limits;
+  for (const std::string& chunk : keys.Finish()) {
+    for (const pqxx::row& row : txn.exec_prepared(pg_queries::kReadResumedLimitedJobsName, chunk)) {
+      JobSpec spec = StoredJobFromRow(row).spec;
+      const auto it = pause_and_resume.find({spec.shard, spec.id});
+      if (!spec.max_fires || it == pause_and_resume.end()) continue;
+      ResumeFireLimit(&spec, it->second.first, it->second.second, tick_ms);
+      limits.BeginObject();
+      limits.String("id", spec.id);
+      limits.Int("shard", spec.shard);
+      limits.Int("fires_before", spec.fires_before);
+      limits.Int("fires_from", spec.fires_from_ms);
+      limits.OptionalInt("start", spec.start_at);
+      limits.OptionalInt("end", spec.end_at);
+      limits.EndObject();
+    }
+  }
+  for (const std::string& chunk : limits.Finish()) txn.exec_prepared(pg_queries::kSetFireLimitsName, chunk);
+}
+
 std::vector<size_t> ApplyTriggersSetBased(pqxx::transaction_base& txn, const std::vector<ManualFire>& fires,
                                           int32_t shard_count, std::vector<ManualFireResult>* results) {
   std::vector<size_t> rest;
@@ -373,8 +379,6 @@ std::vector<size_t> ApplyTriggersSetBased(pqxx::transaction_base& txn, const std
   std::sort(rest.begin(), rest.end());
   return rest;
 }
-
-}  // namespace
 
 PgJobStore::PgJobStore(std::string database_url, std::string due_query_url)
     : session_(database_url, JobStoreStatements()),

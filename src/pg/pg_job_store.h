@@ -65,6 +65,17 @@ class PgJobStore final : public JobStore {
 
   StatusOr<int64_t> CountJobs();
 
+  // Bulk operations (docs/bulk-operations.md; pg_job_store_bulk.cc). A step holds its operation's
+  // row (FOR UPDATE SKIP LOCKED), so nodes step different operations, never the same one; it
+  // visits at most kBulkShardsPerStep shards.
+  static constexpr int32_t kBulkShardsPerStep = 8;
+  StatusOr<std::vector<Status>> AcceptBulkOps(const std::vector<BulkOp>& ops) override;
+  StatusOr<std::optional<BulkOpState>> RunBulkStep(int32_t max_jobs, EpochMs now) override;
+  StatusOr<std::vector<BulkOpState>> UnpublishedBulkOps(int32_t limit) override;
+  Status MarkBulkOpPublished(const std::string& id, EpochMs now) override;
+  StatusOr<std::optional<BulkOpState>> GetBulkOp(const std::string& id) override;
+  StatusOr<std::vector<BulkOpState>> ListBulkOps(int32_t limit) override;
+
   // The one-shot retention sweep: deletes up to max_rows one-shots whose run_minute is before
   // before_minute (they fired, or were missed, long ago). Returns how many it deleted. Not on the
   // trigger path: serve runs it in the background (see docs/executions.md).

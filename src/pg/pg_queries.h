@@ -461,6 +461,8 @@ inline constexpr const char kInsertManualRowsSql[] =
 #undef BELFRY_RUN_MINUTE
 
 
+// A bulk operation's step (docs/bulk-operations.md) passes src_partition -1: the rows keep their
+// own command position, so that a replay of their own older commands is still recognised.
 // Returns the limited jobs (max_fires set) that this resumed from a pause, with the time the pause
 // took effect and the resume command's timestamp ($1's ts): PgJobStore reads them
 // (kReadResumedLimitedJobs), recomputes their window (core/fire_limit.h, ResumeFireLimit) and
@@ -469,7 +471,9 @@ inline constexpr const char kInsertManualRowsSql[] =
 inline constexpr const char kSetPausedName[] = "belfry_set_paused";
 inline constexpr const char kSetPausedSql[] =
     "WITH changed AS ("
-    "UPDATE jobs AS j SET paused = a.paused, src_partition = a.src_partition, src_offset = a.src_offset,"
+    "UPDATE jobs AS j SET paused = a.paused,"
+    " src_partition = CASE WHEN a.src_partition < 0 THEN j.src_partition ELSE a.src_partition END,"
+    " src_offset = CASE WHEN a.src_partition < 0 THEN j.src_offset ELSE a.src_offset END,"
     " pause_reason = CASE WHEN a.paused THEN NULLIF(a.reason, '') END,"
     " pause_actor = CASE WHEN a.paused THEN NULLIF(a.actor, '') END,"
     " paused_at = CASE WHEN NOT a.paused THEN NULL WHEN j.paused THEN j.paused_at ELSE now() END,"

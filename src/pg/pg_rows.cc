@@ -14,8 +14,6 @@ std::optional<int64_t> OptionalInt64(const pqxx::field& f) {
   return f.as<int64_t>();
 }
 
-namespace {
-
 // jsonb prints its own way ({"k": "v"}, keys by length first): back to the canonical object of
 // core/job_labels.h, that the views print and the fakes compare.
 std::string CanonicalLabels(const std::string& jsonb_text) {
@@ -26,8 +24,6 @@ std::string CanonicalLabels(const std::string& jsonb_text) {
   if (parser.parse(jsonb_text).get(el) != simdjson::SUCCESS || !ParseLabels(el, &canonical).ok()) return jsonb_text;
   return canonical;
 }
-
-}  // namespace
 
 StoredJob StoredJobFromRow(const pqxx::row& row) {
   StoredJob job;

@@ -22,6 +22,10 @@ std::optional<ExecutionStatus> ExecutionStatusFromName(std::string_view s);
 // A row whose first columns are BELFRY_JOB_COLUMNS (pg_queries.h).
 StoredJob StoredJobFromRow(const pqxx::row& row);
 
+// jsonb's text of a label object (migration 0013), back in core/job_labels.h's canonical form
+// ("" for {}); text that is not a valid label object is returned as it is.
+std::string CanonicalLabels(const std::string& jsonb_text);
+
 // The columns BELFRY_STATS_COLUMNS (pg_queries.h) starting at column `first`. REQUIRES: they are
 // not NULL (a LEFT JOIN that found no job_stats row is the caller's to detect).
 JobStats JobStatsFromRow(const pqxx::row& row, size_t first = 0);

@@ -1,0 +1,32 @@
+// The job writes that the command path (pg_job_store.cc) and the bulk operations' steps
+// (pg_job_store_bulk.cc) share: one implementation of each, defined in pg_job_store.cc.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <pqxx/result>
+#include <pqxx/transaction_base>
+#include <string>
+#include <vector>
+
+#include "belfry/command.h"
+
+namespace belfry {
+
+// An int[] literal, "{1,2,3}".
+std::string IntArrayLiteral(const std::vector<int32_t>& values);
+
+// The limited jobs a resume restarted (kSetPausedSql's rows: id, shard, paused_at ms, the resume's
+// timestamp): their counts and windows, recomputed from their rows (ResumeFireLimit). One read and
+// one update for all of them; unlimited jobs cost nothing here.
+void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed, int32_t shard_count);
+
+// The triggers among `fires` whose job is stored in its own shard (ShardForId), set-based: one
+// statement finds those jobs, one stores all their rows, whatever the number of triggers. Sets
+// their results and returns the indexes of the fires it left to the one-by-one path (backfills,
+// and triggers of jobs not found in their shard: unknown, or stored under another shard count).
+// REQUIRES: the caller holds the fires' shards' shard_state rows (kLockShardStates).
+std::vector<size_t> ApplyTriggersSetBased(pqxx::transaction_base& txn, const std::vector<ManualFire>& fires,
+                                          int32_t shard_count, std::vector<ManualFireResult>* results);
+
+}  // namespace belfry
