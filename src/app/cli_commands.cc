@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 
 #include "app/app_support.h"
@@ -20,6 +21,8 @@
 #include "core/fire_limit.h"
 #include "core/iso_time.h"
 #include "core/job_json.h"
+#include "core/bulk_op_json.h"
+#include "core/bulk_selector.h"
 #include "core/job_labels.h"
 #include "core/load_projection.h"
 #include "core/load_rebalance.h"
@@ -39,6 +42,17 @@ namespace {
 int Fail(const std::string& message, int code = 1) {
   std::fprintf(stderr, "belfry: %s\n", message.c_str());
   return code;
+}
+
+// --label key=value terms into a JSON object; belfry's parser checks the rules. Returns an error
+// message, or "" when every term is key=value.
+std::string AddLabelTerms(const std::vector<std::string>& terms, nlohmann::ordered_json* labels) {
+  for (const std::string& term : terms) {
+    const auto split = SplitLabelTerm(term);
+    if (!split) return fmt::format("--label {} is not key=value", term);
+    (*labels)[std::string(split->first)] = std::string(split->second);
+  }
+  return {};
 }
 
 // Publishes one command and, if asked, waits for and prints its outcome.
@@ -122,10 +136,8 @@ int RunJobsPut(const Config& cfg, const PutJobArgs& a, const WaitArgs& wait) {
   if (a.priority) cmd["priority"] = *a.priority;
   if (a.max_retries) cmd["maxRetries"] = *a.max_retries;
   if (a.max_fires) cmd["maxFires"] = *a.max_fires;
-  for (const std::string& term : a.labels) {  // --label key=value; the parser checks the rules
-    const auto split = SplitLabelTerm(term);
-    if (!split) return Fail(fmt::format("--label {} is not key=value", term), 64);
-    cmd["labels"][std::string(split->first)] = std::string(split->second);
+  if (!a.labels.empty()) {
+    if (std::string e = AddLabelTerms(a.labels, &cmd["labels"]); !e.empty()) return Fail(e, 64);
   }
   if (a.retry_initial_seconds || a.retry_multiplier || a.retry_max_seconds) {
     nlohmann::ordered_json backoff = cmd.contains("retryBackoff") && cmd["retryBackoff"].is_object()
@@ -174,6 +186,50 @@ int RunJobsBackfill(const Config& cfg, const std::string& id, const BackfillArgs
   if (args.rate_per_minute > 0) cmd["ratePerMinute"] = args.rate_per_minute;
   if (args.dry_run) cmd["dryRun"] = true;
   return PublishCommand(cfg, id, cmd.dump(), wait);
+}
+
+int RunBulk(const Config& cfg, const BulkArgs& args, const WaitArgs& wait) {
+  if (args.owner.empty() && args.labels.empty()) {
+    return Fail("a bulk operation needs --owner or at least one --label (it never selects every job)", 64);
+  }
+  std::string id = args.id;
+  if (id.empty()) {  // unique enough for one operator: the op, the time and a random suffix
+    id = fmt::format("bulk-{}-{}-{:06x}", args.op, SystemClock().NowMs(), std::random_device{}() & 0xffffff);
+  }
+  nlohmann::ordered_json selector = nlohmann::ordered_json::object();
+  if (!args.owner.empty()) selector["owner"] = args.owner;
+  if (!args.labels.empty()) {
+    if (std::string e = AddLabelTerms(args.labels, &selector["labels"]); !e.empty()) return Fail(e, 64);
+  }
+  nlohmann::ordered_json cmd = {{"op", args.op}, {"id", id}, {"selector", selector}};
+  if (!args.reason.empty()) cmd["reason"] = args.reason;
+  if (!args.actor.empty()) cmd["actor"] = args.actor;
+  if (args.dry_run) cmd["dryRun"] = true;
+  std::printf("bulk operation %s\n", id.c_str());
+  return PublishCommand(cfg, id, cmd.dump(), wait);
+}
+
+int RunBulkGet(const Config& cfg, const std::string& id) {
+  PgJobStore store(cfg.database_url);
+  StatusOr<std::optional<BulkOpState>> op = store.GetBulkOp(id);
+  if (!op.ok()) return Fail(op.status().ToString(), 69);
+  if (!op->has_value()) return Fail(fmt::format("bulk operation '{}' not found", id), 1);
+  std::printf("%s\n", EncodeBulkOpJson(**op).c_str());
+  return 0;
+}
+
+int RunBulkList(const Config& cfg, int limit) {
+  PgJobStore store(cfg.database_url);
+  StatusOr<std::vector<BulkOpState>> ops = store.ListBulkOps(limit);
+  if (!ops.ok()) return Fail(ops.status().ToString(), 69);
+  std::printf("%-40s %-8s %-9s %10s %10s  %s\n", "ID", "OP", "STATE", "MATCHED", "CHANGED", "SELECTOR");
+  for (const BulkOpState& s : *ops) {
+    std::printf("%-40s %-8s %-9s %10lld %10lld  %s%s\n", s.op.id.c_str(), CommandOpName(s.op.op),
+                s.finished_at ? "finished" : "running", static_cast<long long>(s.matched),
+                static_cast<long long>(s.changed), EncodeBulkSelector(s.op.selector).c_str(),
+                s.op.dry_run ? " (dry run)" : "");
+  }
+  return 0;
 }
 
 int RunJobsGet(const Config& cfg, const std::string& id, bool json) {

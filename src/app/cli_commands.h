@@ -38,6 +38,16 @@ struct BackfillArgs {
   bool dry_run = false;
 };
 int RunJobsBackfill(const Config& cfg, const std::string& id, const BackfillArgs& args, const WaitArgs& wait);
+// A bulk command (docs/bulk-operations.md): op (pause, resume, delete, trigger) over every job with
+// this owner and/or these key=value labels; `id` names the operation (generated when empty).
+struct BulkArgs {
+  std::string op, id, owner, reason, actor;
+  std::vector<std::string> labels;
+  bool dry_run = false;
+};
+int RunBulk(const Config& cfg, const BulkArgs& args, const WaitArgs& wait);
+int RunBulkGet(const Config& cfg, const std::string& id);
+int RunBulkList(const Config& cfg, int limit);
 int RunJobsGet(const Config& cfg, const std::string& id, bool json);
 // `labels`: key=value terms the jobs' labels must all contain.
 int RunJobsList(const Config& cfg, const std::string& owner, const std::string& topic,

@@ -124,6 +124,27 @@ int main(int argc, char** argv) {
   next->add_option("id", op_id, "Job id")->required();
   next->add_option("-n", n, "How many (1..1000)")->check(CLI::Range(1, 1000));
 
+  auto* bulk = app.add_subcommand("bulk", "Pause, resume, delete or trigger every job matching an owner and/or labels");
+  bulk->require_subcommand(1);
+  belfry::BulkArgs bulk_args;
+  std::vector<CLI::App*> bulk_ops;
+  for (const char* op : {"pause", "resume", "delete", "trigger"}) {
+    auto* sub = bulk->add_subcommand(op, std::string("Bulk ") + op + " of every job the selector matches");
+    sub->add_option("--owner", bulk_args.owner, "Jobs of this owner");
+    sub->add_option("--label", bulk_args.labels, "Jobs with this label (key=value; repeat for all of several)");
+    sub->add_option("--id", bulk_args.id, "Names the operation (default: generated); one id per operation");
+    sub->add_option("--reason", bulk_args.reason, "Why (a pause stores it on each job it pauses)");
+    sub->add_option("--actor", bulk_args.actor, "Who");
+    sub->add_flag("--dry-run", bulk_args.dry_run, "Count the matching jobs; change nothing");
+    add_wait(sub);
+    bulk_ops.push_back(sub);
+  }
+  auto* bulk_get = bulk->add_subcommand("get", "A bulk operation and its progress, as JSON");
+  bulk_get->add_option("id", op_id, "Bulk operation id")->required();
+  int bulk_limit = 20;
+  auto* bulk_list = bulk->add_subcommand("list", "The most recent bulk operations");
+  bulk_list->add_option("--limit", bulk_limit, "How many (1..1000)")->check(CLI::Range(1, 1000));
+
   auto* shards = app.add_subcommand("shards", "Per-shard progress: fired-through minute, claim, lag");
   shards->add_flag("--json", json, "JSON output");
   std::string load_from, load_to, load_by;
@@ -184,6 +205,15 @@ int main(int argc, char** argv) {
   if (resume->parsed()) return belfry::RunJobsOp(cfg, "resume", op_id, false, wait_args);
   if (trigger->parsed()) return belfry::RunJobsOp(cfg, "trigger", op_id, false, wait_args);
   if (backfill->parsed()) return belfry::RunJobsBackfill(cfg, op_id, backfill_args, wait_args);
+  for (CLI::App* sub : bulk_ops) {
+    if (!sub->parsed()) continue;
+    bulk_args.op = sub->get_name();
+    // A walk over millions of jobs takes minutes: wait longer unless told otherwise.
+    if (sub->count("--timeout") == 0) wait_args.timeout_ms = 10 * 60 * 1000;
+    return belfry::RunBulk(cfg, bulk_args, wait_args);
+  }
+  if (bulk_get->parsed()) return belfry::RunBulkGet(cfg, op_id);
+  if (bulk_list->parsed()) return belfry::RunBulkList(cfg, bulk_limit);
   if (get->parsed()) return belfry::RunJobsGet(cfg, op_id, json);
   if (history->parsed()) return belfry::RunJobsHistory(cfg, op_id, limit, cursor, output);
   if (list->parsed()) return belfry::RunJobsList(cfg, owner, topic, labels, limit, cursor, output);

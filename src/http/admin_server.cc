@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/bulk_op_json.h"
 #include "core/calendar_schedule.h"
 #include "core/execution_report.h"
 #include "core/fire_limit.h"
@@ -43,6 +44,8 @@ using Json = nlohmann::ordered_json;
 constexpr std::string_view kJsonType = "application/json";
 constexpr std::string_view kMetricsType = "text/plain; version=0.0.4; charset=utf-8";
 constexpr std::string_view kJobsPrefix = "/v1/jobs/";
+constexpr std::string_view kBulkOpsPrefix = "/v1/bulk-ops/";
+constexpr int32_t kBulkOpsListLimit = 100;
 constexpr std::string_view kNextSuffix = "/next";
 constexpr int kNextFiresInJob = 3;  // "nextFires" of the job view (the CLI's `jobs get` shows as many)
 constexpr std::string_view kExecutionsSuffix = "/executions";
@@ -190,7 +193,9 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
 
 bool IsKnownPath(const std::string& path) {
   return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/v1/jobs" ||
-         path == "/v1/shards" || path == "/v1/load" || path == "/v1/load/rebalance" || (path.size() > kJobsPrefix.size() && path.starts_with(kJobsPrefix));
+         path == "/v1/shards" || path == "/v1/load" || path == "/v1/load/rebalance" || path == "/v1/bulk-ops" ||
+         (path.size() > kJobsPrefix.size() && path.starts_with(kJobsPrefix)) ||
+         (path.size() > kBulkOpsPrefix.size() && path.starts_with(kBulkOpsPrefix));
 }
 
 bool RequiresAuth(const std::string& path) {
@@ -500,6 +505,10 @@ void AdminServer::InstallRoutes() {
           [this](const httplib::Request& req, httplib::Response& res) { HandleRebalance(req, res); });
   svr.Get("/v1/jobs",
           [this](const httplib::Request& req, httplib::Response& res) { HandleListJobs(req, res); });
+  svr.Get("/v1/bulk-ops",
+          [this](const httplib::Request& req, httplib::Response& res) { HandleListBulkOps(req, res); });
+  svr.Get(R"(/v1/bulk-ops/[\s\S]+)",
+          [this](const httplib::Request& req, httplib::Response& res) { HandleGetBulkOp(req, res); });
   // [\s\S] rather than '.', which would not match a decoded newline in an id.
   svr.Get(R"(/v1/jobs/[\s\S]+)",
           [this](const httplib::Request& req, httplib::Response& res) { HandleJobsPath(req, res); });
@@ -602,6 +611,47 @@ void AdminServer::HandleJobsPath(const httplib::Request& req, httplib::Response&
     if (std::string e = CheckParams(req, {}); !e.empty()) return SendError(res, 400, e);
     HandleGetJob(*id, res);
   }
+}
+
+void AdminServer::HandleListBulkOps(const httplib::Request& req, httplib::Response& res) {
+  if (std::string e = CheckParams(req, {"limit"}); !e.empty()) return SendError(res, 400, e);
+  int32_t limit = kBulkOpsListLimit;
+  if (const std::string text = Param(req, "limit"); !text.empty()) {
+    const std::optional<int64_t> v = ParseInt(text);
+    if (!v || *v < 1 || *v > kBulkOpsListLimit) {
+      return SendError(res, 400, "limit must be an integer in 1.." + std::to_string(kBulkOpsListLimit) + ", got \"" +
+                                     text + "\"");
+    }
+    limit = static_cast<int32_t>(*v);
+  }
+  std::optional<StatusOr<std::vector<BulkOpState>>> read =
+      ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.store->ListBulkOps(limit); });
+  if (!read) return SendSessionsBusy(res);
+  if (!read->ok()) return SendStoreError(res, "job store", read->status());
+  std::string body = "{\"bulkOps\":[";
+  for (size_t i = 0; i < (*read)->size(); ++i) {
+    if (i > 0) body.push_back(',');
+    body += EncodeBulkOpJson((**read)[i]);
+  }
+  body += "]}";
+  SendJsonText(res, 200, std::move(body));
+}
+
+void AdminServer::HandleGetBulkOp(const httplib::Request& req, httplib::Response& res) {
+  if (std::string e = CheckParams(req, {}); !e.empty()) return SendError(res, 400, e);
+  std::string_view raw = req.target;
+  raw = raw.substr(0, raw.find('?'));
+  raw.remove_prefix(std::min(raw.size(), kBulkOpsPrefix.size()));
+  const std::optional<std::string> id = PercentDecode(raw);
+  if (!id || id->empty() || !IsStorableText(*id)) {
+    return SendError(res, 400, "the bulk operation id in the path is empty, not validly percent-encoded, or not UTF-8");
+  }
+  std::optional<StatusOr<std::optional<BulkOpState>>> read =
+      ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.store->GetBulkOp(*id); });
+  if (!read) return SendSessionsBusy(res);
+  if (!read->ok()) return SendStoreError(res, "job store", read->status());
+  if (!(*read)->has_value()) return SendError(res, 404, "bulk operation \"" + *id + "\" not found");
+  SendJsonText(res, 200, EncodeBulkOpJson(***read));
 }
 
 void AdminServer::HandleGetJob(const std::string& id, httplib::Response& res) {

@@ -94,6 +94,8 @@ class AdminServer final {
   void HandleMetrics(httplib::Response& res);
   void HandleJobsPath(const httplib::Request& req, httplib::Response& res);
   void HandleGetJob(const std::string& id, httplib::Response& res);
+  void HandleListBulkOps(const httplib::Request& req, httplib::Response& res);
+  void HandleGetBulkOp(const httplib::Request& req, httplib::Response& res);
   void HandleNext(const std::string& id, const httplib::Request& req, httplib::Response& res);
   void HandleBackfillDryRun(const std::string& id, const httplib::Request& req, httplib::Response& res);
   void HandleExecutions(const std::string& id, const httplib::Request& req, httplib::Response& res);
