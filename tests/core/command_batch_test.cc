@@ -229,6 +229,43 @@ TEST_F(PrepareCommandBatchTest, TriggersAndBackfillsAreAppliedAfterTheJobActions
   EXPECT_TRUE(p.rejections.empty()) << "a rejection at apply time is not a DLQ case";
 }
 
+// Issue 18: a bulk command is neither a job action nor a manual fire: it goes to `bulk`, and its
+// outcome waits for the walk (deferred) unless the store refuses it.
+TEST_F(PrepareCommandBatchTest, BulkCommandsAreRecordedAndTheirOutcomesDeferred) {
+  std::vector<RawCommand> batch = {
+      Raw("j1", R"({"id":"j1","intervalMinutes":5,"topic":"out"})", 10),
+      Raw("freeze", R"({"op":"pause","id":"freeze","selector":{"owner":"o"},"reason":"r","actor":"a"})", 11),
+      Raw("again", R"({"op":"delete","id":"again","selector":{"labels":{"k":"v"}},"dryRun":true})", 12),
+  };
+  PreparedCommandBatch p = PrepareCommandBatch(batch, rules_);
+  ASSERT_EQ(p.actions.size(), 1u) << "no job action for a bulk command, not even one named by its id";
+  EXPECT_TRUE(p.manual.empty());
+  ASSERT_EQ(p.bulk.size(), 2u);
+  EXPECT_EQ(p.bulk_outcomes, (std::vector<size_t>{1, 2}));
+  EXPECT_EQ(p.bulk[0].id, "freeze");
+  EXPECT_EQ(p.bulk[0].op, CommandOp::kPause);
+  EXPECT_EQ(p.bulk[0].reason, "r");
+  EXPECT_EQ(p.bulk[0].actor, "a");
+  EXPECT_EQ(p.bulk[0].source.offset, 11);
+  EXPECT_TRUE(p.bulk[1].dry_run);
+  EXPECT_TRUE(p.outcomes[1].deferred);
+  EXPECT_TRUE(p.outcomes[2].deferred);
+
+  RecordBulkAcceptResults({Status::Ok(), Status::Invalid("duplicate_bulk_id", "used")}, &p);
+  EXPECT_TRUE(p.outcomes[1].deferred);
+  EXPECT_FALSE(p.outcomes[2].deferred) << "a refused bulk command is answered at once";
+  EXPECT_EQ(EncodeCommandOutcome(p.outcomes[2]),
+            R"({"id":"again","op":"delete","status":"rejected","error":"duplicate_bulk_id: used","partition":2,"offset":12})");
+
+  BulkOpState done;
+  done.op = p.bulk[0];
+  done.matched = 12;
+  done.changed = 10;
+  EXPECT_EQ(EncodeCommandOutcome(FinishedBulkOutcome(done)),
+            R"({"id":"freeze","op":"pause","status":"applied","error":null,"selector":{"owner":"o"},)"
+            R"("matched":12,"changed":10,"dryRun":false,"partition":2,"offset":11})");
+}
+
 TEST_F(PrepareCommandBatchTest, UnusableKeyGetsNoOutcomeId) {
   PreparedCommandBatch p = PrepareCommandBatch({Raw(std::string("bad\x01key"), "{}", 1), Raw(std::nullopt, "[]", 2)}, rules_);
   ASSERT_EQ(p.rejections.size(), 2u);
