@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/bulk_selector.h"
+#include "core/bulk_walk.h"
 #include "core/calendar_schedule.h"
 #include "core/job_labels.h"
 #include "core/slot_math.h"
@@ -155,6 +157,112 @@ StatusOr<std::vector<StoredJob>> FakeJobStore::ListJobs(const JobListFilter& fil
     j.paused = it->second.paused;
     out.push_back(j);
   }
+  return out;
+}
+
+StatusOr<std::vector<Status>> FakeJobStore::AcceptBulkOps(const std::vector<BulkOp>& ops) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Status> out;
+  for (const BulkOp& op : ops) {
+    auto it = std::find_if(bulk_ops_.begin(), bulk_ops_.end(), [&](const BulkOpState& s) { return s.op.id == op.id; });
+    if (it == bulk_ops_.end()) {
+      BulkOpState state;
+      state.op = op;
+      state.accepted_at = op.source.timestamp_ms;
+      bulk_ops_.push_back(std::move(state));
+      out.push_back(Status::Ok());
+    } else if (it->op.source.partition == op.source.partition && it->op.source.offset == op.source.offset) {
+      out.push_back(Status::Ok());
+    } else {
+      out.push_back(Status::Invalid("duplicate_bulk_id", "bulk operation id " + op.id + " was already used"));
+    }
+  }
+  return out;
+}
+
+StatusOr<std::optional<BulkOpState>> FakeJobStore::RunBulkStep(int32_t max_jobs, EpochMs now) {
+  constexpr int32_t kShardCount = 120;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = std::find_if(bulk_ops_.begin(), bulk_ops_.end(), [](const BulkOpState& s) { return !s.finished_at; });
+  if (it == bulk_ops_.end()) return std::optional<BulkOpState>();
+  BulkOpState& state = *it;
+  BulkWalkPosition pos{state.next_shard, state.after_id, false};
+  int64_t budget = std::max(1, max_jobs);
+  for (int32_t shards = 0; !pos.finished && budget > 0 && shards < 8;) {
+    const int32_t shard = pos.shard;
+    std::vector<std::string> page;  // ids in order: rows_ is a map
+    for (const auto& [id, row] : rows_) {
+      if (row.spec.shard != shard || id <= pos.after_id || !row.spec.retry_of.empty()) continue;
+      if (!BulkSelectorMatches(state.op.selector, row.spec.owner, row.spec.labels_json)) continue;
+      if (!state.op.dry_run && static_cast<int64_t>(page.size()) == budget) break;
+      page.push_back(id);
+    }
+    state.matched += static_cast<int64_t>(page.size());
+    for (const std::string& id : page) {
+      if (state.op.dry_run) break;
+      Row& row = rows_[id];
+      switch (state.op.op) {
+        case CommandOp::kPause:
+          if (!row.paused) ++state.changed;
+          row.paused = true;
+          break;
+        case CommandOp::kResume:
+          if (row.paused) ++state.changed;
+          row.paused = false;
+          break;
+        case CommandOp::kDelete:
+          rows_.erase(id);
+          ++state.changed;
+          break;
+        default:
+          ++state.changed;  // a trigger: counted, not stored here
+      }
+    }
+    if (state.op.dry_run) {
+      pos = NextBulkWalkShard(shard, kShardCount);
+    } else {
+      const size_t limit = static_cast<size_t>(budget);
+      budget -= static_cast<int64_t>(page.size());
+      pos = NextBulkWalkPosition(shard, page.empty() ? "" : page.back(), page.size(), limit, kShardCount);
+    }
+    if (pos.shard != shard) ++shards;
+  }
+  state.next_shard = pos.shard;
+  state.after_id = pos.after_id;
+  ++state.steps;
+  if (pos.finished) state.finished_at = now;
+  return std::optional<BulkOpState>(state);
+}
+
+StatusOr<std::vector<BulkOpState>> FakeJobStore::UnpublishedBulkOps(int32_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<BulkOpState> out;
+  for (const BulkOpState& s : bulk_ops_) {
+    if (s.finished_at && !s.published_at && static_cast<int32_t>(out.size()) < limit) out.push_back(s);
+  }
+  return out;
+}
+
+Status FakeJobStore::MarkBulkOpPublished(const std::string& id, EpochMs now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (BulkOpState& s : bulk_ops_) {
+    if (s.op.id == id && !s.published_at) s.published_at = now;
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::optional<BulkOpState>> FakeJobStore::GetBulkOp(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const BulkOpState& s : bulk_ops_) {
+    if (s.op.id == id) return std::optional<BulkOpState>(s);
+  }
+  return std::optional<BulkOpState>();
+}
+
+StatusOr<std::vector<BulkOpState>> FakeJobStore::ListBulkOps(int32_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<BulkOpState> out(bulk_ops_.rbegin(), bulk_ops_.rend());
+  if (static_cast<int32_t>(out.size()) > limit) out.resize(static_cast<size_t>(limit));
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "belfry/job_store.h"
 
@@ -22,6 +23,16 @@ class FakeJobStore final : public JobStore {
   StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) override;
   StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter& filter) override;
 
+  // Bulk operations as the real store runs them (docs/bulk-operations.md), over the rows in
+  // (shard, id) order: pause, resume and delete change the rows; a trigger only counts its jobs
+  // (the fake keeps no manual rows). A step visits at most 8 shards, like PgJobStore's.
+  StatusOr<std::vector<Status>> AcceptBulkOps(const std::vector<BulkOp>& ops) override;
+  StatusOr<std::optional<BulkOpState>> RunBulkStep(int32_t max_jobs, EpochMs now) override;
+  StatusOr<std::vector<BulkOpState>> UnpublishedBulkOps(int32_t limit) override;
+  Status MarkBulkOpPublished(const std::string& id, EpochMs now) override;
+  StatusOr<std::optional<BulkOpState>> GetBulkOp(const std::string& id) override;
+  StatusOr<std::vector<BulkOpState>> ListBulkOps(int32_t limit) override;
+
   // Test controls.
   void Put(const JobSpec& spec, bool paused = false);
   void FailNextQueries(int n) { fail_queries_ = n; }
@@ -36,6 +47,7 @@ class FakeJobStore final : public JobStore {
  private:
   mutable std::mutex mu_;
   std::map<std::string, Row> rows_;
+  std::vector<BulkOpState> bulk_ops_;  // in acceptance order
   int fail_queries_ = 0;
   int pass_queries_ = 0;
   int queries_ = 0;

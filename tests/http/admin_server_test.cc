@@ -620,6 +620,59 @@ TEST_F(AdminServerTest, ListFiltersByEveryLabelGiven) {
   EXPECT_NE(Get("/v1/jobs?label=team").json()["error"].get<std::string>().find("key=value"), std::string::npos);
 }
 
+// Issue 18: bulk operations and their progress, newest first; 404 for an unknown id.
+TEST_F(AdminServerTest, BulkOperationsAndTheirProgress) {
+  for (int i = 0; i < 6; ++i) store_.Put(Spec("job-" + std::to_string(i), "svc-a"));
+  BulkOp pause;
+  pause.id = "freeze/2026 11";  // a '/' and a space: percent-encoded in the path
+  pause.op = CommandOp::kPause;
+  pause.selector.owner = "svc-a";
+  pause.reason = "carrier outage";
+  pause.source = SourcePosition{4, 99, 1795354620000};
+  BulkOp count = pause;
+  count.id = "count-b";
+  count.op = CommandOp::kDelete;
+  count.selector.owner.reset();
+  count.selector.labels_json = R"({"team":"b"})";
+  count.reason.clear();
+  count.dry_run = true;
+  count.source.offset = 100;
+  ASSERT_TRUE(store_.AcceptBulkOps({pause, count}).ok());
+  for (StatusOr<std::optional<BulkOpState>> s = store_.RunBulkStep(1000, 1795354630000);
+       s.ok() && s->has_value() && (*s)->op.id == "freeze/2026 11"; s = store_.RunBulkStep(1000, 1795354630000)) {
+  }
+  StartServer();
+
+  Reply one = Get("/v1/bulk-ops/freeze%2F2026%2011");
+  ASSERT_EQ(one.status, 200) << one.body;
+  const Json op = one.json();
+  EXPECT_EQ(op["op"], "pause");
+  EXPECT_EQ(op["selector"], (Json{{"owner", "svc-a"}}));
+  EXPECT_EQ(op["reason"], "carrier outage");
+  EXPECT_TRUE(op["actor"].is_null());
+  EXPECT_EQ(op["state"], "finished");
+  EXPECT_EQ(op["matched"], 6);
+  EXPECT_EQ(op["changed"], 6);
+  EXPECT_EQ(op["commandAt"], "2026-11-22T13:37:00.000Z");
+  EXPECT_EQ(op["source"], (Json{{"partition", 4}, {"offset", 99}}));
+
+  Reply list = Get("/v1/bulk-ops");
+  ASSERT_EQ(list.status, 200) << list.body;
+  const Json ops = list.json()["bulkOps"];
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0]["id"], "count-b") << "newest first";
+  EXPECT_EQ(ops[0]["state"], "running");
+  EXPECT_EQ(ops[0]["dryRun"], true);
+  EXPECT_EQ(ops[0]["selector"], (Json{{"labels", {{"team", "b"}}}}));
+  EXPECT_EQ(Get("/v1/bulk-ops?limit=1").json()["bulkOps"].size(), 1u);
+
+  ExpectError(Get("/v1/bulk-ops/nope"), 404);
+  ExpectError(Get("/v1/bulk-ops/%zz"), 400);
+  ExpectError(Get("/v1/bulk-ops?limit=0"), 400);
+  ExpectError(Get("/v1/bulk-ops?owner=x"), 400);
+  ExpectError(Get("/v1/bulk-ops/freeze%2F2026%2011?x=1"), 400);
+}
+
 TEST_F(AdminServerTest, ListRejectsBadParameters) {
   StartServer(Options("127.0.0.1:0", "", 50));
   ExpectError(Get("/v1/jobs?limit=0"), 400);
