@@ -137,8 +137,15 @@ class BelfryNode:
         return False
 
     def drop_database(self):
-        """Drops the node's database, with FORCE (the node's sessions are cut)."""
-        self._psql(f'DROP DATABASE IF EXISTS "{self.db_name}" WITH (FORCE)', check=False)
+        """Drops the node's database, with FORCE (the node's sessions are cut). The node reconnects
+        at once (its bulk-operation runner looks for work every second), and a connection that
+        arrives between FORCE's cut and the drop fails it: try again until it is gone."""
+        for _ in range(50):
+            self._psql(f'DROP DATABASE IF EXISTS "{self.db_name}" WITH (FORCE)', check=False)
+            r = self._psql(f"SELECT 'still-there' FROM pg_database WHERE datname = '{self.db_name}'", check=False)
+            if "still-there" not in (r.stdout or ""):
+                break
+            time.sleep(0.1)
         self._db_created = False
 
     def log_tail(self, n=60):
@@ -158,6 +165,7 @@ class BelfryNode:
         )
         if check and r.returncode != 0:
             raise NodeError(f"psql {sql!r} failed: {r.stderr.strip()}")
+        return r
 
     def belfry(self, args, timeout=60, check=True):
         r = subprocess.run([self.binary, *args], env=self.env, capture_output=True, text=True, timeout=timeout)

@@ -32,6 +32,9 @@ from werkzeug.datastructures import Headers
 from belfry_node import BelfryNode, iso_ms
 
 TOKEN = "contract-token-3f9a"
+# The bulk operations seed() runs (ids of operations, not of jobs).
+BULK_DRY = "count-tracking"
+BULK_RESUME = "resume tracking/svc"
 METHODS = ("get", "head", "post", "put", "patch", "delete", "options", "trace")
 # Documented statuses a healthy test node cannot be made to answer; each needs a reason.
 UNREACHABLE = {
@@ -253,6 +256,8 @@ class Contract:
             prefix = prefix or "/v1/jobs/"
         routes = set(exact)
         routes.add(prefix + "{id}")
+        if "kBulkOpsPrefix" in consts:
+            routes.add(consts["kBulkOpsPrefix"] + "{id}")
         routes |= {prefix + "{id}" + s for s in suffixes}
         spec_paths = set(self.spec["paths"])
         for r in sorted(routes - spec_paths):
@@ -351,6 +356,12 @@ def seed(node):
         ]
     )
     node.belfry(["jobs", "pause", ids["paused"], "--reason", "carrier outage", "--actor", "oncall-ana",
+                 "--timeout", "60s"])
+    # Bulk operations (docs/bulk-operations.md): a dry run by label and a resume that finds nothing
+    # paused; the CLI waits for each outcome, published when the walk has finished.
+    node.belfry(["bulk", "pause", "--label", "team=tracking", "--id", BULK_DRY, "--dry-run",
+                 "--timeout", "60s"])
+    node.belfry(["bulk", "resume", "--owner", "tracking-svc", "--id", BULK_RESUME, "--actor", "contract",
                  "--timeout", "60s"])
 
     minute = now_ms // 60_000 * 60_000
@@ -604,12 +615,40 @@ def exercise(c, node, ids):
     c.call("GET", base + "?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z", 401, auth=False)
     c.call("HEAD", base + "?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z", 401, auth=False)
 
+    # Bulk operations.
+    r = c.call("GET", "/v1/bulk-ops", 200)
+    if r.status_code == 200:
+        got = {o["id"]: o for o in r.json()["bulkOps"]}
+        dry, resume = got.get(BULK_DRY), got.get(BULK_RESUME)
+        if not dry or dry["matched"] != 1 or dry["changed"] != 0 or dry["state"] != "finished":
+            c.fail("GET /v1/bulk-ops", f"the dry run should have matched the 1 labelled job: {dry}")
+        if not resume or resume["selector"] != {"owner": "tracking-svc"} or resume["actor"] != "contract":
+            c.fail("GET /v1/bulk-ops", f"the resume by owner is not as published: {resume}")
+    c.call("GET", "/v1/bulk-ops?limit=1", 200)
+    c.call("HEAD", "/v1/bulk-ops", 200)
+    for bad in ("limit=0", "limit=101", "limit=x", "owner=a"):
+        c.call("GET", "/v1/bulk-ops?" + bad, 400)
+    c.call("HEAD", "/v1/bulk-ops?limit=0", 400)
+    c.call("GET", "/v1/bulk-ops", 401, auth=False)
+    c.call("HEAD", "/v1/bulk-ops", 401, auth=False)
+    bulk_one = "/v1/bulk-ops/" + q(BULK_RESUME)
+    c.call("GET", bulk_one, 200)
+    c.call("HEAD", bulk_one, 200)
+    c.call("GET", bulk_one + "?x=1", 400)
+    c.call("HEAD", bulk_one + "?x=1", 400)
+    c.call("GET", "/v1/bulk-ops/no-such-op", 404)
+    c.call("HEAD", "/v1/bulk-ops/no-such-op", 404)
+    c.call("GET", "/v1/bulk-ops/%zz", 400)
+    c.call("GET", bulk_one, 401, auth=False)
+    c.call("HEAD", bulk_one, 401, auth=False)
+
     # Every other method on every route: 405 with Allow (with the token; without, 401 for /v1).
     concrete = {
         "/v1/jobs/{id}": f"/v1/jobs/{q(ids['interval'])}",
         "/v1/jobs/{id}/next": f"/v1/jobs/{q(ids['interval'])}/next",
         "/v1/jobs/{id}/executions": f"/v1/jobs/{q(ids['interval'])}/executions",
         "/v1/jobs/{id}/backfill": f"/v1/jobs/{q(ids['interval'])}/backfill",
+        "/v1/bulk-ops/{id}": f"/v1/bulk-ops/{q(BULK_RESUME)}",
     }
     for template in c.spec["paths"]:
         target = concrete.get(template, template)
@@ -720,7 +759,7 @@ def database_gone(c, node, ids):
     c.call("HEAD", "/readyz", 503, auth=False)
     backfill = job + "/backfill?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z"
     for target in ("/v1/shards", "/v1/jobs", job, job + "/next", job + "/executions", backfill, "/v1/load",
-                   "/v1/load/rebalance"):
+                   "/v1/load/rebalance", "/v1/bulk-ops", "/v1/bulk-ops/" + q(BULK_RESUME)):
         c.call("GET", target, 503)
         c.call("HEAD", target, 503)
     c.call("GET", "/healthz", 200, auth=False)
