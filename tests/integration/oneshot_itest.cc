@@ -258,6 +258,70 @@ TEST_F(OneShotTest, TriggerAndBackfillFireByHandMarkedManual) {
       15'000));
 }
 
+// Bulk operations (docs/bulk-operations.md): a bulk trigger over labels fires every matching job
+// once, marked manual, and none other; a bulk delete over a label removes them all, and each
+// outcome, published when its walk has finished, counts them.
+TEST_F(OneShotTest, BulkTriggerFiresTheMatchingJobsAndBulkDeleteRemovesThem) {
+  TopicCollector results(world_->brokers, {world_->results_topic});
+  const int64_t now_minute = EpochMinuteOf(WallMs());
+  const int32_t offset = static_cast<int32_t>((now_minute + 30) % 60);  // no scheduled slot for half an hour
+  const std::string batch = world_->run_id + "-bulk";
+  std::vector<std::string> jobs;
+  for (int i = 0; i < 6; ++i) {
+    const std::string id = batch + "-" + std::to_string(i);
+    jobs.push_back(id);
+    Send(id, R"({"id":")" + id + R"(","intervalMinutes":60,"offsetMinutes":)" + std::to_string(offset) +
+                 R"(,"topic":")" + world_->trigger_topic + R"(","labels":{"batch":")" + batch + R"(","wave":")" +
+                 (i < 4 ? "1" : "2") + R"("}})");
+  }
+  ASSERT_TRUE(WaitFor([&] { return Count("labels @> '{\"batch\":\"" + batch + "\"}'") == 6; }, 10'000));
+
+  const EpochMs sent_at = WallMs();
+  const std::string trigger_id = batch + "-poke";
+  Send(trigger_id, R"({"op":"trigger","id":")" + trigger_id + R"(","selector":{"labels":{"batch":")" + batch +
+                       R"(","wave":"1"}},"actor":"itest"})");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        size_t n = 0;
+        for (const std::string& id : jobs) n += ReceivedFor(id).size();
+        return n >= 4;
+      },
+      75'000));
+  for (int i = 0; i < 6; ++i) {
+    const std::vector<TailRecord> got = ReceivedFor(jobs[static_cast<size_t>(i)]);
+    ASSERT_EQ(got.size(), i < 4 ? 1u : 0u) << jobs[static_cast<size_t>(i)];
+    if (got.empty()) continue;
+    EXPECT_EQ(got[0].headers.at("belfry-manual"), "trigger");
+    EXPECT_GE(std::stoll(got[0].headers.at("belfry-scheduled-for")), sent_at - 5'000);
+  }
+
+  const std::string delete_id = batch + "-drop";
+  Send(delete_id, R"({"op":"delete","id":")" + delete_id + R"(","selector":{"labels":{"batch":")" + batch + R"("}}})");
+  std::string trigger_outcome, delete_outcome;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (const TailRecord& r : results.records()) {
+          if (r.key == trigger_id && r.value) trigger_outcome = *r.value;
+          if (r.key == delete_id && r.value) delete_outcome = *r.value;
+        }
+        return !trigger_outcome.empty() && !delete_outcome.empty();
+      },
+      30'000));
+  EXPECT_NE(trigger_outcome.find(R"("op":"trigger","status":"applied","error":null,"selector":{"labels":{"batch":")" +
+                                 batch + R"(","wave":"1"}},"matched":4,"changed":4,"dryRun":false)"),
+            std::string::npos)
+      << trigger_outcome;
+  EXPECT_NE(delete_outcome.find(R"("op":"delete","status":"applied","error":null,"selector":{"labels":{"batch":")" +
+                                batch + R"("}},"matched":6,"changed":6,"dryRun":false)"),
+            std::string::npos)
+      << delete_outcome;
+  EXPECT_EQ(Count("id LIKE '" + batch + "-%'"), 0) << "the jobs and their manual rows are gone";
+  EXPECT_EQ(world_->db->Exec("SELECT count(*) FROM bulk_ops WHERE published_at IS NOT NULL AND id IN ('" +
+                             trigger_id + "', '" + delete_id + "')")[0][0]
+                .as<int64_t>(),
+            2);
+}
+
 // Limited runs (docs/fire-limits.md): a job with maxFires 1 every minute fires once, at its first
 // slot after the command, and not at its next one a minute later, though it stays stored.
 TEST_F(OneShotTest, ALimitedJobFiresItsCountThenStops) {
