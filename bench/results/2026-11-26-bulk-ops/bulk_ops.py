@@ -93,7 +93,9 @@ def bulk(op, args):
 subprocess.run([BELFRY, 'jobs', 'put', '--id', PROBE, '--every', 'EVERY_HOUR', '--topic', 'lt.triggers.0',
                 '--owner', 'bench-probe'], check=True, capture_output=True)
 threading.Thread(target=prober, daemon=True).start()
-result = {'owner': OWNER, 'label': LABEL, 'ops': []}
+result = {'owner': OWNER, 'label': LABEL, 'ops': [],
+          'bulk_step_pause': os.environ.get('BELFRY_COMMANDS_BULK_STEP_PAUSE', '20ms (default)'),
+          'bulk_step_jobs': os.environ.get('BELFRY_COMMANDS_BULK_STEP_JOBS', '1000 (default)')}
 
 log('baseline 120 s')
 t0, s0 = time.time(), scrape()
@@ -113,6 +115,10 @@ plan = [
     ('trigger', ['--owner', OWNER], 'trigger, owner'),
     ('delete', ['--owner', OWNER], 'delete, owner'),
 ]
+# BULK_OPS="pause, owner;resume, owner" runs only those (by name), in plan order.
+if os.environ.get('BULK_OPS'):
+    wanted = set(os.environ['BULK_OPS'].split(';'))
+    plan = [p for p in plan if p[2] in wanted]
 for op, args, name in plan:
     s0 = scrape()
     a, b, outcome = bulk(op, args)

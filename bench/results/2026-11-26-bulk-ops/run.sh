@@ -5,7 +5,7 @@ cd /work/main
 eval "$(scripts/local-stack env)"; export BELFRY_DATABASE_URL BELFRY_KAFKA_BROKERS
 export BELFRY_ADMIN_LISTEN=127.0.0.1:18080 BELFRY_EXECUTIONS_ENABLED=false BELFRY_SCHEDULER_MISFIRE_POLICY=skip
 R=bench/results/2026-11-26-bulk-ops
-C=$(git rev-parse --short HEAD)
+C=$(git rev-parse --short HEAD)${BULK_VARIANT:+-$BULK_VARIANT}
 psql "$BELFRY_DATABASE_URL" -qc "DELETE FROM jobs" -c "DELETE FROM bulk_ops" -c "DELETE FROM cron_slots"
 build/belfry serve > /tmp/bulk-bench-node.log 2>&1 &
 NODE=$!
