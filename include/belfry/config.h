@@ -71,7 +71,7 @@ struct CommandsConfig {
   // transaction, and the node rests this long between steps, so that an operation over millions
   // of jobs holds no lock for long and leaves the database to the tick.
   int32_t bulk_step_jobs = 1000;
-  int64_t bulk_step_pause_ms = 20;
+  int64_t bulk_step_pause_ms = 100;
 };
 
 struct ExecutionsConfig {

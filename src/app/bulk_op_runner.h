@@ -16,7 +16,7 @@ namespace belfry {
 
 struct BulkOpRunnerOptions {
   int32_t step_jobs = 1000;     // jobs a step changes at most (commands.bulk_step_jobs)
-  int64_t step_pause_ms = 20;   // rest after a step (commands.bulk_step_pause)
+  int64_t step_pause_ms = 100;  // rest after a step (commands.bulk_step_pause)
   int64_t idle_poll_ms = 1000;  // how often an idle runner looks for a new operation
 };
 
