@@ -72,6 +72,22 @@ void CheckAccepted(const RawCommand& raw, const Command& command) {
     Check(b.to_ms - b.from_ms <= belfry::kMaxBackfillSpanMs);
     Check(b.rate_per_minute >= 1 && b.rate_per_minute <= belfry::kMaxBackfillRatePerMinute);
   }
+  if (command.selector) {  // a bulk command (docs/bulk-operations.md): never every job
+    Check(command.op == CommandOp::kPause || command.op == CommandOp::kResume || command.op == CommandOp::kDelete ||
+          command.op == CommandOp::kTrigger);
+    const belfry::BulkSelector& sel = *command.selector;
+    Check(sel.owner.has_value() || !sel.labels_json.empty());
+    if (sel.owner) Check(!sel.owner->empty() && sel.owner->size() <= 255 && !HasControlChar(*sel.owner));
+    if (!sel.labels_json.empty()) {  // canonical, and not {}
+      simdjson::dom::parser label_parser;
+      simdjson::dom::element labels;
+      std::string again;
+      Check(label_parser.parse(sel.labels_json).get(labels) == simdjson::SUCCESS);
+      Check(belfry::ParseLabels(labels, &again).ok() && again == sel.labels_json && again != "{}");
+    }
+    Check(command.pause_reason.size() <= 1024 && command.pause_actor.size() <= 255);
+    return;
+  }
   if (command.op != CommandOp::kUpsert) return;
 
   const belfry::JobSpec& spec = command.spec;
