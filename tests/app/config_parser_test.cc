@@ -286,6 +286,10 @@ std::map<std::string, KeyCase> KeyCases() {
         [](const Config& c) {
           EXPECT_EQ(c.commands.allowed_topics, (std::vector<std::string>{"a.*", "b"}));
         }}},
+      {"commands.bulk_step_jobs",
+       {"250", "250", [](const Config& c) { EXPECT_EQ(c.commands.bulk_step_jobs, 250); }}},
+      {"commands.bulk_step_pause",
+       {"1s", "1s", [](const Config& c) { EXPECT_EQ(c.commands.bulk_step_pause_ms, 1000); }}},
       {"executions.enabled", {"false", "false", [](const Config& c) { EXPECT_FALSE(c.executions.enabled); }}},
       {"executions.retention",
        {"30d", "30d", [](const Config& c) { EXPECT_EQ(c.executions.retention_ms, 30 * 86'400'000LL); }}},
