@@ -9,18 +9,6 @@
 #include "core/json_writer.h"
 
 namespace belfry {
-namespace {
-
-void AppendStringOrNull(std::string* out, const std::string& s) {
-  if (s.empty()) {
-    out->append("null");
-  } else {
-    AppendJsonString(out, s);
-  }
-}
-
-}  // namespace
-
 std::string EncodeBulkOpJson(const BulkOpState& s) {
   std::string out = "{\"id\":";
   AppendJsonString(&out, s.op.id);
@@ -28,9 +16,9 @@ std::string EncodeBulkOpJson(const BulkOpState& s) {
   AppendJsonString(&out, CommandOpName(s.op.op));
   out.append(",\"selector\":").append(EncodeBulkSelector(s.op.selector));
   out.append(",\"reason\":");
-  AppendStringOrNull(&out, s.op.reason);
+  AppendJsonStringOrNull(&out, s.op.reason);
   out.append(",\"actor\":");
-  AppendStringOrNull(&out, s.op.actor);
+  AppendJsonStringOrNull(&out, s.op.actor);
   fmt::format_to(std::back_inserter(out),
                  ",\"dryRun\":{},\"state\":\"{}\",\"matched\":{},\"changed\":{},\"steps\":{},\"nextShard\":{},"
                  "\"afterId\":",

@@ -214,11 +214,7 @@ std::string EncodeCommandOutcome(const CommandOutcome& o) {
   AppendJsonString(&out, o.op);
   out.append(o.applied ? ",\"status\":\"applied\"" : ",\"status\":\"rejected\"");
   out.append(",\"error\":");
-  if (o.error.empty()) {
-    out.append("null");
-  } else {
-    AppendJsonString(&out, o.error);
-  }
+  AppendJsonStringOrNull(&out, o.error);
   if (o.slots) {
     fmt::format_to(std::back_inserter(out), ",\"slots\":{}", *o.slots);
     if (o.op == "backfill") {

@@ -177,21 +177,13 @@ std::string EncodeExecutionRecord(const ExecutionRecord& record) {
   AppendJsonString(&out, FormatIsoTime(r.scheduled_for_ms));
   fmt::format_to(std::back_inserter(out), ",\"attempt\":{},\"status\":\"{}\",\"error\":", r.attempt,
                  ExecutionStatusName(r.status));
-  if (r.error.empty()) {
-    out += "null";
-  } else {
-    AppendJsonString(&out, r.error);
-  }
+  AppendJsonStringOrNull(&out, r.error);
   out += ",\"startedAt\":";
   AppendJsonTimeOrNull(&out, r.started_at);
   out += ",\"finishedAt\":";
   AppendJsonTimeOrNull(&out, r.finished_at);
   out += ",\"worker\":";
-  if (r.worker.empty()) {
-    out += "null";
-  } else {
-    AppendJsonString(&out, r.worker);
-  }
+  AppendJsonStringOrNull(&out, r.worker);
   out += ",\"receivedAt\":";
   AppendJsonTimeOrNull(&out, record.received_at ? std::optional<EpochMs>(record.received_at) : std::nullopt);
   out += '}';

@@ -12,19 +12,11 @@ std::string EncodeJobJson(const StoredJob& job) {
   std::string out = "{\"id\":";
   AppendJsonString(&out, s.id);
   out.append(",\"owner\":");
-  if (s.owner.empty()) {
-    out.append("null");
-  } else {
-    AppendJsonString(&out, s.owner);
-  }
+  AppendJsonStringOrNull(&out, s.owner);
   out.append(",\"topic\":");
   AppendJsonString(&out, s.topic);
   out.append(",\"key\":");
-  if (s.key.empty()) {
-    out.append("null");
-  } else {
-    AppendJsonString(&out, s.key);
-  }
+  AppendJsonStringOrNull(&out, s.key);
   out.append(",\"labels\":");
   out.append(s.labels_json.empty() ? "{}" : s.labels_json);
   fmt::format_to(std::back_inserter(out), ",\"intervalMinutes\":{},\"offsetMinutes\":{},\"shard\":{}",
@@ -51,17 +43,10 @@ std::string EncodeJobJson(const StoredJob& job) {
   if (!job.paused) {
     out.append("null");
   } else {
-    const auto string_or_null = [&out](const std::string& v) {
-      if (v.empty()) {
-        out.append("null");
-      } else {
-        AppendJsonString(&out, v);
-      }
-    };
     out.append("{\"reason\":");
-    string_or_null(job.pause_reason);
+    AppendJsonStringOrNull(&out, job.pause_reason);
     out.append(",\"actor\":");
-    string_or_null(job.pause_actor);
+    AppendJsonStringOrNull(&out, job.pause_actor);
     out.append(",\"since\":");
     AppendJsonTimeOrNull(&out, job.paused_at);
     out.push_back('}');
@@ -110,11 +95,7 @@ std::string EncodeJobDetailJson(const StoredJob& job, const std::optional<JobSta
     out.append(",\"scheduledFor\":");
     AppendJsonTimeOrNull(&out, stats->last_scheduled_for_ms);
     fmt::format_to(std::back_inserter(out), ",\"attempt\":{},\"error\":", stats->last_attempt);
-    if (stats->last_error.empty()) {
-      out.append("null");
-    } else {
-      AppendJsonString(&out, stats->last_error);
-    }
+    AppendJsonStringOrNull(&out, stats->last_error);
     out.append(",\"finishedAt\":");
     AppendJsonTimeOrNull(&out, stats->last_finished_at);
     out.push_back('}');

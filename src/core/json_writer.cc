@@ -50,6 +50,14 @@ void AppendJsonString(std::string* out, std::string_view s) {
   out->push_back('"');
 }
 
+void AppendJsonStringOrNull(std::string* out, std::string_view s) {
+  if (s.empty()) {
+    out->append("null");
+  } else {
+    AppendJsonString(out, s);
+  }
+}
+
 void AppendJsonTimeOrNull(std::string* out, const std::optional<EpochMs>& t) {
   if (t) {
     AppendJsonString(out, FormatIsoTime(*t));

@@ -15,6 +15,9 @@ namespace belfry {
 // may carry anything a library or PostgreSQL said).
 void AppendJsonString(std::string* out, std::string_view s);
 
+// Appends `s` as a JSON string literal, or null when it is empty (an optional text field).
+void AppendJsonStringOrNull(std::string* out, std::string_view s);
+
 // Appends `t` as an ISO-8601 JSON string ("2026-11-22T13:37:32.500Z"), or null when absent.
 void AppendJsonTimeOrNull(std::string* out, const std::optional<EpochMs>& t);
 
