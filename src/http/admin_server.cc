@@ -180,6 +180,33 @@ std::string Param(const httplib::Request& req, const char* name) {
   return it == req.params.end() ? std::string() : it->second;
 }
 
+// The id at the end of a route's path (`raw`, still percent-encoded), decoded into *id. Returns an
+// error message naming `what` ("the job id in the path is empty"), or "" when *id is usable.
+std::string DecodePathId(std::string_view raw, std::string_view what, std::string* id) {
+  const std::string prefix = "the " + std::string(what) + " id in the path is ";
+  std::optional<std::string> decoded = PercentDecode(raw);
+  if (!decoded) return prefix + "not validly percent-encoded";
+  if (decoded->empty()) return prefix + "empty";
+  if (!IsStorableText(*decoded)) return prefix + "not valid UTF-8 or contains a NUL byte";
+  *id = std::move(*decoded);
+  return {};
+}
+
+// An optional integer query parameter in [lo, hi]; *out is left as it is when the parameter is
+// absent or empty. Returns an error message ("<name> must be an integer in lo..hi, got "<text>""),
+// or "" when fine.
+std::string IntParam(const httplib::Request& req, const char* name, int64_t lo, int64_t hi, int64_t* out) {
+  const std::string text = Param(req, name);
+  if (text.empty()) return {};
+  const std::optional<int64_t> v = ParseInt(text);
+  if (!v || *v < lo || *v > hi) {
+    return std::string(name) + " must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi) +
+           ", got \"" + text + "\"";
+  }
+  *out = *v;
+  return {};
+}
+
 // Compares in time that depends only on the lengths, not on where the first difference is.
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
@@ -588,44 +615,26 @@ void AdminServer::HandleJobsPath(const httplib::Request& req, httplib::Response&
     executions = true;
     raw.remove_suffix(kExecutionsSuffix.size());
   }
-  const std::optional<std::string> id = PercentDecode(raw);
-  if (!id) {
-    SendError(res, 400, "the job id in the path is not validly percent-encoded");
-    return;
-  }
-  if (id->empty()) {
-    SendError(res, 400, "the job id in the path is empty");
-    return;
-  }
-  if (!IsStorableText(*id)) {
-    SendError(res, 400, "the job id in the path is not valid UTF-8 or contains a NUL byte");
-    return;
-  }
+  std::string id;
+  if (std::string e = DecodePathId(raw, "job", &id); !e.empty()) return SendError(res, 400, e);
   if (next) {
-    HandleNext(*id, req, res);
+    HandleNext(id, req, res);
   } else if (backfill) {
-    HandleBackfillDryRun(*id, req, res);
+    HandleBackfillDryRun(id, req, res);
   } else if (executions) {
-    HandleExecutions(*id, req, res);
+    HandleExecutions(id, req, res);
   } else {
     if (std::string e = CheckParams(req, {}); !e.empty()) return SendError(res, 400, e);
-    HandleGetJob(*id, res);
+    HandleGetJob(id, res);
   }
 }
 
 void AdminServer::HandleListBulkOps(const httplib::Request& req, httplib::Response& res) {
   if (std::string e = CheckParams(req, {"limit"}); !e.empty()) return SendError(res, 400, e);
-  int32_t limit = kBulkOpsListLimit;
-  if (const std::string text = Param(req, "limit"); !text.empty()) {
-    const std::optional<int64_t> v = ParseInt(text);
-    if (!v || *v < 1 || *v > kBulkOpsListLimit) {
-      return SendError(res, 400, "limit must be an integer in 1.." + std::to_string(kBulkOpsListLimit) + ", got \"" +
-                                     text + "\"");
-    }
-    limit = static_cast<int32_t>(*v);
-  }
-  std::optional<StatusOr<std::vector<BulkOpState>>> read =
-      ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.store->ListBulkOps(limit); });
+  int64_t limit = kBulkOpsListLimit;
+  if (std::string e = IntParam(req, "limit", 1, kBulkOpsListLimit, &limit); !e.empty()) return SendError(res, 400, e);
+  std::optional<StatusOr<std::vector<BulkOpState>>> read = ReadWith(
+      *deps_.readers, [&](const ReadSession& s) { return s.store->ListBulkOps(static_cast<int32_t>(limit)); });
   if (!read) return SendSessionsBusy(res);
   if (!read->ok()) return SendStoreError(res, "job store", read->status());
   std::string body = "{\"bulkOps\":[";
@@ -642,15 +651,13 @@ void AdminServer::HandleGetBulkOp(const httplib::Request& req, httplib::Response
   std::string_view raw = req.target;
   raw = raw.substr(0, raw.find('?'));
   raw.remove_prefix(std::min(raw.size(), kBulkOpsPrefix.size()));
-  const std::optional<std::string> id = PercentDecode(raw);
-  if (!id || id->empty() || !IsStorableText(*id)) {
-    return SendError(res, 400, "the bulk operation id in the path is empty, not validly percent-encoded, or not UTF-8");
-  }
+  std::string id;
+  if (std::string e = DecodePathId(raw, "bulk operation", &id); !e.empty()) return SendError(res, 400, e);
   std::optional<StatusOr<std::optional<BulkOpState>>> read =
-      ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.store->GetBulkOp(*id); });
+      ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.store->GetBulkOp(id); });
   if (!read) return SendSessionsBusy(res);
   if (!read->ok()) return SendStoreError(res, "job store", read->status());
-  if (!(*read)->has_value()) return SendError(res, 404, "bulk operation \"" + *id + "\" not found");
+  if (!(*read)->has_value()) return SendError(res, 404, "bulk operation \"" + id + "\" not found");
   SendJsonText(res, 200, EncodeBulkOpJson(***read));
 }
 
@@ -682,14 +689,8 @@ void AdminServer::HandleExecutions(const std::string& id, const httplib::Request
   if (std::string e = CheckParams(req, {"limit", "cursor"}); !e.empty()) return SendError(res, 400, e);
   if (!deps_.readers->has_executions())
     return SendError(res, 404, "execution history is not enabled on this node");
-  int32_t limit = 50;
-  if (const std::string text = Param(req, "limit"); !text.empty()) {
-    const std::optional<int64_t> v = ParseInt(text);
-    if (!v || *v < 1 || *v > 1000) {
-      return SendError(res, 400, "limit must be an integer in 1..1000, got \"" + text + "\"");
-    }
-    limit = static_cast<int32_t>(*v);
-  }
+  int64_t limit = 50;
+  if (std::string e = IntParam(req, "limit", 1, 1000, &limit); !e.empty()) return SendError(res, 400, e);
   std::string cursor;
   if (const std::string text = Param(req, "cursor"); !text.empty()) {
     const std::optional<std::string> decoded = Base64UrlDecode(text);
@@ -700,7 +701,7 @@ void AdminServer::HandleExecutions(const std::string& id, const httplib::Request
     cursor = *decoded;
   }
   std::optional<StatusOr<ExecutionPage>> read =
-      ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.executions->ListExecutions(id, limit, cursor); });
+      ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.executions->ListExecutions(id, static_cast<int32_t>(limit), cursor); });
   if (!read) return SendSessionsBusy(res);
   StatusOr<ExecutionPage>& page = *read;
   if (!page.ok()) {
@@ -718,11 +719,7 @@ void AdminServer::HandleExecutions(const std::string& id, const httplib::Request
     body.append(EncodeExecutionRecord(page->records[i]));
   }
   body.append("],\"next_cursor\":");
-  if (page->next_cursor.empty()) {
-    body.append("null");
-  } else {
-    AppendJsonString(&body, Base64UrlEncode(page->next_cursor));
-  }
+  AppendJsonStringOrNull(&body, Base64UrlEncode(page->next_cursor));
   body.push_back('}');
   SendJsonText(res, 200, std::move(body));
 }
@@ -766,15 +763,8 @@ void AdminServer::HandleBackfillDryRun(const std::string& id, const httplib::Req
 
 void AdminServer::HandleNext(const std::string& id, const httplib::Request& req, httplib::Response& res) {
   if (std::string e = CheckParams(req, {"n"}); !e.empty()) return SendError(res, 400, e);
-  int n = kDefaultNext;
-  if (const std::string text = Param(req, "n"); !text.empty()) {
-    const std::optional<int64_t> v = ParseInt(text);
-    if (!v || *v < 1 || *v > kMaxNext) {
-      return SendError(res, 400,
-                       "n must be an integer in 1.." + std::to_string(kMaxNext) + ", got \"" + text + "\"");
-    }
-    n = static_cast<int>(*v);
-  }
+  int64_t n = kDefaultNext;
+  if (std::string e = IntParam(req, "n", 1, kMaxNext, &n); !e.empty()) return SendError(res, 400, e);
   std::optional<StatusOr<std::optional<StoredJob>>> read =
       ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.store->GetJob(id); });
   if (!read) return SendSessionsBusy(res);
@@ -782,7 +772,8 @@ void AdminServer::HandleNext(const std::string& id, const httplib::Request& req,
   if (!job.ok()) return SendStoreError(res, "job store", job.status());
   if (!job->has_value()) return SendError(res, 404, "job \"" + id + "\" not found");
   const StoredJob& j = **job;
-  const std::vector<NextFire> fires = NextFires(j.spec, j.paused, options_.scheduler.tick_ms, deps_.clock->NowMs(), n);
+  const std::vector<NextFire> fires =
+      NextFires(j.spec, j.paused, options_.scheduler.tick_ms, deps_.clock->NowMs(), static_cast<int>(n));
   Json times = Json::array();
   for (const NextFire& f : fires) times.push_back(FormatIsoTime(f.at));
   Json out{{"id", id}, {"paused", j.paused}, {"next", std::move(times)}, {"fires", Json::parse(EncodeNextFires(fires))}};
@@ -815,15 +806,9 @@ void AdminServer::HandleListJobs(const httplib::Request& req, httplib::Response&
       return SendError(res, 400, std::string(name) + " is not valid UTF-8 or contains a NUL byte");
     }
   }
-  int32_t limit = std::min(kDefaultListLimit, options_.max_list_limit);
-  if (const std::string text = Param(req, "limit"); !text.empty()) {
-    const std::optional<int64_t> v = ParseInt(text);
-    if (!v || *v < 1 || *v > options_.max_list_limit) {
-      return SendError(res, 400,
-                       "limit must be an integer in 1.." + std::to_string(options_.max_list_limit) +
-                           ", got \"" + text + "\"");
-    }
-    limit = static_cast<int32_t>(*v);
+  int64_t limit = std::min(kDefaultListLimit, options_.max_list_limit);
+  if (std::string e = IntParam(req, "limit", 1, options_.max_list_limit, &limit); !e.empty()) {
+    return SendError(res, 400, e);
   }
   if (const std::string cursor = Param(req, "cursor"); !cursor.empty()) {
     const std::optional<std::string> after = Base64UrlDecode(cursor);
@@ -833,7 +818,7 @@ void AdminServer::HandleListJobs(const httplib::Request& req, httplib::Response&
     }
     filter.after_id = *after;
   }
-  filter.limit = limit + 1;  // one more than asked, to know whether another page exists
+  filter.limit = static_cast<int32_t>(limit) + 1;  // one more than asked, to know whether another page exists
   std::optional<StatusOr<std::vector<StoredJob>>> read =
       ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.store->ListJobs(filter); });
   if (!read) return SendSessionsBusy(res);
@@ -851,11 +836,7 @@ void AdminServer::HandleListJobs(const httplib::Request& req, httplib::Response&
     body.append(EncodeJobJson(page[i]));
   }
   body.append("],\"next_cursor\":");
-  if (next_cursor.empty()) {
-    body.append("null");
-  } else {
-    AppendJsonString(&body, next_cursor);
-  }
+  AppendJsonStringOrNull(&body, next_cursor);
   body.push_back('}');
   SendJsonText(res, 200, std::move(body));
 }
@@ -882,11 +863,7 @@ void AdminServer::HandleLoad(const httplib::Request& req, httplib::Response& res
     return SendError(res, 400, "shards must be true or false, got \"" + shards + "\"");
   }
   int64_t top = 20;
-  if (const std::string text = Param(req, "top"); !text.empty()) {
-    const std::optional<int64_t> v = ParseInt(text);
-    if (!v || *v < 1 || *v > 1000) return SendError(res, 400, "top must be an integer in 1..1000, got \"" + text + "\"");
-    top = *v;
-  }
+  if (std::string e = IntParam(req, "top", 1, 1000, &top); !e.empty()) return SendError(res, 400, e);
   std::optional<StatusOr<LoadGroups>> read =
       ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.store->ReadLoadGroups(query); });
   if (!read) return SendSessionsBusy(res);
@@ -901,11 +878,7 @@ void AdminServer::HandleLoad(const httplib::Request& req, httplib::Response& res
 void AdminServer::HandleRebalance(const httplib::Request& req, httplib::Response& res) {
   if (std::string e = CheckParams(req, {"ids"}); !e.empty()) return SendError(res, 400, e);
   int64_t ids = 5;
-  if (const std::string text = Param(req, "ids"); !text.empty()) {
-    const std::optional<int64_t> v = ParseInt(text);
-    if (!v || *v < 0 || *v > 100) return SendError(res, 400, "ids must be an integer in 0..100, got \"" + text + "\"");
-    ids = *v;
-  }
+  if (std::string e = IntParam(req, "ids", 0, 100, &ids); !e.empty()) return SendError(res, 400, e);
   std::optional<StatusOr<RebalancePlan>> read = ReadWith(
       *deps_.readers, [&](const ReadSession& s) { return ProposeRebalance(*s.store, static_cast<int32_t>(ids)); });
   if (!read) return SendSessionsBusy(res);
