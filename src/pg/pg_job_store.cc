@@ -295,6 +295,14 @@ std::string IntArrayLiteral(const std::vector<int32_t>& values) {
   return out;
 }
 
+int64_t DeleteJobsAndTheirRows(pqxx::transaction_base& txn, const std::string& chunk) {
+  const int64_t deleted = txn.exec_prepared(pg_queries::kDeleteJobsName, chunk).affected_rows();
+  txn.exec_prepared(pg_queries::kDeleteRetriesOfName, chunk);
+  txn.exec_prepared(pg_queries::kDeleteBackfillsOfName, chunk);
+  txn.exec_prepared(pg_queries::kDeleteOrphanSlotsName, chunk);
+  return deleted;
+}
+
 void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed, int32_t shard_count) {
   if (resumed.empty()) return;
   const int64_t tick_ms = kMsPerMinute / shard_count;
@@ -427,12 +435,7 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
       txn.exec_prepared(q::kDeleteStagedSlotsName);
       if (params.any_calendar_slots) txn.exec_prepared(q::kInsertStagedSlotsName);
     }
-    for (const std::string& chunk : params.deletes) {
-      txn.exec_prepared(pg_queries::kDeleteJobsName, chunk);
-      txn.exec_prepared(pg_queries::kDeleteRetriesOfName, chunk);
-      txn.exec_prepared(pg_queries::kDeleteBackfillsOfName, chunk);
-      txn.exec_prepared(pg_queries::kDeleteOrphanSlotsName, chunk);
-    }
+    for (const std::string& chunk : params.deletes) DeleteJobsAndTheirRows(txn, chunk);
     for (const std::string& chunk : params.set_paused) {
       RestartFireLimits(txn, txn.exec_prepared(pg_queries::kSetPausedName, chunk), shard_count_);
     }

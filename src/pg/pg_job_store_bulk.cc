@@ -2,12 +2,12 @@
 // and walking their jobs in bounded steps. Each step changes its jobs through the command path's
 // own statements (pg_job_writes.h, pg_queries.h) with source position -1, so that the jobs keep
 // the position of their own last command.
+#include <algorithm>
 #include <pqxx/nontransaction>
 #include <pqxx/result>
 #include <pqxx/transaction>
 
 #include "core/bulk_walk.h"
-#include "core/json_writer.h"
 #include "core/slot_math.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_bulk_op_queries.h"
@@ -47,6 +47,20 @@ std::optional<std::string> OwnerParam(const BulkSelector& s) { return s.owner; }
 std::optional<std::string> LabelsParam(const BulkSelector& s) {
   if (s.labels_json.empty()) return std::nullopt;
   return s.labels_json;
+}
+
+// The operations a read of BELFRY_BULK_OP_COLUMNS with one parameter, a limit, returns.
+StatusOr<std::vector<BulkOpState>> ReadBulkOps(PgSession& session, const char* what, const char* statement,
+                                               int32_t limit) {
+  std::vector<BulkOpState> out;
+  Status st = session.Run(what, [&](pqxx::connection& conn) {
+    pqxx::nontransaction txn(conn);
+    out.clear();
+    for (const pqxx::row& row : txn.exec_prepared(statement, limit)) out.push_back(BulkOpStateFromRow(row));
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
 }
 
 // What one page did to its jobs: how many it changed.
@@ -96,10 +110,7 @@ int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int
   int64_t changed = 0;
   for (const std::string& chunk : rows.Finish()) {
     if (op.op == CommandOp::kDelete) {
-      changed += txn.exec_prepared(q::kDeleteJobsName, chunk).affected_rows();
-      txn.exec_prepared(q::kDeleteRetriesOfName, chunk);
-      txn.exec_prepared(q::kDeleteBackfillsOfName, chunk);
-      txn.exec_prepared(q::kDeleteOrphanSlotsName, chunk);
+      changed += DeleteJobsAndTheirRows(txn, chunk);
     } else {
       RestartFireLimits(txn, txn.exec_prepared(q::kSetPausedName, chunk), shard_count);
     }
@@ -191,17 +202,7 @@ StatusOr<std::optional<BulkOpState>> PgJobStore::RunBulkStep(int32_t max_jobs, E
 }
 
 StatusOr<std::vector<BulkOpState>> PgJobStore::UnpublishedBulkOps(int32_t limit) {
-  std::vector<BulkOpState> out;
-  Status st = session_.Run("unpublished bulk operations", [&](pqxx::connection& conn) {
-    pqxx::nontransaction txn(conn);
-    out.clear();
-    for (const pqxx::row& row : txn.exec_prepared(pg_queries::kUnpublishedBulkOpsName, limit)) {
-      out.push_back(BulkOpStateFromRow(row));
-    }
-    return Status::Ok();
-  });
-  if (!st.ok()) return st;
-  return out;
+  return ReadBulkOps(session_, "unpublished bulk operations", pg_queries::kUnpublishedBulkOpsName, limit);
 }
 
 Status PgJobStore::MarkBulkOpPublished(const std::string& id, EpochMs now) {
@@ -226,17 +227,7 @@ StatusOr<std::optional<BulkOpState>> PgJobStore::GetBulkOp(const std::string& id
 }
 
 StatusOr<std::vector<BulkOpState>> PgJobStore::ListBulkOps(int32_t limit) {
-  std::vector<BulkOpState> out;
-  Status st = session_.Run("list bulk operations", [&](pqxx::connection& conn) {
-    pqxx::nontransaction txn(conn);
-    out.clear();
-    for (const pqxx::row& row : txn.exec_prepared(pg_queries::kListBulkOpsName, std::clamp(limit, 1, 1000))) {
-      out.push_back(BulkOpStateFromRow(row));
-    }
-    return Status::Ok();
-  });
-  if (!st.ok()) return st;
-  return out;
+  return ReadBulkOps(session_, "list bulk operations", pg_queries::kListBulkOpsName, std::clamp(limit, 1, 1000));
 }
 
 }  // namespace belfry

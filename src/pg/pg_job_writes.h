@@ -16,6 +16,11 @@ namespace belfry {
 // An int[] literal, "{1,2,3}".
 std::string IntArrayLiteral(const std::vector<int32_t>& values);
 
+// Deletes the jobs of `chunk` (a JSON array of {id, shard, src_partition, src_offset}; a job whose
+// row holds a later position of the same partition stays) with their retries and manual rows,
+// their backfill ranges and their calendar slots. Returns how many jobs it deleted.
+int64_t DeleteJobsAndTheirRows(pqxx::transaction_base& txn, const std::string& chunk);
+
 // The limited jobs a resume restarted (kSetPausedSql's rows: id, shard, paused_at ms, the resume's
 // timestamp): their counts and windows, recomputed from their rows (ResumeFireLimit). One read and
 // one update for all of them; unlimited jobs cost nothing here.
