@@ -164,6 +164,12 @@ Status ParseNoteField(const JsonObjectFields& fields, Field field, size_t max_by
   return Status::Ok();
 }
 
+// A pause's (or a bulk command's) note: "reason" and "actor".
+Status ParseNote(const JsonObjectFields& fields, Command* command) {
+  if (Status s = ParseNoteField(fields, kReason, kMaxPauseReasonBytes, &command->pause_reason); !s.ok()) return s;
+  return ParseNoteField(fields, kActor, kMaxPauseActorBytes, &command->pause_actor);
+}
+
 Status CheckId(std::string_view id) {
   if (id.empty()) return Reject("missing_id", "id is empty");
   if (id.size() > kMaxIdBytes) {
@@ -570,8 +576,7 @@ Status ParseBulk(const JsonObjectFields& fields, const element& selector, Comman
   BulkSelector parsed;
   if (Status s = ParseBulkSelector(selector, &parsed); !s.ok()) return s;
   command->selector = std::move(parsed);
-  if (Status s = ParseNoteField(fields, kReason, kMaxPauseReasonBytes, &command->pause_reason); !s.ok()) return s;
-  if (Status s = ParseNoteField(fields, kActor, kMaxPauseActorBytes, &command->pause_actor); !s.ok()) return s;
+  if (Status s = ParseNote(fields, command); !s.ok()) return s;
   return ParseDryRun(fields, &command->dry_run);
 }
 
@@ -634,8 +639,7 @@ StatusOr<Command> ParseCommand(const RawCommand& raw, const CommandRules& rules)
   } else if (command.op == CommandOp::kUpsert) {
     if (Status s = ParseUpsert(fields, raw, rules, &command.spec); !s.ok()) return s;
   } else if (command.op == CommandOp::kPause) {
-    if (Status s = ParseNoteField(fields, kReason, kMaxPauseReasonBytes, &command.pause_reason); !s.ok()) return s;
-    if (Status s = ParseNoteField(fields, kActor, kMaxPauseActorBytes, &command.pause_actor); !s.ok()) return s;
+    if (Status s = ParseNote(fields, &command); !s.ok()) return s;
   } else if (command.op == CommandOp::kBackfill) {
     if (Status s = ParseBackfill(fields, raw, &command.backfill); !s.ok()) return s;
   }
