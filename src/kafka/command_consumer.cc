@@ -310,28 +310,18 @@ class CommandConsumer::Impl {
     // the two replays both.
     std::vector<ManualFireResult> manual_results;
     if (!prepared.manual.empty() &&
-        !ApplyWithRetry("triggers and backfills", prepared.manual.size(),
-                        [&] {
-                          StatusOr<std::vector<ManualFireResult>> r = store_.ApplyManualFires(prepared.manual);
-                          if (!r.ok()) return r.status();
-                          manual_results = std::move(r.value());
-                          return Status::Ok();
-                        },
-                        stop, &attempts)) {
+        !ApplyCollectingWithRetry<ManualFireResult>(
+            "triggers and backfills", prepared.manual.size(), [&] { return store_.ApplyManualFires(prepared.manual); },
+            &manual_results, stop, &attempts)) {
       return stopping();
     }
     RecordManualFireResults(manual_results, &prepared);
     // Bulk commands are only recorded here; BulkOpRunner walks their jobs off this partition.
     std::vector<Status> bulk_results;
     if (!prepared.bulk.empty() &&
-        !ApplyWithRetry("bulk operations", prepared.bulk.size(),
-                        [&] {
-                          StatusOr<std::vector<Status>> r = store_.AcceptBulkOps(prepared.bulk);
-                          if (!r.ok()) return r.status();
-                          bulk_results = std::move(r.value());
-                          return Status::Ok();
-                        },
-                        stop, &attempts)) {
+        !ApplyCollectingWithRetry<Status>(
+            "bulk operations", prepared.bulk.size(), [&] { return store_.AcceptBulkOps(prepared.bulk); },
+            &bulk_results, stop, &attempts)) {
       return stopping();
     }
     RecordBulkAcceptResults(bulk_results, &prepared);
@@ -505,6 +495,23 @@ class CommandConsumer::Impl {
 
   // Runs `apply` (one store transaction over `count` job actions or manual fires) until it
   // succeeds. Returns false iff stop was requested before the store accepted it.
+  // ApplyWithRetry for a store call that answers one result per input; on success *results holds
+  // them (triggers and backfills, bulk commands).
+  template <typename Result>
+  bool ApplyCollectingWithRetry(std::string_view what, size_t count,
+                                const std::function<StatusOr<std::vector<Result>>()>& apply,
+                                std::vector<Result>* results, StopSignal& stop, int32_t* attempts) {
+    return ApplyWithRetry(
+        what, count,
+        [&] {
+          StatusOr<std::vector<Result>> r = apply();
+          if (!r.ok()) return r.status();
+          *results = std::move(r.value());
+          return Status::Ok();
+        },
+        stop, attempts);
+  }
+
   bool ApplyWithRetry(std::string_view what, size_t count, const std::function<Status()>& apply, StopSignal& stop,
                       int32_t* attempts) {
     apply_backoff_.Reset();
