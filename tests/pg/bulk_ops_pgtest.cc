@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/fire_limit.h"
-#include "core/shard_hash.h"
 #include "core/slot_math.h"
+#include "labelled_job_action.h"
 #include "migrated_database_test.h"
 #include "pg/pg_job_store.h"
 
@@ -34,17 +34,9 @@ class PgBulkOpsTest : public MigratedDatabaseTest {
   }
 
   static JobAction Job(const std::string& id, const std::string& owner, const std::string& labels, int64_t offset) {
-    JobAction a;
-    a.id = a.spec.id = id;
-    a.spec.interval_minutes = 5;
-    a.spec.shard = ShardForId(id, kMigratedShardCount);
-    a.spec.topic = "t";
-    a.spec.owner = owner;
-    a.spec.details_json = "{}";
-    a.spec.labels_json = labels;
-    a.source = SourcePosition{0, offset, 0};
-    return a;
+    return LabelledJobAction(id, owner, labels, offset, kMigratedShardCount);
   }
+
 
   static BulkOp Op(const std::string& id, CommandOp op, std::optional<std::string> owner, std::string labels,
                    int64_t offset, bool dry_run = false) {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/shard_hash.h"
+#include "labelled_job_action.h"
 #include "migrated_database_test.h"
 #include "pg/pg_job_store.h"
 
@@ -21,17 +21,8 @@ class PgJobLabelsTest : public MigratedDatabaseTest {
     store_ = std::make_unique<PgJobStore>(db().url());
   }
 
-  static JobAction Job(const std::string& id, const std::string& labels, const std::string& owner, int64_t offset) {
-    JobAction a;
-    a.id = a.spec.id = id;
-    a.spec.interval_minutes = 5;
-    a.spec.shard = ShardForId(id, kMigratedShardCount);
-    a.spec.topic = "t";
-    a.spec.owner = owner;
-    a.spec.details_json = "{}";
-    a.spec.labels_json = labels;
-    a.source = SourcePosition{0, offset, 0};
-    return a;
+  static JobAction Job(const std::string& id, const std::string& owner, const std::string& labels, int64_t offset) {
+    return LabelledJobAction(id, owner, labels, offset, kMigratedShardCount);
   }
 
   std::vector<std::string> Ids(const std::string& labels, const std::string& owner = "", int32_t limit = 100,
@@ -54,7 +45,7 @@ class PgJobLabelsTest : public MigratedDatabaseTest {
 };
 
 TEST_F(PgJobLabelsTest, StoredReadBackCanonicalAndReplacedByTheNextUpsert) {
-  ASSERT_TRUE(store_->ApplyActions({Job("a", R"({"carrier":"acme","team":"tracking"})", "", 1),
+  ASSERT_TRUE(store_->ApplyActions({Job("a", "", R"({"carrier":"acme","team":"tracking"})", 1),
                                     Job("plain", "", "", 1)})
                   .ok());
   StatusOr<std::optional<StoredJob>> a = store_->GetJob("a");
@@ -74,10 +65,10 @@ TEST_F(PgJobLabelsTest, ListsByLabelsAndOwnerWithKeysetPages) {
   for (int i = 0; i < 30; ++i) {
     const std::string team = i % 3 == 0 ? "tracking" : "billing";
     const std::string region = i % 2 == 0 ? "eu" : "us";
-    jobs.push_back(Job("j" + std::to_string(100 + i), R"({"region":")" + region + R"(","team":")" + team + R"("})",
-                       i < 15 ? "svc-a" : "svc-b", 1));
+    jobs.push_back(Job("j" + std::to_string(100 + i), i < 15 ? "svc-a" : "svc-b",
+                       R"({"region":")" + region + R"(","team":")" + team + R"("})", 1));
   }
-  jobs.push_back(Job("unlabelled", "", "svc-a", 1));
+  jobs.push_back(Job("unlabelled", "svc-a", "", 1));
   ASSERT_TRUE(store_->ApplyActions(jobs).ok());
 
   std::vector<std::string> expected;
