@@ -24,6 +24,10 @@ struct RawCommand {
   std::optional<std::string> key;
   std::optional<std::string> value;
   SourcePosition source;
+  // The message's "belfry-actor" and "belfry-reason" headers (empty when absent): who sent the
+  // command and why, for the audit trail (docs/audit-trail.md). A JSON "actor" or "reason" wins.
+  std::string actor_header;
+  std::string reason_header;
 };
 
 // A backfill command's range and pace (docs/manual-fires.md): the job's slots in [from_ms, to_ms).
@@ -39,10 +43,11 @@ struct Command {
   CommandOp op = CommandOp::kUpsert;
   std::string id;
   JobSpec spec;  // meaningful only for kUpsert
-  // kPause, and every bulk command: why, and who (the command's optional "reason" and "actor";
-  // empty when absent).
-  std::string pause_reason;
-  std::string pause_actor;
+  // Why, and who: the command's optional "reason" and "actor", else its belfry-reason and
+  // belfry-actor headers; empty when absent. Every change the command makes records them
+  // (docs/audit-trail.md); a pause also stores them on the job as its note.
+  std::string reason;
+  std::string actor;
   BackfillRange backfill;  // kBackfill only
   // Set for a bulk command (docs/bulk-operations.md): op (pause, resume, delete, trigger) acts on
   // every job the selector matches, and `id` names the operation, not a job.
@@ -59,6 +64,8 @@ struct ManualFire {
   std::string id;  // the job
   BackfillRange backfill;  // kBackfill only
   SourcePosition source;   // its timestamp places the trigger (docs/manual-fires.md)
+  std::string actor;       // the command's (Command::actor, Command::reason): for the audit trail
+  std::string reason;
   // The scheduler's tick, and how late a trigger may still fire when the command is applied after
   // its timestamp (scheduler.max_catchup), from the command rules.
   int64_t tick_ms = 500;
@@ -88,6 +95,9 @@ struct JobAction {
   // When `paused` is true because of a pause command: its note (stored with the flag).
   std::string pause_reason;
   std::string pause_actor;
+  // Who and why, of the last command folded into this action (the audit trail records them).
+  std::string actor;
+  std::string reason;
   SourcePosition source;  // position of the last command folded into this action
 };
 

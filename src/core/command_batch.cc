@@ -27,6 +27,8 @@ void Fold(JobAction* pending, bool* has_pending, const Command& next) {
   JobAction out;
   out.id = next.id;
   out.source = next.source;
+  out.actor = next.actor;
+  out.reason = next.reason;
   switch (next.op) {
     case CommandOp::kTrigger:
     case CommandOp::kBackfill:
@@ -67,17 +69,21 @@ void Fold(JobAction* pending, bool* has_pending, const Command& next) {
       if (had && prev.kind == JobAction::Kind::kDelete) {
         out = prev;  // pausing a deleted job does nothing
         out.source = next.source;
+        out.actor = next.actor;
+        out.reason = next.reason;
       } else if (had && prev.kind == JobAction::Kind::kUpsert) {
         out = prev;
         out.paused = flag;
         out.source = next.source;
+        out.actor = next.actor;
+        out.reason = next.reason;
       } else {
         out.kind = JobAction::Kind::kSetPaused;
         out.paused = flag;
       }
       if (out.kind != JobAction::Kind::kDelete) {  // a pause's note; a resume clears it
-        out.pause_reason = flag ? next.pause_reason : std::string();
-        out.pause_actor = flag ? next.pause_actor : std::string();
+        out.pause_reason = flag ? next.reason : std::string();
+        out.pause_actor = flag ? next.actor : std::string();
       }
       break;
     }
@@ -134,8 +140,8 @@ PreparedCommandBatch PrepareCommandBatch(const std::vector<RawCommand>& batch, c
         op.id = parsed->id;
         op.op = parsed->op;
         op.selector = std::move(*parsed->selector);
-        op.reason = std::move(parsed->pause_reason);
-        op.actor = std::move(parsed->pause_actor);
+        op.reason = std::move(parsed->reason);
+        op.actor = std::move(parsed->actor);
         op.dry_run = parsed->dry_run;
         op.source = parsed->source;
         out.bulk_outcomes.push_back(i);
@@ -147,6 +153,8 @@ PreparedCommandBatch PrepareCommandBatch(const std::vector<RawCommand>& batch, c
         fire.id = parsed->id;
         fire.backfill = parsed->backfill;
         fire.source = parsed->source;
+        fire.actor = parsed->actor;
+        fire.reason = parsed->reason;
         fire.tick_ms = rules.one_shot.tick_ms;
         fire.max_late_ms = rules.one_shot.max_catchup_ms;
         out.manual_outcomes.push_back(i);

@@ -146,28 +146,51 @@ std::string NumberText(const element& el) { return simdjson::minify(el); }
 // Individual rules.
 
 // The id rules, shared by JSON ids and tombstone keys.
-// A pause's optional "reason" or "actor": a string of at most `max_bytes`, without control
-// characters (it is shown on one line by the CLI and stored as PostgreSQL text).
-Status ParseNoteField(const JsonObjectFields& fields, Field field, size_t max_bytes, std::string* out) {
-  std::optional<std::string_view> text;
-  if (Status s = fields.GetString(field, &text); !s.ok()) return s;
-  if (!text) return Status::Ok();
+// A command's "reason" or "actor" (or its belfry-reason or belfry-actor header, named by `what`):
+// at most `max_bytes`, without control characters (it is shown on one line by the CLI and stored
+// as PostgreSQL text). The rejection's reason is invalid_<field>.
+Status CheckNoteText(Field field, std::string_view what, std::string_view text, size_t max_bytes) {
   const std::string reason = fmt::format("invalid_{}", kFieldNames[field]);
-  if (text->size() > max_bytes) {
-    return Reject(reason, fmt::format("{} is {} bytes; the limit is {}", kFieldNames[field], text->size(), max_bytes));
+  if (text.size() > max_bytes) {
+    return Reject(reason, fmt::format("{} is {} bytes; the limit is {}", what, text.size(), max_bytes));
   }
-  if (const auto at = FirstControlChar(*text)) {
-    return Reject(reason, fmt::format("{} {} contains control character 0x{:02x} at byte {}", kFieldNames[field],
-                                      Quote(*text), static_cast<unsigned char>((*text)[*at]), *at));
+  if (const auto at = FirstControlChar(text)) {
+    return Reject(reason, fmt::format("{} {} contains control character 0x{:02x} at byte {}", what, Quote(text),
+                                      static_cast<unsigned char>(text[*at]), *at));
   }
-  *out = std::string(*text);
+  if (const size_t at = FirstInvalidUtf8(text); at != std::string_view::npos) {
+    return Reject(reason, fmt::format("{} {} is not valid UTF-8 (byte {})", what, Quote(text), at));
+  }
   return Status::Ok();
 }
 
-// A pause's (or a bulk command's) note: "reason" and "actor".
-Status ParseNote(const JsonObjectFields& fields, Command* command) {
-  if (Status s = ParseNoteField(fields, kReason, kMaxPauseReasonBytes, &command->pause_reason); !s.ok()) return s;
-  return ParseNoteField(fields, kActor, kMaxPauseActorBytes, &command->pause_actor);
+// The JSON field `field` when present, else the header `header` when not empty.
+Status ParseNoteField(const JsonObjectFields* fields, Field field, std::string_view header_name,
+                      const std::string& header, size_t max_bytes, std::string* out) {
+  std::optional<std::string_view> text;
+  if (fields != nullptr) {
+    if (Status s = fields->GetString(field, &text); !s.ok()) return s;
+  }
+  if (text) {
+    if (Status s = CheckNoteText(field, kFieldNames[field], *text, max_bytes); !s.ok()) return s;
+    *out = std::string(*text);
+    return Status::Ok();
+  }
+  if (header.empty()) return Status::Ok();
+  if (Status s = CheckNoteText(field, fmt::format("header {}", header_name), header, max_bytes); !s.ok()) return s;
+  *out = header;
+  return Status::Ok();
+}
+
+// Every command's note, "reason" and "actor" (a pause stores it on the job; the audit trail
+// records it with every change). `fields` is null for a tombstone: the headers only.
+Status ParseNote(const JsonObjectFields* fields, const RawCommand& raw, Command* command) {
+  if (Status s = ParseNoteField(fields, kReason, "belfry-reason", raw.reason_header, kMaxPauseReasonBytes,
+                                &command->reason);
+      !s.ok()) {
+    return s;
+  }
+  return ParseNoteField(fields, kActor, "belfry-actor", raw.actor_header, kMaxPauseActorBytes, &command->actor);
 }
 
 Status CheckId(std::string_view id) {
@@ -567,7 +590,7 @@ Status ParseBackfill(const JsonObjectFields& fields, const RawCommand& raw, Back
 }
 
 // A bulk command (docs/bulk-operations.md): pause, resume, delete or trigger with a "selector";
-// "reason" and "actor" (any of the four) and "dryRun" are optional. Its id names the operation.
+// "dryRun" is optional. Its id names the operation.
 Status ParseBulk(const JsonObjectFields& fields, const element& selector, Command* command) {
   if (command->op == CommandOp::kUpsert || command->op == CommandOp::kBackfill) {
     return Reject("invalid_selector", fmt::format("op {} takes no selector; bulk ops are pause, resume, delete, trigger",
@@ -576,7 +599,6 @@ Status ParseBulk(const JsonObjectFields& fields, const element& selector, Comman
   BulkSelector parsed;
   if (Status s = ParseBulkSelector(selector, &parsed); !s.ok()) return s;
   command->selector = std::move(parsed);
-  if (Status s = ParseNote(fields, command); !s.ok()) return s;
   return ParseDryRun(fields, &command->dry_run);
 }
 
@@ -594,6 +616,9 @@ StatusOr<Command> ParseTombstone(const RawCommand& raw, const CommandRules& rule
   command.spec.id = command.id;
   command.spec.shard = ShardForId(command.id, rules.shard_count);
   command.source = raw.source;
+  if (Status s = ParseNote(nullptr, raw, &command); !s.ok()) {
+    return Status::Invalid(s.reason(), "tombstone: " + s.message());
+  }
   return command;
 }
 
@@ -633,13 +658,12 @@ StatusOr<Command> ParseCommand(const RawCommand& raw, const CommandRules& rules)
   command.id = std::string(*id);
   command.spec.id = command.id;
   command.spec.shard = ShardForId(command.id, rules.shard_count);
+  if (Status s = ParseNote(&fields, raw, &command); !s.ok()) return s;
 
   if (const std::optional<element> el = fields.Get(kSelector)) {
     if (Status s = ParseBulk(fields, *el, &command); !s.ok()) return s;
   } else if (command.op == CommandOp::kUpsert) {
     if (Status s = ParseUpsert(fields, raw, rules, &command.spec); !s.ok()) return s;
-  } else if (command.op == CommandOp::kPause) {
-    if (Status s = ParseNote(fields, &command); !s.ok()) return s;
   } else if (command.op == CommandOp::kBackfill) {
     if (Status s = ParseBackfill(fields, raw, &command.backfill); !s.ok()) return s;
   }

@@ -39,6 +39,8 @@ constexpr char kErrorHeader[] = "belfry-error";
 constexpr char kSourcePartitionHeader[] = "belfry-source-partition";
 constexpr char kSourceOffsetHeader[] = "belfry-source-offset";
 constexpr char kValueDroppedHeader[] = "belfry-value-dropped";
+constexpr char kActorHeader[] = "belfry-actor";  // RawCommand::actor_header
+constexpr char kReasonHeader[] = "belfry-reason";
 
 RawCommand ToRawCommand(const RdKafka::Message& m) {
   RawCommand raw;
@@ -47,6 +49,12 @@ RawCommand ToRawCommand(const RdKafka::Message& m) {
   raw.source.partition = m.partition();
   raw.source.offset = m.offset();
   raw.source.timestamp_ms = m.timestamp().timestamp;
+  if (const RdKafka::Headers* headers = const_cast<RdKafka::Message&>(m).headers(); headers != nullptr) {
+    for (const RdKafka::Headers::Header& h : headers->get_all()) {
+      std::string* note = h.key() == kActorHeader ? &raw.actor_header : h.key() == kReasonHeader ? &raw.reason_header : nullptr;
+      if (note != nullptr && h.value() != nullptr) note->assign(static_cast<const char*>(h.value()), h.value_size());
+    }
+  }
   return raw;
 }
 

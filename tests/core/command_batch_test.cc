@@ -74,8 +74,8 @@ TEST(ReduceCommandsTest, OffsetPinnedSaysWhetherTheProducerChoseTheOffset) {
 
 Command Pause(const std::string& id, const std::string& reason, int64_t off) {
   Command c = Op(CommandOp::kPause, id, off);
-  c.pause_reason = reason;
-  c.pause_actor = "actor-" + reason;
+  c.reason = reason;
+  c.actor = "actor-" + reason;
   return c;
 }
 
@@ -96,6 +96,10 @@ TEST(ReduceCommandsTest, APausesNoteFollowsTheFlag) {
   EXPECT_EQ(a[0].kind, JobAction::Kind::kUpsert);
   EXPECT_EQ(a[0].paused, true);
   EXPECT_EQ(a[0].pause_actor, "actor-why");
+  EXPECT_EQ(a[0].actor, "") << "the audit's actor is the last folded command's: the upsert named none";
+  a = ReduceCommands({Upsert("a", 5, 1, true, 1), Pause("a", "why", 2)});
+  EXPECT_EQ(a[0].actor, "actor-why") << "the audit's actor is the last folded command's";
+  EXPECT_EQ(a[0].reason, "why");
   a = ReduceCommands({Op(CommandOp::kDelete, "a", 1), Pause("a", "why", 2)});
   EXPECT_EQ(a[0].kind, JobAction::Kind::kDelete);
 }

@@ -86,19 +86,57 @@ TEST_F(CommandParserTest, Project44ObjectVerbatimWithOpOmitted) {
   EXPECT_EQ(c.source.timestamp_ms, kMessageTs);
 }
 
-// Issue 18: a pause may say why and who; other ops ignore the two fields.
+// Issue 18: a pause may say why and who; so may every command, for the audit trail.
 TEST_F(CommandParserTest, PauseCarriesAnOptionalNote) {
   Command c = MustParse(R"({"op":"pause","id":"job-1","reason":"carrier API outage","actor":"oncall-ana"})");
   EXPECT_EQ(c.op, CommandOp::kPause);
-  EXPECT_EQ(c.pause_reason, "carrier API outage");
-  EXPECT_EQ(c.pause_actor, "oncall-ana");
+  EXPECT_EQ(c.reason, "carrier API outage");
+  EXPECT_EQ(c.actor, "oncall-ana");
   c = MustParse(R"({"op":"pause","id":"job-1"})");
-  EXPECT_EQ(c.pause_reason, "");
-  EXPECT_EQ(c.pause_actor, "");
+  EXPECT_EQ(c.reason, "");
+  EXPECT_EQ(c.actor, "");
   c = MustParse(R"({"op":"resume","id":"job-1","reason":"back"})");
-  EXPECT_EQ(c.pause_reason, "");
+  EXPECT_EQ(c.reason, "back");
   c = MustParse(R"({"op":"pause","id":"job-1","reason":")" + std::string(1024, 'r') + R"("})");
-  EXPECT_EQ(c.pause_reason.size(), 1024u);
+  EXPECT_EQ(c.reason.size(), 1024u);
+  c = MustParse(R"({"id":"job-1","intervalMinutes":5,"topic":"tracking.poll","actor":"deploy-bot","reason":"release 42"})");
+  EXPECT_EQ(c.actor, "deploy-bot");
+  EXPECT_EQ(c.reason, "release 42");
+  EXPECT_EQ(Reject(R"({"op":"delete","id":"job-1","actor":")" + std::string(256, 'a') + R"("})").reason(),
+            "invalid_actor");
+}
+
+// Issue 18: the audit trail's actor and reason may come from the belfry-actor and belfry-reason
+// headers, for every command, tombstones included; the JSON fields win over them.
+TEST_F(CommandParserTest, ActorAndReasonHeadersFillTheNote) {
+  RawCommand raw;
+  raw.key = "job-1";
+  raw.source = SourcePosition{4, 1234, kMessageTs};
+  raw.actor_header = "ci-pipeline";
+  raw.reason_header = "cleanup";
+  StatusOr<Command> c = ParseCommand(raw, rules_);  // a tombstone
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->op, CommandOp::kDelete);
+  EXPECT_EQ(c->actor, "ci-pipeline");
+  EXPECT_EQ(c->reason, "cleanup");
+  raw.value = R"({"op":"pause","id":"job-1","actor":"oncall-ana"})";
+  c = ParseCommand(raw, rules_);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->actor, "oncall-ana") << "the JSON field wins";
+  EXPECT_EQ(c->reason, "cleanup");
+  raw.actor_header = std::string("bad\x01actor", 9);
+  c = ParseCommand(raw, rules_);
+  ASSERT_TRUE(c.ok()) << "the JSON actor is used, so the header is not read";
+  raw.value = R"({"op":"resume","id":"job-1"})";
+  c = ParseCommand(raw, rules_);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().reason(), "invalid_actor");
+  EXPECT_NE(c.status().message().find("header belfry-actor"), std::string::npos) << c.status().ToString();
+  raw.actor_header = "ok";
+  raw.reason_header = "\xff\xfe";
+  c = ParseCommand(raw, rules_);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().reason(), "invalid_reason") << c.status().ToString();
 }
 
 // Issue 18: pause, resume, delete and trigger take a selector instead of naming one job; the id
@@ -111,14 +149,14 @@ TEST_F(CommandParserTest, BulkCommandsTakeASelector) {
   ASSERT_TRUE(c.selector.has_value());
   EXPECT_EQ(c.selector->owner, std::optional<std::string>("tracking"));
   EXPECT_EQ(c.selector->labels_json, R"({"env":"staging","team":"a"})") << "canonical: keys sorted";
-  EXPECT_EQ(c.pause_reason, "carrier outage");
-  EXPECT_EQ(c.pause_actor, "ops");
+  EXPECT_EQ(c.reason, "carrier outage");
+  EXPECT_EQ(c.actor, "ops");
   EXPECT_TRUE(c.dry_run);
   for (const char* op : {"resume", "delete", "trigger"}) {
     c = MustParse(std::string(R"({"op":")") + op + R"(","id":"job-1","selector":{"labels":{"team":"a"}},"actor":"x"})");
     ASSERT_TRUE(c.selector.has_value()) << op;
     EXPECT_FALSE(c.selector->owner.has_value());
-    EXPECT_EQ(c.pause_actor, "x") << "every bulk op records its actor";
+    EXPECT_EQ(c.actor, "x") << "every bulk op records its actor";
     EXPECT_FALSE(c.dry_run);
   }
   c = MustParse(R"({"op":"delete","id":"job-1","selector":{"owner":"o","labels":{}}})");

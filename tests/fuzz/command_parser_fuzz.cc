@@ -85,7 +85,7 @@ void CheckAccepted(const RawCommand& raw, const Command& command) {
       Check(label_parser.parse(sel.labels_json).get(labels) == simdjson::SUCCESS);
       Check(belfry::ParseLabels(labels, &again).ok() && again == sel.labels_json && again != "{}");
     }
-    Check(command.pause_reason.size() <= 1024 && command.pause_actor.size() <= 255);
+    Check(command.reason.size() <= 1024 && command.actor.size() <= 255);
     return;
   }
   if (command.op != CommandOp::kUpsert) return;
