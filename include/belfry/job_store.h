@@ -12,6 +12,7 @@
 #include "belfry/command.h"
 #include "belfry/execution.h"
 #include "belfry/job.h"
+#include "belfry/job_change.h"
 #include "belfry/load_group.h"
 #include "belfry/status.h"
 
@@ -121,6 +122,35 @@ class JobStore {
   virtual StatusOr<std::vector<BulkOpState>> ListBulkOps(int32_t limit) {
     (void)limit;
     return Status::FailedPrecondition("this job store cannot run bulk operations");
+  }
+
+  // ---- The audit trail (docs/audit-trail.md). The defaults: FailedPrecondition. --------------
+  // ApplyActions, ApplyManualFires and RunBulkStep record a JobChange for each job they change,
+  // in their own transaction.
+
+  // Job `job_id`'s changes, newest first: at most `limit` (clamped to 1..1000) whose change_id
+  // is below `before_change_id` (0: from the newest). Kept until the retention sweep.
+  virtual StatusOr<std::vector<JobChange>> ListJobChanges(const std::string& job_id, int64_t before_change_id,
+                                                          int32_t limit) {
+    (void)job_id;
+    (void)before_change_id;
+    (void)limit;
+    return Status::FailedPrecondition("this job store keeps no change history");
+  }
+  // One cluster-wide publisher at a time: hands the oldest unpublished changes (at most `limit`,
+  // in change_id order) to `publish`, and marks them published iff it returns Ok. Returns how
+  // many it marked: 0 when none waits, or while another node publishes.
+  virtual StatusOr<int64_t> PublishChanges(int32_t limit,
+                                           const std::function<Status(const std::vector<JobChange>&)>& publish) {
+    (void)limit;
+    (void)publish;
+    return Status::FailedPrecondition("this job store keeps no change history");
+  }
+  // Deletes up to `max_rows` published changes made before `before_ms`; returns how many.
+  virtual StatusOr<int64_t> SweepJobChanges(EpochMs before_ms, int32_t max_rows) {
+    (void)before_ms;
+    (void)max_rows;
+    return Status::FailedPrecondition("this job store keeps no change history");
   }
 
   virtual StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) = 0;

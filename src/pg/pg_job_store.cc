@@ -20,6 +20,8 @@
 #include "pg/copy_row.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_bulk_op_queries.h"
+#include "pg/pg_job_change_queries.h"
+#include "pg/pg_job_change_log.h"
 #include "pg/pg_queries.h"
 #include "pg/pg_job_writes.h"
 #include "pg/pg_rows.h"
@@ -39,7 +41,14 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kInsertManualRowsName, q::kInsertManualRowsSql},
       {q::kJobsInTheirShardsName, q::kJobsInTheirShardsSql},
       {q::kSetPausedName, q::kSetPausedSql},
-      {q::kReadResumedLimitedJobsName, q::kReadResumedLimitedJobsSql},
+      {q::kReadJobsByKeysName, q::kReadJobsByKeysSql},
+      {q::kLockJobsByKeysName, q::kLockJobsByKeysSql},
+      {q::kInsertJobChangesName, q::kInsertJobChangesSql},
+      {q::kListJobChangesName, q::kListJobChangesSql},
+      {q::kLockChangePublisherName, q::kLockChangePublisherSql},
+      {q::kUnpublishedChangesName, q::kUnpublishedChangesSql},
+      {q::kMarkChangesPublishedName, q::kMarkChangesPublishedSql},
+      {q::kSweepJobChangesName, q::kSweepJobChangesSql},
       {q::kSetFireLimitsName, q::kSetFireLimitsSql},
       {q::kGetJobName, q::kGetJobSql},
       {q::kGetJobInShardName, q::kGetJobInShardSql},
@@ -151,6 +160,38 @@ struct ActionParams {
 // Upserts carry their spec's shard; deletes and pause/resume carry ShardForId(id, shard_count).
 int32_t ActionShard(const JobAction& a, int32_t shard_count) {
   return a.kind == JobAction::Kind::kUpsert ? a.spec.shard : ShardForId(a.id, shard_count);
+}
+
+// What the audit trail records of `a` (docs/audit-trail.md): a batch's folded commands are one
+// change, named after the kind of action they folded into.
+JobChange ActionChange(const JobAction& a) {
+  JobChange c;
+  switch (a.kind) {
+    case JobAction::Kind::kUpsert:
+      c.op = "upsert";
+      break;
+    case JobAction::Kind::kDelete:
+      c.op = "delete";
+      break;
+    case JobAction::Kind::kSetPaused:
+      c.op = a.paused.value_or(false) ? "pause" : "resume";
+      break;
+  }
+  c.actor = a.actor;
+  c.reason = a.reason;
+  c.source = a.source;
+  return c;
+}
+
+// A trigger's or backfill's detail in the audit trail: what it stored.
+std::string ManualFireDetail(const ManualFire& f, const ManualFireResult& r) {
+  if (f.kind == ManualFire::Kind::kTrigger) return fmt::format("{{\"slots\":{}}}", r.slots);
+  std::string out = fmt::format("{{\"slots\":{},\"covered\":{},\"from\":", r.slots, r.covered);
+  AppendJsonTimeOrNull(&out, f.backfill.from_ms);
+  out.append(",\"to\":");
+  AppendJsonTimeOrNull(&out, f.backfill.to_ms);
+  fmt::format_to(std::back_inserter(out), ",\"ratePerMinute\":{}}}", f.backfill.rate_per_minute);
+  return out;
 }
 
 ActionParams BuildActionParams(const std::vector<JobAction>& actions, int32_t shard_count) {
@@ -319,7 +360,7 @@ void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed,
   }
   JsonArrayChunks limits;
   for (const std::string& chunk : keys.Finish()) {
-    for (const pqxx::row& row : txn.exec_prepared(pg_queries::kReadResumedLimitedJobsName, chunk)) {
+    for (const pqxx::row& row : txn.exec_prepared(pg_queries::kReadJobsByKeysName, chunk)) {
       JobSpec spec = StoredJobFromRow(row).spec;
       const auto it = pause_and_resume.find({spec.shard, spec.id});
       if (!spec.max_fires || it == pause_and_resume.end()) continue;
@@ -412,6 +453,9 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
     pqxx::work txn(conn, "apply_actions");
     if (Status st = LoadShardCount(txn); !st.ok()) return st;
     const ActionParams params = BuildActionParams(actions, shard_count_);
+    JobChangeLog changes;
+    for (const JobAction& a : actions) changes.Add(ActionShard(a, shard_count_), a.id, ActionChange(a));
+    changes.LockBefore(txn);
     if (!params.upserts.empty()) {
       if (!txn.exec_prepared(q::kUpsertStageExistsName)[0][0].as<bool>()) txn.exec(q::kCreateUpsertStageSql);
       {
@@ -439,6 +483,7 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
     for (const std::string& chunk : params.set_paused) {
       RestartFireLimits(txn, txn.exec_prepared(pg_queries::kSetPausedName, chunk), shard_count_);
     }
+    changes.RecordAfter(txn);
     txn.commit();
     return Status::Ok();
   });
@@ -479,6 +524,19 @@ StatusOr<std::vector<ManualFireResult>> PgJobStore::ApplyManualFires(const std::
                           f.backfill.rate_per_minute, f.source.partition, f.source.offset);
       }
     }
+    JobChangeLog changes;  // the fires that stored rows (a replay stores none)
+    for (size_t i = 0; i < fires.size(); ++i) {
+      const ManualFire& f = fires[i];
+      if (!results[i].status.ok() || results[i].slots == 0 || f.backfill.dry_run) continue;
+      JobChange c;
+      c.op = f.kind == ManualFire::Kind::kTrigger ? "trigger" : "backfill";
+      c.actor = f.actor;
+      c.reason = f.reason;
+      c.source = f.source;
+      c.detail_json = ManualFireDetail(f, results[i]);
+      changes.Add(ShardForId(f.id, shard_count_), f.id, std::move(c));
+    }
+    changes.RecordAfter(txn);
     txn.commit();
     return Status::Ok();
   });

@@ -76,6 +76,15 @@ class PgJobStore final : public JobStore {
   StatusOr<std::optional<BulkOpState>> GetBulkOp(const std::string& id) override;
   StatusOr<std::vector<BulkOpState>> ListBulkOps(int32_t limit) override;
 
+  // The audit trail (docs/audit-trail.md; pg_job_store_changes.cc).
+  StatusOr<std::vector<JobChange>> ListJobChanges(const std::string& job_id, int64_t before_change_id,
+                                                  int32_t limit) override;
+  // One transaction, holding an advisory lock (kChangePublisherLockKey) while `publish` runs: a
+  // node that dies mid-publish leaves its changes unmarked for the next publisher (at least once).
+  StatusOr<int64_t> PublishChanges(int32_t limit,
+                                   const std::function<Status(const std::vector<JobChange>&)>& publish) override;
+  StatusOr<int64_t> SweepJobChanges(EpochMs before_ms, int32_t max_rows) override;
+
   // The one-shot retention sweep: deletes up to max_rows one-shots whose run_minute is before
   // before_minute (they fired, or were missed, long ago). Returns how many it deleted. Not on the
   // trigger path: serve runs it in the background (see docs/executions.md).

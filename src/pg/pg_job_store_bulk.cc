@@ -11,6 +11,7 @@
 #include "core/slot_math.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_bulk_op_queries.h"
+#include "pg/pg_job_change_log.h"
 #include "pg/pg_job_store.h"
 #include "pg/pg_job_writes.h"
 #include "pg/pg_queries.h"
@@ -63,11 +64,24 @@ StatusOr<std::vector<BulkOpState>> ReadBulkOps(PgSession& session, const char* w
   return out;
 }
 
-// What one page did to its jobs: how many it changed.
+// What a step's changes record in the audit trail: the bulk command's op, note and position.
+JobChange BulkChange(const BulkOp& op, std::string detail_json = {}) {
+  JobChange c;
+  c.op = CommandOpName(op.op);
+  c.bulk_id = op.id;
+  c.actor = op.actor;
+  c.reason = op.reason;
+  c.source = op.source;
+  c.detail_json = std::move(detail_json);
+  return c;
+}
+
+// What one page did to its jobs: how many it changed. Records each change in the audit trail.
 int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int32_t shard,
                       const pqxx::result& page, EpochMs now, int32_t shard_count) {
   namespace q = pg_queries;
   const BulkOp& op = state.op;
+  JobChangeLog changes;
   if (op.op == CommandOp::kTrigger) {
     std::vector<ManualFire> fires;
     fires.reserve(page.size());
@@ -83,7 +97,11 @@ int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int
     std::vector<ManualFireResult> results(fires.size());
     ApplyTriggersSetBased(txn, fires, shard_count, &results);  // the jobs are locked: all found
     int64_t stored = 0;
-    for (const ManualFireResult& r : results) stored += r.slots;
+    for (size_t i = 0; i < results.size(); ++i) {
+      stored += results[i].slots;
+      if (results[i].slots > 0) changes.Add(shard, fires[i].id, BulkChange(op, "{\"slots\":1}"));
+    }
+    changes.RecordAfter(txn);
     return stored;
   }
   JsonArrayChunks rows;
@@ -92,8 +110,10 @@ int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int
     const bool paused = row[1].as<bool>();
     if (op.op == CommandOp::kPause && paused) continue;   // keeps its own pause and note
     if (op.op == CommandOp::kResume && !paused) continue;
+    const auto id = row[0].as<std::string>();
+    changes.Add(shard, id, BulkChange(op));
     rows.BeginObject();
-    rows.String("id", row[0].as<std::string>());
+    rows.String("id", id);
     rows.Int("shard", shard);
     rows.Int("src_partition", -1);  // the row keeps its own command's position
     rows.Int("src_offset", -1);
@@ -107,6 +127,7 @@ int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int
     ++n;
   }
   if (n == 0) return 0;
+  changes.LockBefore(txn);  // the page holds their locks already: this reads them as they are
   int64_t changed = 0;
   for (const std::string& chunk : rows.Finish()) {
     if (op.op == CommandOp::kDelete) {
@@ -115,6 +136,7 @@ int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int
       RestartFireLimits(txn, txn.exec_prepared(q::kSetPausedName, chunk), shard_count);
     }
   }
+  changes.RecordAfter(txn);
   return op.op == CommandOp::kDelete ? changed : n;
 }
 

@@ -488,8 +488,9 @@ inline constexpr const char kSetPausedSql[] =
     "SELECT id, shard, paused_at_ms, ts FROM changed"
     " WHERE resumed AND was_paused AND max_fires IS NOT NULL AND paused_at_ms IS NOT NULL";
 
-// $1 = a JSON array of {id, shard}: those jobs, as BELFRY_JOB_COLUMNS (defined below).
-inline constexpr const char kReadResumedLimitedJobsName[] = "belfry_read_resumed_limited_jobs";
+// $1 = a JSON array of {id, shard}: those jobs, as BELFRY_JOB_COLUMNS (defined below): the limited
+// jobs a resume restarted, and the audit trail's snapshots (pg_job_change_log.h).
+inline constexpr const char kReadJobsByKeysName[] = "belfry_read_jobs_by_keys";
 #define BELFRY_READ_JOBS_BY_KEYS(columns)                                                           \
   "SELECT " columns " FROM jobs WHERE (shard, id) IN (SELECT a.shard, a.id FROM json_to_recordset($1::json)" \
   " AS a(id text, shard smallint))"
@@ -559,7 +560,11 @@ inline constexpr const char kGetJobInShardName[] = "belfry_get_job_in_shard";
 inline constexpr const char kGetJobInShardSql[] =
     "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE shard = $2::smallint AND id = $1";
 inline constexpr const char kGetJobSql[] = "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE id = $1";
-inline constexpr const char kReadResumedLimitedJobsSql[] = BELFRY_READ_JOBS_BY_KEYS(BELFRY_JOB_COLUMNS);
+inline constexpr const char kReadJobsByKeysSql[] = BELFRY_READ_JOBS_BY_KEYS(BELFRY_JOB_COLUMNS);
+// The same, locked in (shard, id) order, the order the command path's writes lock jobs in.
+inline constexpr const char kLockJobsByKeysName[] = "belfry_lock_jobs_by_keys";
+inline constexpr const char kLockJobsByKeysSql[] =
+    BELFRY_READ_JOBS_BY_KEYS(BELFRY_JOB_COLUMNS) " ORDER BY shard, id FOR UPDATE";
 #undef BELFRY_READ_JOBS_BY_KEYS
 
 // A job_stats row, decoded by JobStatsFromRow (pg_rows.h). Left defined: pg_execution_queries.h

@@ -1,0 +1,44 @@
+// JobChangeLog: the audit trail's writes (docs/audit-trail.md), shared by the command path
+// (pg_job_store.cc) and the bulk operations' steps (pg_job_store_bulk.cc). Within the transaction
+// that changes the jobs: Add each job a change may touch, LockBefore (one read, which locks them),
+// make the changes, then RecordAfter (one read, one insert). Set-based: three statements per
+// batch, whatever its size.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <pqxx/transaction_base>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "belfry/job.h"
+#include "belfry/job_change.h"
+
+namespace belfry {
+
+class JobChangeLog final {
+ public:
+  // A change that job `id` of `shard` may get. `context` carries op, actor, reason, bulk_id and
+  // source. A context with detail_json is a fire (a trigger or backfill that stored rows): it is
+  // recorded whenever the job exists, with the job as both before and after; any other change is
+  // recorded only when the job changed (JobChangeBetween).
+  void Add(int32_t shard, const std::string& id, JobChange context);
+  bool empty() const { return entries_.empty(); }
+
+  // Reads the added jobs as they are now, locking them in (shard, id) order.
+  void LockBefore(pqxx::transaction_base& txn);
+
+  // Reads the added jobs again and stores one job_changes row per change. Returns how many.
+  int64_t RecordAfter(pqxx::transaction_base& txn);
+
+ private:
+  using Key = std::pair<int32_t, std::string>;
+  using Snapshots = std::map<Key, StoredJob>;
+  Snapshots Read(pqxx::transaction_base& txn, const char* statement) const;
+
+  std::vector<std::pair<Key, JobChange>> entries_;
+  Snapshots before_;
+};
+
+}  // namespace belfry

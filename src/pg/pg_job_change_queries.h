@@ -1,0 +1,54 @@
+// The SQL of the audit trail (docs/audit-trail.md, migration 0015): recording job changes in
+// the transactions that make them, publishing them, reading a job's history, the retention sweep.
+#pragma once
+
+namespace belfry::pg_queries {
+
+// The jobs' snapshots are read by pg_queries.h's kReadJobsByKeysSql and kLockJobsByKeysSql.
+
+// $1 = a JSON array of changes (InsertJobChanges). change_id follows the array's order.
+inline constexpr const char kInsertJobChangesName[] = "belfry_insert_job_changes";
+inline constexpr const char kInsertJobChangesSql[] =
+    "INSERT INTO job_changes (job_id, op, bulk_id, actor, reason, src_partition, src_offset, command_ts,"
+    " before, after, detail) "
+    "SELECT c.job_id, c.op, NULLIF(c.bulk_id, ''), NULLIF(c.actor, ''), NULLIF(c.reason, ''), c.src_partition,"
+    " c.src_offset, c.command_ts, c.before, c.after, c.detail "
+    "FROM json_to_recordset($1::json) AS c(job_id text, op text, bulk_id text, actor text, reason text,"
+    " src_partition int, src_offset bigint, command_ts bigint, before json, after json, detail json)";
+
+// The columns JobChangeFromRow reads, in order.
+#define BELFRY_JOB_CHANGE_COLUMNS                                                                  \
+  "change_id, job_id, op, bulk_id, actor, reason, src_partition, src_offset, command_ts,"          \
+  " floor(extract(epoch FROM changed_at) * 1000)::bigint, before::text, after::text, detail::text"
+
+// A job's changes, newest first: $1 job id, $2 changes before this change_id, $3 limit.
+inline constexpr const char kListJobChangesName[] = "belfry_list_job_changes";
+inline constexpr const char kListJobChangesSql[] =
+    "SELECT " BELFRY_JOB_CHANGE_COLUMNS " FROM job_changes WHERE job_id = $1 AND change_id < $2::bigint "
+    "ORDER BY change_id DESC LIMIT $3::int";
+
+// One publisher at a time, cluster-wide: held to the end of its transaction. ASCII "belfrych".
+inline constexpr long long kChangePublisherLockKey = 0x62656c6672796368LL;
+inline constexpr const char kLockChangePublisherName[] = "belfry_lock_change_publisher";
+inline constexpr const char kLockChangePublisherSql[] = "SELECT pg_try_advisory_xact_lock($1::bigint)";
+
+// The oldest unpublished changes, at most $1.
+inline constexpr const char kUnpublishedChangesName[] = "belfry_unpublished_changes";
+inline constexpr const char kUnpublishedChangesSql[] =
+    "SELECT " BELFRY_JOB_CHANGE_COLUMNS " FROM job_changes WHERE NOT published ORDER BY change_id LIMIT $1::int";
+
+// $1 = bigint[] of change ids.
+inline constexpr const char kMarkChangesPublishedName[] = "belfry_mark_changes_published";
+inline constexpr const char kMarkChangesPublishedSql[] =
+    "UPDATE job_changes SET published = true WHERE change_id = ANY($1::bigint[]) AND NOT published";
+
+// Of the $2 oldest changes, deletes the published ones from before $1 (ms). Walks the primary
+// key from its start, so it needs no index on changed_at: change ids grow with time.
+inline constexpr const char kSweepJobChangesName[] = "belfry_sweep_job_changes";
+inline constexpr const char kSweepJobChangesSql[] =
+    "DELETE FROM job_changes WHERE change_id = ANY(ARRAY(SELECT change_id FROM job_changes ORDER BY change_id"
+    " LIMIT $2::int)) AND published AND changed_at < to_timestamp($1::bigint / 1000.0)";
+
+#undef BELFRY_JOB_CHANGE_COLUMNS
+
+}  // namespace belfry::pg_queries
