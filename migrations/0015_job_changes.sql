@@ -15,9 +15,10 @@ CREATE TABLE job_changes (
   src_offset    bigint      NOT NULL,
   command_ts    bigint      NOT NULL,  -- the command's Kafka timestamp, ms
   changed_at    timestamptz NOT NULL DEFAULT now(),
-  before        json,                  -- NULL: the job did not exist
-  after         json,                  -- NULL: the job no longer exists
-  detail        json,                  -- a trigger's or backfill's {"slots":..}
+  -- JSON text, stored as text: written as belfry encoded it (no parse per row), read back as is.
+  before        text,                  -- NULL: the job did not exist
+  after         text,                  -- NULL: the job no longer exists
+  detail        text,                  -- a trigger's or backfill's {"slots":..}
   published     boolean     NOT NULL DEFAULT false
 );
 CREATE INDEX job_changes_by_job ON job_changes (job_id, change_id);

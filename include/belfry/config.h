@@ -16,6 +16,8 @@ struct KafkaConfig {
   std::string commands_topic = "belfry.commands";
   std::string dlq_topic = "belfry.commands.dlq";
   std::string results_topic = "belfry.command-results";
+  // The audit trail's change events (docs/audit-trail.md): compacted, keyed by job id.
+  std::string changes_topic = "belfry.changes";
   std::string group_id = "belfry";
   int32_t command_batch_max = 5000;  // commands per transaction
   int64_t command_batch_wait_ms = 50;
@@ -72,6 +74,9 @@ struct CommandsConfig {
   // of jobs holds no lock for long and leaves the database to the tick.
   int32_t bulk_step_jobs = 1000;
   int64_t bulk_step_pause_ms = 100;
+  // The audit trail (docs/audit-trail.md): each job's change history is kept this long in the
+  // database (its events stay in the compacted changes topic as the topic's policy says).
+  int64_t audit_retention_ms = 30LL * 24 * 60 * 60 * 1000;
 };
 
 struct ExecutionsConfig {

@@ -104,9 +104,9 @@ int RunMigrate(const Config& cfg, bool create_topics) {
     if (Status st = EnsureTopics(cfg.kafka, topics); !st.ok()) {
       return Fail(fmt::format("creating Kafka topics failed: {}", st.message()));
     }
-    std::printf("kafka topics exist: %s, %s, %s, %s, %s\n", cfg.kafka.commands_topic.c_str(),
+    std::printf("kafka topics exist: %s, %s, %s, %s, %s, %s\n", cfg.kafka.commands_topic.c_str(),
                 cfg.kafka.dlq_topic.c_str(), cfg.kafka.results_topic.c_str(), cfg.kafka.executions_topic.c_str(),
-                cfg.kafka.executions_dlq_topic.c_str());
+                cfg.kafka.executions_dlq_topic.c_str(), cfg.kafka.changes_topic.c_str());
   }
   return 0;
 }

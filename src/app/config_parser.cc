@@ -308,6 +308,7 @@ const std::vector<Section>& Sections() {
               StringKey("commands_topic", &KafkaConfig::commands_topic),
               StringKey("dlq_topic", &KafkaConfig::dlq_topic),
               StringKey("results_topic", &KafkaConfig::results_topic),
+              StringKey("changes_topic", &KafkaConfig::changes_topic),
               StringKey("executions_topic", &KafkaConfig::executions_topic),
               StringKey("executions_dlq_topic", &KafkaConfig::executions_dlq_topic),
               StringKey("executions_group_id", &KafkaConfig::executions_group_id),
@@ -346,6 +347,7 @@ const std::vector<Section>& Sections() {
               StringListKey("allowed_topics", &CommandsConfig::allowed_topics),
               IntegerKey("bulk_step_jobs", &CommandsConfig::bulk_step_jobs, 1, 100'000),
               DurationKey("bulk_step_pause", &CommandsConfig::bulk_step_pause_ms, 0, kMinute),
+              DurationKey("audit_retention", &CommandsConfig::audit_retention_ms, kHour, 3660 * kDay),
           }),
       MakeSection<ExecutionsConfig>(
           "executions", [](Config* c) { return &c->executions; },

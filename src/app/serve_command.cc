@@ -12,6 +12,7 @@
 
 #include "app/app_support.h"
 #include "app/bulk_op_runner.h"
+#include "app/change_publisher.h"
 #include "app/node_health.h"
 #include "app/signal_waiter.h"
 #include "app/system_clock.h"
@@ -282,6 +283,16 @@ int RunServe(const Config& cfg) {
         if (*n > 0) spdlog::info("one-shot sweep: deleted {} one-shots older than minute {}", *n, before);
         if (*n < 10'000 || stop.requested()) break;
       }
+      const EpochMs changes_before = clock.NowMs() - cfg.commands.audit_retention_ms;
+      for (;;) {  // the audit trail's retention (docs/audit-trail.md)
+        StatusOr<int64_t> n = sweep_store.SweepJobChanges(changes_before, 10'000);
+        if (!n.ok()) {
+          spdlog::warn("change history sweep: {}", n.status().message());
+          break;
+        }
+        if (*n > 0) spdlog::info("change history sweep: deleted {} published changes older than the retention", *n);
+        if (*n < 10'000 || stop.requested()) break;
+      }
     } while (stop.WaitFor(std::chrono::seconds(60)));
   });
   // Bulk operations (docs/bulk-operations.md): every node steps them, off the command partition
@@ -307,6 +318,24 @@ int RunServe(const Config& cfg) {
         bulk_options);
     runner.Run(stop);
   });
+  // The audit trail's change events (docs/audit-trail.md): every node runs a publisher; the store
+  // lets one publish at a time.
+  CommandPublisherOptions change_options;
+  change_options.client_id = "belfry-change-events";
+  change_options.topic = cfg.kafka.changes_topic;
+  change_options.delivery_timeout_ms = 30'000;
+  auto change_events = CommandPublisher::Create(cfg.kafka, change_options);
+  if (!change_events.ok()) {
+    spdlog::error("cannot create the change event publisher: {}", change_events.status().ToString());
+    return 1;
+  }
+  std::thread change_thread([&] {
+    PgJobStore change_store(cfg.database_url);
+    ChangePublisher publisher(change_store, clock, [&](const std::vector<std::pair<std::string, std::string>>& records) {
+      return (*change_events)->PublishAll(records);
+    });
+    publisher.Run(stop);
+  });
   spdlog::info("belfry serving{}", cfg.scheduler.enabled ? "" : " (scheduler.enabled is false: firing nothing)");
 
   while (stop.WaitFor(std::chrono::seconds(3600))) {
@@ -324,6 +353,7 @@ int RunServe(const Config& cfg) {
   ticker_thread.join();
   sweep_thread.join();
   bulk_thread.join();
+  change_thread.join();
   pool->Stop();
   consumer_thread.join();
   execution_thread.join();

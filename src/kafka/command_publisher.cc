@@ -67,46 +67,24 @@ class CommandPublisher::Impl {
 
   Status Publish(const std::string& key, const std::optional<std::string>& value,
                  const KafkaHeaderList& hdrs) {
-    auto delivery = std::make_shared<Delivery>();
-    std::unique_ptr<RdKafka::Headers> headers;
-    if (!hdrs.empty()) {
-      headers.reset(RdKafka::Headers::create());
-      for (const auto& [k, v] : hdrs) headers->add(k, v);
-    }
-    auto holder = std::make_unique<std::shared_ptr<Delivery>>(delivery);
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.delivery_timeout_ms);
-    for (;;) {
-      const RdKafka::ErrorCode err = producer_->produce(topic_, RdKafka::Topic::PARTITION_UA,
-                                                        RdKafka::Producer::RK_MSG_COPY,
-                                                        value ? const_cast<char*>(value->data()) : nullptr,
-                                                        value ? value->size() : 0, key.data(), key.size(),
-                                                        /*timestamp=*/0, headers.get(), holder.get());
-      if (err == RdKafka::ERR_NO_ERROR) {
-        headers.release();  // owned by librdkafka now
-        holder.release();   // freed by the delivery report
-        break;
-      }
-      if (err != RdKafka::ERR__QUEUE_FULL || std::chrono::steady_clock::now() >= deadline) {
-        return DeliveryStatus(err, topic_);
-      }
-      producer_->poll(50);
+    auto delivery = std::make_shared<Delivery>();
+    if (Status s = Produce(key, value, hdrs, delivery, deadline); !s.ok()) return s;
+    return AwaitDeliveries({delivery}, deadline);
+  }
+
+  Status PublishAll(const std::vector<std::pair<std::string, std::string>>& records) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.delivery_timeout_ms);
+    std::vector<std::shared_ptr<Delivery>> deliveries;
+    deliveries.reserve(records.size());
+    for (const auto& [key, value] : records) {
+      auto delivery = std::make_shared<Delivery>();
+      if (Status s = Produce(key, value, {}, delivery, deadline); !s.ok()) return s;
+      deliveries.push_back(std::move(delivery));
     }
-    for (;;) {
-      {
-        std::unique_lock<std::mutex> lock(delivery->mu);
-        if (delivery->done) return DeliveryStatus(delivery->err, topic_);
-      }
-      if (std::chrono::steady_clock::now() >= deadline) break;
-      producer_->poll(20);  // serves delivery reports, possibly other callers' too
-    }
-    // message.timeout.ms equals the deadline, so the report is due any moment; give it a little.
-    std::unique_lock<std::mutex> lock(delivery->mu);
-    if (delivery->cv.wait_for(lock, std::chrono::seconds(2), [&] { return delivery->done; })) {
-      return DeliveryStatus(delivery->err, topic_);
-    }
-    return Status::Retryable("no delivery report for the command within " +
-                             std::to_string(options_.delivery_timeout_ms) + " ms");
+    return AwaitDeliveries(deliveries, deadline);
   }
 
   StatusOr<std::string> WaitForOutcome(const std::string& id, int64_t timeout_ms) {
@@ -117,6 +95,58 @@ class CommandPublisher::Impl {
   }
 
  private:
+  using Deadline = std::chrono::steady_clock::time_point;
+
+  // Queues one message whose report goes to `delivery`; waits (serving reports) while the queue
+  // is full, up to `deadline`.
+  Status Produce(const std::string& key, const std::optional<std::string>& value, const KafkaHeaderList& hdrs,
+                 const std::shared_ptr<Delivery>& delivery, Deadline deadline) {
+    std::unique_ptr<RdKafka::Headers> headers;
+    if (!hdrs.empty()) {
+      headers.reset(RdKafka::Headers::create());
+      for (const auto& [k, v] : hdrs) headers->add(k, v);
+    }
+    auto holder = std::make_unique<std::shared_ptr<Delivery>>(delivery);
+    for (;;) {
+      const RdKafka::ErrorCode err = producer_->produce(topic_, RdKafka::Topic::PARTITION_UA,
+                                                        RdKafka::Producer::RK_MSG_COPY,
+                                                        value ? const_cast<char*>(value->data()) : nullptr,
+                                                        value ? value->size() : 0, key.data(), key.size(),
+                                                        /*timestamp=*/0, headers.get(), holder.get());
+      if (err == RdKafka::ERR_NO_ERROR) {
+        headers.release();  // owned by librdkafka now
+        holder.release();   // freed by the delivery report
+        return Status::Ok();
+      }
+      if (err != RdKafka::ERR__QUEUE_FULL || std::chrono::steady_clock::now() >= deadline) {
+        return DeliveryStatus(err, topic_);
+      }
+      producer_->poll(50);
+    }
+  }
+
+  // Ok iff every delivery was acknowledged; else the first failure, or Retryable at the deadline.
+  Status AwaitDeliveries(const std::vector<std::shared_ptr<Delivery>>& deliveries, Deadline deadline) {
+    for (const std::shared_ptr<Delivery>& delivery : deliveries) {
+      for (;;) {
+        {
+          std::unique_lock<std::mutex> lock(delivery->mu);
+          if (delivery->done) break;
+        }
+        if (std::chrono::steady_clock::now() >= deadline) break;
+        producer_->poll(20);  // serves delivery reports, possibly other callers' too
+      }
+      // message.timeout.ms equals the deadline, so the report is due any moment; give it a little.
+      std::unique_lock<std::mutex> lock(delivery->mu);
+      if (!delivery->cv.wait_for(lock, std::chrono::seconds(2), [&] { return delivery->done; })) {
+        return Status::Retryable("no delivery report for the message within " +
+                                 std::to_string(options_.delivery_timeout_ms) + " ms");
+      }
+      if (delivery->err != RdKafka::ERR_NO_ERROR) return DeliveryStatus(delivery->err, topic_);
+    }
+    return Status::Ok();
+  }
+
   class DeliveryReport final : public RdKafka::DeliveryReportCb {
    public:
     void dr_cb(RdKafka::Message& m) override {
@@ -155,6 +185,10 @@ CommandPublisher::~CommandPublisher() = default;
 Status CommandPublisher::Publish(const std::string& key, const std::optional<std::string>& value,
                                  const KafkaHeaderList& headers) {
   return impl_->Publish(key, value, headers);
+}
+
+Status CommandPublisher::PublishAll(const std::vector<std::pair<std::string, std::string>>& records) {
+  return impl_->PublishAll(records);
 }
 
 StatusOr<std::string> CommandPublisher::WaitForOutcome(const std::string& id, int64_t timeout_ms) {

@@ -1,5 +1,6 @@
 // CommandPublisher: publishes job commands to the commands topic and (optionally) waits for
-// their outcomes. Used by `belfry jobs put|delete|pause|resume`, the demo and the tests.
+// their outcomes. Used by `belfry jobs put|delete|pause|resume`, the demo and the tests; serve
+// publishes bulk outcome records and the audit trail's change events through it too.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +43,12 @@ class CommandPublisher final {
   // acks=all producer, and waits for its delivery report. Ok iff the broker acknowledged it.
   Status Publish(const std::string& key, const std::optional<std::string>& value,
                  const KafkaHeaderList& headers = {});
+
+  // Produces every (key, value) record, in order, then waits for all their delivery reports
+  // (pipelined: one round trip for the lot, not one each). Ok iff the broker acknowledged every
+  // one; on failure some may have been delivered (the caller's retry repeats them: at least once).
+  // The idempotent producer keeps each partition's records in order.
+  Status PublishAll(const std::vector<std::pair<std::string, std::string>>& records);
 
   // The outcome JSON for command `id` from the results topic, published after this publisher was
   // created. Retryable on timeout; FailedPrecondition unless options.wait_for_outcomes.

@@ -18,8 +18,9 @@ struct TopicSpec {
   std::map<std::string, std::string> configs;  // topic-level configs, e.g. cleanup.policy
 };
 
-// belfry's own topics: config.commands_topic (12 partitions), config.dlq_topic (3) and
-// config.results_topic (6), with the broker's default replication factor.
+// belfry's own topics: config.commands_topic (12 partitions), config.dlq_topic (3),
+// config.results_topic (6) and config.changes_topic (6, compacted: the audit trail's events, keyed
+// by job id), with the broker's default replication factor.
 std::vector<TopicSpec> BelfryTopicSpecs(const KafkaConfig& config);
 
 // Creates every topic in `topics` that does not exist yet, then waits until the brokers serve all

@@ -55,16 +55,6 @@ class JsonArrayChunks final {
     current_ += v ? (*v ? "true" : "false") : "null";
   }
 
-  // `json` (a JSON value, as text) embedded as it is; null when empty.
-  void Json(const char* name, std::string_view json) {
-    Name(name);
-    if (json.empty()) {
-      current_ += "null";
-    } else {
-      current_ += json;
-    }
-  }
-
   std::vector<std::string> Finish() {
     Flush();
     return std::move(chunks_);

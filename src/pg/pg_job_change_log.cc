@@ -69,9 +69,11 @@ int64_t JobChangeLog::RecordAfter(pqxx::transaction_base& txn) {
     rows.Int("src_partition", context.source.partition);
     rows.Int("src_offset", context.source.offset);
     rows.Int("command_ts", context.source.timestamp_ms);
-    rows.Json("before", change->before_json);
-    rows.Json("after", change->after_json);
-    rows.Json("detail", context.detail_json);
+    // As strings, stored as text: a value nested in the array would be parsed (and PostgreSQL
+    // refuses to de-escape \u0000, which a job's details may hold).
+    rows.String("before", change->before_json);
+    rows.String("after", change->after_json);
+    rows.String("detail", context.detail_json);
     rows.EndObject();
     ++n;
   }

@@ -243,6 +243,48 @@ StatusOr<std::vector<BulkOpState>> FakeJobStore::UnpublishedBulkOps(int32_t limi
   return out;
 }
 
+int64_t FakeJobStore::AddChange(JobChange change) {
+  std::lock_guard<std::mutex> lock(mu_);
+  change.change_id = static_cast<int64_t>(changes_.size()) + 1;
+  changes_.emplace_back(std::move(change), false);
+  return changes_.back().first.change_id;
+}
+
+int64_t FakeJobStore::published_changes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t n = 0;
+  for (const auto& [c, published] : changes_) n += published ? 1 : 0;
+  return n;
+}
+
+StatusOr<std::vector<JobChange>> FakeJobStore::ListJobChanges(const std::string& job_id, int64_t before_change_id,
+                                                              int32_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<JobChange> out;
+  for (auto it = changes_.rbegin(); it != changes_.rend() && static_cast<int32_t>(out.size()) < limit; ++it) {
+    if (it->first.job_id != job_id) continue;
+    if (before_change_id > 0 && it->first.change_id >= before_change_id) continue;
+    out.push_back(it->first);
+  }
+  return out;
+}
+
+StatusOr<int64_t> FakeJobStore::PublishChanges(int32_t limit,
+                                               const std::function<Status(const std::vector<JobChange>&)>& publish) {
+  std::vector<JobChange> batch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [c, published] : changes_) {
+      if (!published && static_cast<int32_t>(batch.size()) < limit) batch.push_back(c);
+    }
+  }
+  if (batch.empty()) return int64_t{0};
+  if (Status s = publish(batch); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const JobChange& c : batch) changes_[static_cast<size_t>(c.change_id - 1)].second = true;
+  return static_cast<int64_t>(batch.size());
+}
+
 Status FakeJobStore::MarkBulkOpPublished(const std::string& id, EpochMs now) {
   std::lock_guard<std::mutex> lock(mu_);
   for (BulkOpState& s : bulk_ops_) {

@@ -33,7 +33,16 @@ class FakeJobStore final : public JobStore {
   StatusOr<std::optional<BulkOpState>> GetBulkOp(const std::string& id) override;
   StatusOr<std::vector<BulkOpState>> ListBulkOps(int32_t limit) override;
 
+  // The audit trail over changes the test adds (the fake's own writes record none).
+  StatusOr<std::vector<JobChange>> ListJobChanges(const std::string& job_id, int64_t before_change_id,
+                                                  int32_t limit) override;
+  StatusOr<int64_t> PublishChanges(int32_t limit,
+                                   const std::function<Status(const std::vector<JobChange>&)>& publish) override;
+
   // Test controls.
+  // Stores `change` under the next change_id (from 1), unpublished; returns the id.
+  int64_t AddChange(JobChange change);
+  int64_t published_changes() const;
   void Put(const JobSpec& spec, bool paused = false);
   void FailNextQueries(int n) { fail_queries_ = n; }
   // The next `pass` queries succeed, then the next `n` fail.
@@ -48,6 +57,7 @@ class FakeJobStore final : public JobStore {
   mutable std::mutex mu_;
   std::map<std::string, Row> rows_;
   std::vector<BulkOpState> bulk_ops_;  // in acceptance order
+  std::vector<std::pair<JobChange, bool>> changes_;  // in change_id order; bool: published
   int fail_queries_ = 0;
   int pass_queries_ = 0;
   int queries_ = 0;
