@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <unistd.h>
 
 #include "app/app_support.h"
 #include "app/system_clock.h"
@@ -20,6 +21,7 @@
 #include "core/execution_report.h"
 #include "core/fire_limit.h"
 #include "core/iso_time.h"
+#include "core/job_change.h"
 #include "core/job_json.h"
 #include "core/bulk_op_json.h"
 #include "core/bulk_selector.h"
@@ -55,14 +57,29 @@ std::string AddLabelTerms(const std::vector<std::string>& terms, nlohmann::order
   return {};
 }
 
-// Publishes one command and, if asked, waits for and prints its outcome.
+// Who runs the CLI, for the audit trail's belfry-actor header (a command's own "actor" wins):
+// "<login>@<host>", or "belfry-cli" when neither is known.
+std::string CliActor() {
+  const char* user = std::getenv("USER");
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = 0;
+  std::string actor = fmt::format("{}@{}", user != nullptr && *user != 0 ? user : "belfry-cli", host);
+  if (host[0] == 0) actor.pop_back();
+  // The parser's rules for an actor: at most 255 bytes, no control characters.
+  std::erase_if(actor, [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+  if (actor.size() > 255) actor.resize(255);
+  return actor;
+}
+
+// Publishes one command, with the CLI's belfry-actor header, and, if asked, waits for and prints
+// its outcome.
 int PublishCommand(const Config& cfg, const std::string& id, const std::optional<std::string>& value,
                    const WaitArgs& wait) {
   CommandPublisherOptions options;
   options.wait_for_outcomes = wait.wait;
   auto publisher = CommandPublisher::Create(cfg.kafka, options);
   if (!publisher.ok()) return Fail(publisher.status().message());
-  if (Status st = (*publisher)->Publish(id, value); !st.ok()) {
+  if (Status st = (*publisher)->Publish(id, value, {{"belfry-actor", CliActor()}}); !st.ok()) {
     return Fail(fmt::format("could not publish to {}: {}", cfg.kafka.commands_topic, st.message()));
   }
   if (!wait.wait) {
@@ -327,6 +344,55 @@ int RunJobsHistory(const Config& cfg, const std::string& id, int limit, const st
                 r.worker.empty() ? "-" : r.worker.c_str(), r.error.c_str());
   }
   if (!page->next_cursor.empty()) std::printf("more: --cursor '%s'\n", page->next_cursor.c_str());
+  return 0;
+}
+
+namespace {
+
+// What a change did, in a few words: created, deleted, what it fired, or the fields it changed.
+std::string DescribeChange(const JobChange& c) {
+  if (!c.detail_json.empty()) {
+    const nlohmann::json d = nlohmann::json::parse(c.detail_json, nullptr, false);
+    const int64_t slots = d.is_object() && d.contains("slots") ? d["slots"].get<int64_t>() : 0;
+    return fmt::format("fired {} slot{}", slots, slots == 1 ? "" : "s");
+  }
+  if (c.before_json.empty()) return "created";
+  if (c.after_json.empty()) return "deleted";
+  const nlohmann::json before = nlohmann::json::parse(c.before_json, nullptr, false);
+  const nlohmann::json after = nlohmann::json::parse(c.after_json, nullptr, false);
+  if (!before.is_object() || !after.is_object()) return "changed";
+  std::vector<std::string> fields;
+  for (const auto& [k, v] : after.items()) {
+    if (k == "updatedAt") continue;
+    if (!before.contains(k) || before[k] != v) {
+      fields.push_back(v.is_primitive() ? fmt::format("{}={}", k, v.dump()) : k);
+    }
+  }
+  return fields.empty() ? "changed" : fmt::format("{}", fmt::join(fields, " "));
+}
+
+}  // namespace
+
+int RunJobsAudit(const Config& cfg, const std::string& id, int limit, int64_t cursor, const std::string& output) {
+  PgJobStore store(cfg.database_url);
+  StatusOr<std::vector<JobChange>> page = store.ListJobChanges(id, cursor, limit);
+  if (!page.ok()) return Fail(page.status().message());
+  if (output == "json") {
+    std::printf("%s\n", EncodeJobChangePage(id, *page, limit).c_str());
+    return 0;
+  }
+  std::printf("%-10s %-24s %-8s %-20s %-14s %-20s %s\n", "CHANGE", "CHANGED AT", "OP", "ACTOR", "SOURCE", "BULK OP",
+              "WHAT (REASON)");
+  for (const JobChange& c : *page) {
+    const std::string what = DescribeChange(c) + (c.reason.empty() ? "" : " (" + c.reason + ")");
+    std::printf("%-10lld %-24s %-8s %-20s %-14s %-20s %s\n", static_cast<long long>(c.change_id),
+                FormatIsoTime(c.changed_at).c_str(), c.op.c_str(), c.actor.empty() ? "-" : c.actor.c_str(),
+                fmt::format("{}/{}", c.source.partition, c.source.offset).c_str(),
+                c.bulk_id.empty() ? "-" : c.bulk_id.c_str(), what.c_str());
+  }
+  if (!page->empty() && static_cast<int>(page->size()) == limit) {
+    std::printf("more: --cursor %lld\n", static_cast<long long>(page->back().change_id));
+  }
   return 0;
 }
 

@@ -55,6 +55,9 @@ int RunJobsList(const Config& cfg, const std::string& owner, const std::string& 
                 const std::string& output);
 int RunJobsHistory(const Config& cfg, const std::string& id, int limit, const std::string& cursor,
                    const std::string& output);
+// The job's audit trail (docs/audit-trail.md), newest first; `cursor` is the change id a
+// previous page printed (0: from the newest).
+int RunJobsAudit(const Config& cfg, const std::string& id, int limit, int64_t cursor, const std::string& output);
 int RunJobsNext(const Config& cfg, const std::string& id, int n);
 int RunShards(const Config& cfg, bool json);
 // `belfry rebalance --dry-run`: proposed offset moves that flatten the busiest minute of the day

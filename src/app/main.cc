@@ -119,6 +119,14 @@ int main(int argc, char** argv) {
   history->add_option("--limit", limit, "Page size (1..1000)")->check(CLI::Range(1, 1000));
   history->add_option("--cursor", cursor, "Continue after this cursor (printed at the end of a page)");
   history->add_option("-o,--output", output, "table or json")->check(CLI::IsMember({"table", "json"}));
+  auto* audit = jobs->add_subcommand("audit", "A job's change history (the audit trail), newest first, with keyset pagination");
+  audit->add_option("id", op_id, "Job id")->required();
+  audit->add_option("--limit", limit, "Page size (1..1000)")->check(CLI::Range(1, 1000));
+  int64_t audit_cursor = 0;
+  audit->add_option("--cursor", audit_cursor, "Continue after this cursor (printed at the end of a page)")
+      ->check(CLI::PositiveNumber);
+  audit->add_option("-o,--output", output, "table or json (the change events, as GET /v1/jobs/{id}/changes)")
+      ->check(CLI::IsMember({"table", "json"}));
   int n = 5;
   auto* next = jobs->add_subcommand("next", "The next trigger instants of a job");
   next->add_option("id", op_id, "Job id")->required();
@@ -216,6 +224,7 @@ int main(int argc, char** argv) {
   if (bulk_list->parsed()) return belfry::RunBulkList(cfg, bulk_limit);
   if (get->parsed()) return belfry::RunJobsGet(cfg, op_id, json);
   if (history->parsed()) return belfry::RunJobsHistory(cfg, op_id, limit, cursor, output);
+  if (audit->parsed()) return belfry::RunJobsAudit(cfg, op_id, limit, audit_cursor, output);
   if (list->parsed()) return belfry::RunJobsList(cfg, owner, topic, labels, limit, cursor, output);
   if (next->parsed()) return belfry::RunJobsNext(cfg, op_id, n);
   if (shards->parsed()) return belfry::RunShards(cfg, json);

@@ -61,4 +61,19 @@ std::string EncodeJobChangeJson(const JobChange& c) {
   return out;
 }
 
+std::string EncodeJobChangePage(const std::string& job_id, const std::vector<JobChange>& changes, int64_t limit) {
+  std::string out = "{\"id\":";
+  AppendJsonString(&out, job_id);
+  out.append(",\"changes\":[");
+  for (size_t i = 0; i < changes.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out.append(EncodeJobChangeJson(changes[i]));
+  }
+  out.append("],\"next_cursor\":");
+  const bool full = !changes.empty() && static_cast<int64_t>(changes.size()) >= limit;
+  AppendJsonStringOrNull(&out, full ? std::to_string(changes.back().change_id) : std::string());
+  out.push_back('}');
+  return out;
+}
+
 }  // namespace belfry

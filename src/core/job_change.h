@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "belfry/job.h"
 #include "belfry/job_change.h"
@@ -27,5 +28,10 @@ std::optional<JobChange> JobChangeBetween(const std::string& job_id, const std::
 // bulkId, actor, reason, before, after and detail are null when empty; before and after are the
 // job as EncodeJobJson shows it. A bulk step's source is its bulk command's.
 std::string EncodeJobChangeJson(const JobChange& change);
+
+// A page of job `job_id`'s history, newest first, as GET /v1/jobs/{id}/changes and `belfry jobs
+// audit -o json` show it: {"id","changes":[EncodeJobChangeJson...],"next_cursor"}. The cursor
+// is the page's last change_id when the page is full (`limit` changes: more may follow), else null.
+std::string EncodeJobChangePage(const std::string& job_id, const std::vector<JobChange>& changes, int64_t limit);
 
 }  // namespace belfry

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <exception>
 #include <nlohmann/json.hpp>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <type_traits>
@@ -25,6 +26,7 @@
 #include "core/execution_report.h"
 #include "core/fire_limit.h"
 #include "core/iso_time.h"
+#include "core/job_change.h"
 #include "core/job_json.h"
 #include "core/job_labels.h"
 #include "core/json_writer.h"
@@ -49,6 +51,7 @@ constexpr int32_t kBulkOpsListLimit = 100;
 constexpr std::string_view kNextSuffix = "/next";
 constexpr int kNextFiresInJob = 3;  // "nextFires" of the job view (the CLI's `jobs get` shows as many)
 constexpr std::string_view kExecutionsSuffix = "/executions";
+constexpr std::string_view kChangesSuffix = "/changes";  // the audit trail (docs/audit-trail.md)
 // GET /v1/jobs/{id}/backfill?from&to: a backfill's dry run (docs/manual-fires.md).
 constexpr std::string_view kBackfillSuffix = "/backfill";
 constexpr int32_t kDefaultListLimit = 100;
@@ -605,7 +608,11 @@ void AdminServer::HandleJobsPath(const httplib::Request& req, httplib::Response&
   bool next = false;
   bool executions = false;
   bool backfill = false;
-  if (raw.size() > kBackfillSuffix.size() && raw.ends_with(kBackfillSuffix)) {
+  bool changes = false;
+  if (raw.size() > kChangesSuffix.size() && raw.ends_with(kChangesSuffix)) {
+    changes = true;
+    raw.remove_suffix(kChangesSuffix.size());
+  } else if (raw.size() > kBackfillSuffix.size() && raw.ends_with(kBackfillSuffix)) {
     backfill = true;
     raw.remove_suffix(kBackfillSuffix.size());
   } else if (raw.size() > kNextSuffix.size() && raw.ends_with(kNextSuffix)) {
@@ -623,6 +630,8 @@ void AdminServer::HandleJobsPath(const httplib::Request& req, httplib::Response&
     HandleBackfillDryRun(id, req, res);
   } else if (executions) {
     HandleExecutions(id, req, res);
+  } else if (changes) {
+    HandleChanges(id, req, res);
   } else {
     if (std::string e = CheckParams(req, {}); !e.empty()) return SendError(res, 400, e);
     HandleGetJob(id, res);
@@ -722,6 +731,22 @@ void AdminServer::HandleExecutions(const std::string& id, const httplib::Request
   AppendJsonStringOrNull(&body, Base64UrlEncode(page->next_cursor));
   body.push_back('}');
   SendJsonText(res, 200, std::move(body));
+}
+
+void AdminServer::HandleChanges(const std::string& id, const httplib::Request& req, httplib::Response& res) {
+  if (std::string e = CheckParams(req, {"limit", "cursor"}); !e.empty()) return SendError(res, 400, e);
+  int64_t limit = 50;
+  if (std::string e = IntParam(req, "limit", 1, 1000, &limit); !e.empty()) return SendError(res, 400, e);
+  int64_t before = 0;  // the cursor is the change id the previous page ended at
+  if (std::string e = IntParam(req, "cursor", 1, std::numeric_limits<int64_t>::max(), &before); !e.empty()) {
+    return SendError(res, 400, "cursor is not valid: pass back the next_cursor of a previous page unchanged");
+  }
+  std::optional<StatusOr<std::vector<JobChange>>> read = ReadWith(*deps_.readers, [&](const ReadSession& s) {
+    return s.store->ListJobChanges(id, before, static_cast<int32_t>(limit));
+  });
+  if (!read) return SendSessionsBusy(res);
+  if (!read->ok()) return SendStoreError(res, "job store", read->status());
+  SendJsonText(res, 200, EncodeJobChangePage(id, **read, limit));
 }
 
 void AdminServer::HandleBackfillDryRun(const std::string& id, const httplib::Request& req, httplib::Response& res) {

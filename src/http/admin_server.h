@@ -99,6 +99,7 @@ class AdminServer final {
   void HandleNext(const std::string& id, const httplib::Request& req, httplib::Response& res);
   void HandleBackfillDryRun(const std::string& id, const httplib::Request& req, httplib::Response& res);
   void HandleExecutions(const std::string& id, const httplib::Request& req, httplib::Response& res);
+  void HandleChanges(const std::string& id, const httplib::Request& req, httplib::Response& res);
   void HandleListJobs(const httplib::Request& req, httplib::Response& res);
   void HandleShards(httplib::Response& res);
   void HandleLoad(const httplib::Request& req, httplib::Response& res);

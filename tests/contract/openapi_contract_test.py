@@ -642,6 +642,36 @@ def exercise(c, node, ids):
     c.call("GET", bulk_one, 401, auth=False)
     c.call("HEAD", bulk_one, 401, auth=False)
 
+    # The audit trail (docs/audit-trail.md): the seed's upsert made the job; a page at a time.
+    base = f"/v1/jobs/{q(ids['interval'])}/changes"
+    r = c.call("GET", base, 200)
+    if r.status_code == 200:
+        changes = r.json()["changes"]
+        if not changes or changes[-1]["op"] != "upsert" or changes[-1]["before"] is not None:
+            c.fail(f"GET {base}", f"the oldest change should be the upsert that created the job: {changes}")
+        ids_seen, cursor = [], None
+        while True:
+            page = c.call("GET", base + "?limit=1" + (f"&cursor={cursor}" if cursor else ""), 200)
+            if page.status_code != 200:
+                break
+            ids_seen += [ch["changeId"] for ch in page.json()["changes"]]
+            cursor = page.json()["next_cursor"]
+            if cursor is None or len(ids_seen) > len(changes):
+                break
+        if ids_seen != [ch["changeId"] for ch in changes]:
+            c.fail(f"GET {base}?limit=1 pages", f"{ids_seen} over the pages, expected {[ch['changeId'] for ch in changes]}")
+    for role in ("slash", "unicode", "once", "cron"):
+        c.call("GET", f"/v1/jobs/{q(ids[role])}/changes?limit=1000", 200)
+    r = c.call("GET", "/v1/jobs/no-such-job/changes", 200)
+    if r.status_code == 200 and r.json()["changes"]:
+        c.fail("GET /v1/jobs/no-such-job/changes", "changes of a job that never existed")
+    c.call("HEAD", base, 200)
+    for bad in ("limit=0", "limit=1001", "limit=x", "cursor=x", "cursor=0", "owner=a"):
+        c.call("GET", f"{base}?{bad}", 400)
+    c.call("HEAD", base + "?limit=0", 400)
+    c.call("GET", base, 401, auth=False)
+    c.call("HEAD", base, 401, auth=False)
+
     # Every other method on every route: 405 with Allow (with the token; without, 401 for /v1).
     concrete = {
         "/v1/jobs/{id}": f"/v1/jobs/{q(ids['interval'])}",
@@ -649,6 +679,7 @@ def exercise(c, node, ids):
         "/v1/jobs/{id}/executions": f"/v1/jobs/{q(ids['interval'])}/executions",
         "/v1/jobs/{id}/backfill": f"/v1/jobs/{q(ids['interval'])}/backfill",
         "/v1/bulk-ops/{id}": f"/v1/bulk-ops/{q(BULK_RESUME)}",
+        "/v1/jobs/{id}/changes": f"/v1/jobs/{q(ids['interval'])}/changes",
     }
     for template in c.spec["paths"]:
         target = concrete.get(template, template)
@@ -758,7 +789,8 @@ def database_gone(c, node, ids):
                   "/readyz did not turn 503 after the database was dropped")
     c.call("HEAD", "/readyz", 503, auth=False)
     backfill = job + "/backfill?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z"
-    for target in ("/v1/shards", "/v1/jobs", job, job + "/next", job + "/executions", backfill, "/v1/load",
+    for target in ("/v1/shards", "/v1/jobs", job, job + "/next", job + "/executions", job + "/changes", backfill,
+                   "/v1/load",
                    "/v1/load/rebalance", "/v1/bulk-ops", "/v1/bulk-ops/" + q(BULK_RESUME)):
         c.call("GET", target, 503)
         c.call("HEAD", target, 503)

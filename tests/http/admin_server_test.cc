@@ -673,6 +673,48 @@ TEST_F(AdminServerTest, BulkOperationsAndTheirProgress) {
   ExpectError(Get("/v1/bulk-ops/freeze%2F2026%2011?x=1"), 400);
 }
 
+// Issue 18: a job's change history, newest first, in keyset pages; a deleted (or unknown) job's
+// history is a page like any other.
+TEST_F(AdminServerTest, AJobsChangeHistoryInPages) {
+  for (int i = 0; i < 3; ++i) {
+    JobChange c;
+    c.job_id = "a/b";
+    c.op = i == 2 ? "delete" : "upsert";
+    c.actor = "deploy-bot";
+    c.source = SourcePosition{1, 10 + i, 1795354620000};
+    c.changed_at = 1795354621000 + i;
+    c.before_json = i == 0 ? "" : R"({"id":"a/b","paused":false})";
+    c.after_json = i == 2 ? "" : R"({"id":"a/b","paused":false})";
+    store_.AddChange(c);
+    c.job_id = "other";
+    store_.AddChange(c);
+  }
+  StartServer();
+  Reply first = Get("/v1/jobs/a%2Fb/changes?limit=2");
+  ASSERT_EQ(first.status, 200) << first.body;
+  const Json page = first.json();
+  EXPECT_EQ(page["id"], "a/b");
+  ASSERT_EQ(page["changes"].size(), 2u);
+  EXPECT_EQ(page["changes"][0]["op"], "delete") << "newest first";
+  EXPECT_TRUE(page["changes"][0]["after"].is_null());
+  EXPECT_EQ(page["changes"][0]["version"], 1);
+  EXPECT_EQ(page["changes"][0]["actor"], "deploy-bot");
+  EXPECT_EQ(page["changes"][0]["source"]["offset"], 12);
+  EXPECT_EQ(page["changes"][1]["source"]["offset"], 11);
+  ASSERT_TRUE(page["next_cursor"].is_string());
+  Reply second = Get("/v1/jobs/a%2Fb/changes?limit=2&cursor=" + page["next_cursor"].get<std::string>());
+  ASSERT_EQ(second.status, 200) << second.body;
+  ASSERT_EQ(second.json()["changes"].size(), 1u);
+  EXPECT_TRUE(second.json()["changes"][0]["before"].is_null()) << "the create";
+  EXPECT_TRUE(second.json()["next_cursor"].is_null());
+  Reply none = Get("/v1/jobs/never/changes");
+  ASSERT_EQ(none.status, 200) << none.body;
+  EXPECT_TRUE(none.json()["changes"].empty());
+  ExpectError(Get("/v1/jobs/a/changes?limit=0"), 400);
+  ExpectError(Get("/v1/jobs/a/changes?cursor=abc"), 400);
+  ExpectError(Get("/v1/jobs/a/changes?owner=x"), 400);
+}
+
 TEST_F(AdminServerTest, ListRejectsBadParameters) {
   StartServer(Options("127.0.0.1:0", "", 50));
   ExpectError(Get("/v1/jobs?limit=0"), 400);

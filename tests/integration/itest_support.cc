@@ -51,6 +51,7 @@ std::map<std::string, std::string> ItestWorld::Env(const std::string& group) con
           {"BELFRY_KAFKA_COMMANDS_TOPIC", commands_topic},
           {"BELFRY_KAFKA_DLQ_TOPIC", dlq_topic},
           {"BELFRY_KAFKA_RESULTS_TOPIC", results_topic},
+          {"BELFRY_KAFKA_CHANGES_TOPIC", changes_topic},
           {"BELFRY_KAFKA_GROUP_ID", "it-" + run_id + (group.empty() ? "" : "-" + group)},
           {"BELFRY_ADMIN_LISTEN", "127.0.0.1:0"},
           {"BELFRY_MIGRATIONS_DIR", MigrationsDir()},
@@ -78,6 +79,7 @@ std::unique_ptr<ItestWorld> ItestWorld::Create(const std::string& name) {
   w->commands_topic = t + ".commands";
   w->dlq_topic = t + ".dlq";
   w->results_topic = t + ".results";
+  w->changes_topic = t + ".changes";
   w->trigger_topic = t + ".triggers";
   std::string out;
   const int rc = RunBelfry({"migrate"}, w->Env(), &out);

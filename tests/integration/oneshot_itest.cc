@@ -4,9 +4,11 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <thread>
 #include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "belfry_process.h"
@@ -261,8 +263,12 @@ TEST_F(OneShotTest, TriggerAndBackfillFireByHandMarkedManual) {
 // Bulk operations (docs/bulk-operations.md): a bulk trigger over labels fires every matching job
 // once, marked manual, and none other; a bulk delete over a label removes them all, and each
 // outcome, published when its walk has finished, counts them.
+// Each change of the six jobs is also published, in order, to the changes topic (the audit trail,
+// docs/audit-trail.md): its upsert (whose actor comes from a header), the bulk trigger of four of
+// them, and the bulk delete.
 TEST_F(OneShotTest, BulkTriggerFiresTheMatchingJobsAndBulkDeleteRemovesThem) {
   TopicCollector results(world_->brokers, {world_->results_topic});
+  TopicCollector changes(world_->brokers, {world_->changes_topic});
   const int64_t now_minute = EpochMinuteOf(WallMs());
   const int32_t offset = static_cast<int32_t>((now_minute + 30) % 60);  // no scheduled slot for half an hour
   const std::string batch = world_->run_id + "-bulk";
@@ -270,9 +276,13 @@ TEST_F(OneShotTest, BulkTriggerFiresTheMatchingJobsAndBulkDeleteRemovesThem) {
   for (int i = 0; i < 6; ++i) {
     const std::string id = batch + "-" + std::to_string(i);
     jobs.push_back(id);
-    Send(id, R"({"id":")" + id + R"(","intervalMinutes":60,"offsetMinutes":)" + std::to_string(offset) +
-                 R"(,"topic":")" + world_->trigger_topic + R"(","labels":{"batch":")" + batch + R"(","wave":")" +
-                 (i < 4 ? "1" : "2") + R"("}})");
+    const auto [p, o] = producer_->Send(
+        world_->commands_topic, id,
+        R"({"id":")" + id + R"(","intervalMinutes":60,"offsetMinutes":)" + std::to_string(offset) +
+            R"(,"topic":")" + world_->trigger_topic + R"(","labels":{"batch":")" + batch + R"(","wave":")" +
+            (i < 4 ? "1" : "2") + R"("}})",
+        {{"belfry-actor", "deploy-bot"}});
+    ASSERT_GE(o, 0) << "publishing " << id;
   }
   ASSERT_TRUE(WaitFor([&] { return Count("labels @> '{\"batch\":\"" + batch + "\"}'") == 6; }, 10'000));
 
@@ -320,6 +330,45 @@ TEST_F(OneShotTest, BulkTriggerFiresTheMatchingJobsAndBulkDeleteRemovesThem) {
                              trigger_id + "', '" + delete_id + "')")[0][0]
                 .as<int64_t>(),
             2);
+
+  std::map<std::string, std::vector<nlohmann::json>> events;  // by key, in topic order
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        events.clear();
+        size_t n = 0;
+        for (const TailRecord& r : changes.records()) {
+          if (!r.key || !r.value) continue;
+          events[*r.key].push_back(nlohmann::json::parse(*r.value));
+          ++n;
+        }
+        return n >= 6 + 4 + 6;
+      },
+      30'000))
+      << "change events: " << changes.records().size();
+  for (int i = 0; i < 6; ++i) {
+    const std::string& id = jobs[static_cast<size_t>(i)];
+    const std::vector<nlohmann::json>& e = events[id];
+    std::vector<std::string> ops;
+    for (const nlohmann::json& x : e) ops.push_back(x["op"]);
+    EXPECT_EQ(ops, i < 4 ? (std::vector<std::string>{"upsert", "trigger", "delete"})
+                         : (std::vector<std::string>{"upsert", "delete"}))
+        << id;
+    if (e.size() < 2) continue;
+    EXPECT_EQ(e.front()["version"], 1);
+    EXPECT_EQ(e.front()["jobId"], id);
+    EXPECT_EQ(e.front()["actor"], "deploy-bot") << "from the belfry-actor header";
+    EXPECT_TRUE(e.front()["before"].is_null());
+    EXPECT_EQ(e.front()["after"]["labels"]["batch"], batch);
+    EXPECT_EQ(e.back()["bulkId"], delete_id);
+    EXPECT_TRUE(e.back()["after"].is_null());
+    EXPECT_EQ(e.back()["before"]["id"], id);
+    if (i < 4) {
+      EXPECT_EQ(e[1]["bulkId"], trigger_id);
+      EXPECT_EQ(e[1]["actor"], "itest");
+      EXPECT_EQ(e[1]["detail"]["slots"], 1);
+    }
+    for (size_t k = 1; k < e.size(); ++k) EXPECT_GT(e[k]["changeId"], e[k - 1]["changeId"]) << id;
+  }
 }
 
 // Limited runs (docs/fire-limits.md): a job with maxFires 1 every minute fires once, at its first
