@@ -11,12 +11,16 @@ ChangePublisher::ChangePublisher(JobStore& store, Clock& clock, RecordBatchPubli
     : store_(store), clock_(clock), publish_(std::move(publish)), options_(options) {}
 
 StatusOr<int64_t> ChangePublisher::RunOnce() {
-  return store_.PublishChanges(options_.batch, [&](const std::vector<JobChange>& changes) {
+  int64_t handed = 0;
+  StatusOr<int64_t> n = store_.PublishChanges(options_.batch, [&](const std::vector<JobChange>& changes) {
     std::vector<std::pair<std::string, std::string>> records;
     records.reserve(changes.size());
     for (const JobChange& c : changes) records.emplace_back(c.job_id, EncodeJobChangeJson(c));
+    handed = static_cast<int64_t>(records.size());
     return publish_(records);
   });
+  if (options_.on_round && handed > 0) options_.on_round(n.ok() ? *n : 0, n.ok() ? 0 : handed);
+  return n;
 }
 
 void ChangePublisher::Run(StopSignal& stop) {

@@ -20,6 +20,9 @@ namespace belfry {
 struct ChangePublisherOptions {
   int32_t batch = 1000;         // events per publish round
   int64_t idle_poll_ms = 500;   // how often an idle publisher looks for new changes
+  // After each round that found changes: how many it published, and how many it handed to a
+  // publish that failed (they come again in a later round).
+  std::function<void(int64_t published, int64_t failed)> on_round;
 };
 
 // Produces the (key, value) records in order and waits for the broker's acknowledgement of all;

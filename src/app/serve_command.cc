@@ -17,13 +17,13 @@
 #include "app/signal_waiter.h"
 #include "app/system_clock.h"
 #include "core/backoff.h"
-#include "http/execution_metrics.h"
 #include "core/calendar_schedule.h"
 #include "core/firing_pool.h"
 #include "core/rate_limiter.h"
 #include "core/shard_firer.h"
 #include "core/shard_ticker.h"
 #include "http/admin_server.h"
+#include "http/change_metrics.h"
 #include "http/execution_metrics.h"
 #include "http/metrics_registry.h"
 #include "http/reader_pool.h"
@@ -329,11 +329,19 @@ int RunServe(const Config& cfg) {
     spdlog::error("cannot create the change event publisher: {}", change_events.status().ToString());
     return 1;
   }
+  ChangeMetrics change_metrics(metrics.registry());
   std::thread change_thread([&] {
     PgJobStore change_store(cfg.database_url);
-    ChangePublisher publisher(change_store, clock, [&](const std::vector<std::pair<std::string, std::string>>& records) {
-      return (*change_events)->PublishAll(records);
-    });
+    ChangePublisherOptions options;
+    options.on_round = [&change_metrics](int64_t published, int64_t failed) {
+      change_metrics.OnRound(published, failed);
+    };
+    ChangePublisher publisher(
+        change_store, clock,
+        [&](const std::vector<std::pair<std::string, std::string>>& records) {
+          return (*change_events)->PublishAll(records);
+        },
+        options);
     publisher.Run(stop);
   });
   spdlog::info("belfry serving{}", cfg.scheduler.enabled ? "" : " (scheduler.enabled is false: firing nothing)");

@@ -33,6 +33,11 @@ TEST(ChangePublisherTest, PublishesEachChangeInOrderAtLeastOnce) {
   int refuse = 1;
   ChangePublisherOptions options;
   options.batch = 3;
+  int64_t published_total = 0, failed_total = 0;
+  options.on_round = [&](int64_t published, int64_t failed) {
+    published_total += published;
+    failed_total += failed;
+  };
   ChangePublisher publisher(
       store, clock,
       [&](const std::vector<std::pair<std::string, std::string>>& records) {
@@ -56,6 +61,8 @@ TEST(ChangePublisherTest, PublishesEachChangeInOrderAtLeastOnce) {
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, 0);
   EXPECT_EQ(store.published_changes(), 5);
+  EXPECT_EQ(published_total, 5);
+  EXPECT_EQ(failed_total, 3) << "the refused round's events";
 
   ASSERT_EQ(sent.size(), 3u + 5u) << "the refused batch, then every change once";
   std::vector<int64_t> ids;
