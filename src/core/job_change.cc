@@ -9,6 +9,17 @@
 
 namespace belfry {
 
+namespace {
+
+// `json` (an EncodeJobJson) up to its updatedAt, which EncodeJobJson writes last: jobDetails,
+// before it, may hold the same text, so the last occurrence is the field.
+std::string_view WithoutUpdatedAt(std::string_view json) {
+  const size_t at = json.rfind(",\"updatedAt\":");
+  return at == std::string_view::npos ? json : json.substr(0, at);
+}
+
+}  // namespace
+
 std::optional<JobChange> JobChangeBetween(const std::string& job_id, const std::string& op,
                                           const std::optional<StoredJob>& before,
                                           const std::optional<StoredJob>& after) {
@@ -18,10 +29,8 @@ std::optional<JobChange> JobChangeBetween(const std::string& job_id, const std::
   change.op = op;
   if (before) change.before_json = EncodeJobJson(*before);
   if (after) change.after_json = EncodeJobJson(*after);
-  if (before && after) {
-    StoredJob same_time = *after;
-    same_time.updated_at = before->updated_at;
-    if (EncodeJobJson(same_time) == change.before_json) return std::nullopt;
+  if (before && after && WithoutUpdatedAt(change.before_json) == WithoutUpdatedAt(change.after_json)) {
+    return std::nullopt;
   }
   return change;
 }

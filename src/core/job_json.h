@@ -18,7 +18,8 @@ namespace belfry {
 //  "startDateTime","endDateTime","maxFires","firesEndAt","paused","priority","runAt","scheduledFor",
 //  "maxRetries","retryBackoff",["retryOf","attempt" on retry rows],"jobDetails","createdAt","updatedAt"}.
 // jobDetails is embedded as the stored JSON object; an empty owner or key, and absent dates,
-// are null. endDateTime is the end the command asked for; a limited job (maxFires) shows in
+// are null; updatedAt is always the last field (JobChangeBetween relies on it). endDateTime is the
+// end the command asked for; a limited job (maxFires) shows in
 // firesEndAt the end its count puts on it (null for an unlimited job; see docs/fire-limits.md).
 std::string EncodeJobJson(const StoredJob& job);
 

@@ -1,16 +1,32 @@
 #include "pg/pg_job_change_log.h"
 
+#include <iterator>
 #include <optional>
 #include <pqxx/result>
+#include <pqxx/stream_to>
 
 #include "core/job_change.h"
 #include "core/job_json.h"
+#include "pg/copy_row.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_job_change_queries.h"
 #include "pg/pg_queries.h"
 #include "pg/pg_rows.h"
 
 namespace belfry {
+namespace {
+
+using ChangeRow = CopyRow<std::size(pg_queries::kJobChangesCopyColumns)>;
+
+void SetTextOrNull(ChangeRow* row, size_t column, const std::string& text) {
+  if (text.empty()) {
+    row->SetNull(column);
+  } else {
+    row->Set(column, text);
+  }
+}
+
+}  // namespace
 
 void JobChangeLog::Add(int32_t shard, const std::string& id, JobChange context) {
   context.job_id = id;
@@ -46,7 +62,8 @@ int64_t JobChangeLog::RecordAfter(pqxx::transaction_base& txn) {
     const auto it = s.find(k);
     return it == s.end() ? std::optional<StoredJob>() : std::optional<StoredJob>(it->second);
   };
-  JsonArrayChunks rows;
+  // COPY: the snapshots are JSON text, which a JSON array parameter would escape and parse again.
+  std::optional<pqxx::stream_to> copy;
   int64_t n = 0;
   for (const auto& [key, context] : entries_) {
     std::optional<JobChange> change;
@@ -60,24 +77,28 @@ int64_t JobChangeLog::RecordAfter(pqxx::transaction_base& txn) {
       change = JobChangeBetween(key.second, context.op, find(before_, key), find(after, key));
       if (!change) continue;
     }
-    rows.BeginObject();
-    rows.String("job_id", key.second);
-    rows.String("op", context.op);
-    rows.String("bulk_id", context.bulk_id);
-    rows.String("actor", context.actor);
-    rows.String("reason", context.reason);
-    rows.Int("src_partition", context.source.partition);
-    rows.Int("src_offset", context.source.offset);
-    rows.Int("command_ts", context.source.timestamp_ms);
-    // As strings, stored as text: a value nested in the array would be parsed (and PostgreSQL
-    // refuses to de-escape \u0000, which a job's details may hold).
-    rows.String("before", change->before_json);
-    rows.String("after", change->after_json);
-    rows.String("detail", context.detail_json);
-    rows.EndObject();
+    if (!copy) {
+      copy.emplace(txn, pg_queries::kJobChangesTable,
+                   std::vector<std::string>(std::begin(pg_queries::kJobChangesCopyColumns),
+                                            std::end(pg_queries::kJobChangesCopyColumns)));
+    }
+    ChangeRow row;
+    size_t c = 0;  // kJobChangesCopyColumns order
+    row.Set(c++, key.second);
+    row.Set(c++, context.op);
+    SetTextOrNull(&row, c++, context.bulk_id);
+    SetTextOrNull(&row, c++, context.actor);
+    SetTextOrNull(&row, c++, context.reason);
+    row.SetInt(c++, context.source.partition);
+    row.SetInt(c++, context.source.offset);
+    row.SetInt(c++, context.source.timestamp_ms);
+    SetTextOrNull(&row, c++, change->before_json);
+    SetTextOrNull(&row, c++, change->after_json);
+    SetTextOrNull(&row, c++, context.detail_json);
+    *copy << row.Fields();
     ++n;
   }
-  for (const std::string& chunk : rows.Finish()) txn.exec_prepared(pg_queries::kInsertJobChangesName, chunk);
+  if (copy) copy->complete();
   return n;
 }
 

@@ -6,16 +6,11 @@ namespace belfry::pg_queries {
 
 // The jobs' snapshots are read by pg_queries.h's kReadJobsByKeysSql and kLockJobsByKeysSql.
 
-// $1 = a JSON array of changes (JobChangeLog::RecordAfter); before, after and detail are JSON
-// text in strings ('' for NULL), stored as text. change_id follows the array's order.
-inline constexpr const char kInsertJobChangesName[] = "belfry_insert_job_changes";
-inline constexpr const char kInsertJobChangesSql[] =
-    "INSERT INTO job_changes (job_id, op, bulk_id, actor, reason, src_partition, src_offset, command_ts,"
-    " before, after, detail) "
-    "SELECT c.job_id, c.op, NULLIF(c.bulk_id, ''), NULLIF(c.actor, ''), NULLIF(c.reason, ''), c.src_partition,"
-    " c.src_offset, c.command_ts, NULLIF(c.before, ''), NULLIF(c.after, ''), NULLIF(c.detail, '') "
-    "FROM json_to_recordset($1::json) AS c(job_id text, op text, bulk_id text, actor text, reason text,"
-    " src_partition int, src_offset bigint, command_ts bigint, before text, after text, detail text)";
+// JobChangeLog::RecordAfter COPYs its changes into job_changes (change_id follows the COPY's order).
+inline constexpr const char kJobChangesTable[] = "job_changes";
+inline constexpr const char* kJobChangesCopyColumns[] = {"job_id", "op", "bulk_id", "actor", "reason",
+                                                         "src_partition", "src_offset", "command_ts",
+                                                         "before", "after", "detail"};
 
 // The columns JobChangeFromRow reads, in order.
 #define BELFRY_JOB_CHANGE_COLUMNS                                                                  \

@@ -43,7 +43,6 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kSetPausedName, q::kSetPausedSql},
       {q::kReadJobsByKeysName, q::kReadJobsByKeysSql},
       {q::kLockJobsByKeysName, q::kLockJobsByKeysSql},
-      {q::kInsertJobChangesName, q::kInsertJobChangesSql},
       {q::kListJobChangesName, q::kListJobChangesSql},
       {q::kLockChangePublisherName, q::kLockChangePublisherSql},
       {q::kUnpublishedChangesName, q::kUnpublishedChangesSql},

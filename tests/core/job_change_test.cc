@@ -24,6 +24,13 @@ TEST(JobChangeBetweenTest, NothingIsRecordedWhenTheJobIsAsItWas) {
   EXPECT_FALSE(JobChangeBetween("a", "upsert", Job("a", false, 1), Job("a", false, 99)))
       << "a re-upsert of the same spec only moves updatedAt";
   EXPECT_FALSE(JobChangeBetween("a", "pause", Job("a", true, 1), Job("a", true, 2))) << "a pause of a paused job";
+  StoredJob tricky = Job("a", false, 1);
+  tricky.spec.details_json = R"({"x":1,"updatedAt":"2026"})";  // the field's name inside the details
+  StoredJob later = tricky;
+  later.updated_at = 2;
+  EXPECT_FALSE(JobChangeBetween("a", "upsert", tricky, later));
+  later.paused = true;
+  EXPECT_TRUE(JobChangeBetween("a", "upsert", tricky, later));
 }
 
 TEST(JobChangeBetweenTest, ACreateAChangeAndADeleteAreRecorded) {
