@@ -33,11 +33,12 @@ void JobChangeLog::Add(int32_t shard, const std::string& id, JobChange context) 
   entries_.emplace_back(Key{shard, id}, std::move(context));
 }
 
-JobChangeLog::Snapshots JobChangeLog::Read(pqxx::transaction_base& txn, const char* statement) const {
+JobChangeLog::Snapshots JobChangeLog::Read(pqxx::transaction_base& txn, const char* statement, size_t from) const {
   Snapshots out;
-  if (entries_.empty()) return out;
+  if (from >= entries_.size()) return out;
   JsonArrayChunks keys;
-  for (const auto& [key, change] : entries_) {
+  for (size_t i = from; i < entries_.size(); ++i) {
+    const Key& key = entries_[i].first;
     keys.BeginObject();
     keys.String("id", key.second);
     keys.Int("shard", key.first);
@@ -53,7 +54,11 @@ JobChangeLog::Snapshots JobChangeLog::Read(pqxx::transaction_base& txn, const ch
   return out;
 }
 
-void JobChangeLog::LockBefore(pqxx::transaction_base& txn) { before_ = Read(txn, pg_queries::kLockJobsByKeysName); }
+void JobChangeLog::ReadBefore(pqxx::transaction_base& txn, bool lock) {
+  Snapshots read = Read(txn, lock ? pg_queries::kLockJobsByKeysName : pg_queries::kReadJobsByKeysName, read_before_);
+  read_before_ = entries_.size();
+  before_.merge(read);  // a job read before keeps its first snapshot
+}
 
 int64_t JobChangeLog::RecordAfter(pqxx::transaction_base& txn) {
   if (entries_.empty()) return 0;

@@ -1,6 +1,6 @@
 // JobChangeLog: the audit trail's writes (docs/audit-trail.md), shared by the command path
 // (pg_job_store.cc) and the bulk operations' steps (pg_job_store_bulk.cc). Within the transaction
-// that changes the jobs: Add each job a change may touch, LockBefore (one read, which locks them),
+// that changes the jobs: Add each job a change may touch, ReadBefore (one read, which locks them),
 // make the changes, then RecordAfter (one read, one insert). Set-based: three statements per
 // batch, whatever its size.
 #pragma once
@@ -26,8 +26,10 @@ class JobChangeLog final {
   void Add(int32_t shard, const std::string& id, JobChange context);
   bool empty() const { return entries_.empty(); }
 
-  // Reads the added jobs as they are now, locking them in (shard, id) order.
-  void LockBefore(pqxx::transaction_base& txn);
+  // Reads the jobs added since the last call as they are now: locking them in (shard, id) order
+  // when `lock`, or not, when the caller holds their locks already. A bulk step calls it once per
+  // page, and RecordAfter once for all its pages.
+  void ReadBefore(pqxx::transaction_base& txn, bool lock = true);
 
   // Reads the added jobs again and stores one job_changes row per change. Returns how many.
   int64_t RecordAfter(pqxx::transaction_base& txn);
@@ -35,10 +37,12 @@ class JobChangeLog final {
  private:
   using Key = std::pair<int32_t, std::string>;
   using Snapshots = std::map<Key, StoredJob>;
-  Snapshots Read(pqxx::transaction_base& txn, const char* statement) const;
+  // The jobs of entries_[from..] as they are now.
+  Snapshots Read(pqxx::transaction_base& txn, const char* statement, size_t from = 0) const;
 
   std::vector<std::pair<Key, JobChange>> entries_;
   Snapshots before_;
+  size_t read_before_ = 0;  // entries_[0..read_before_) have their before_ read
 };
 
 }  // namespace belfry

@@ -454,7 +454,7 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
     const ActionParams params = BuildActionParams(actions, shard_count_);
     JobChangeLog changes;
     for (const JobAction& a : actions) changes.Add(ActionShard(a, shard_count_), a.id, ActionChange(a));
-    changes.LockBefore(txn);
+    changes.ReadBefore(txn);
     if (!params.upserts.empty()) {
       if (!txn.exec_prepared(q::kUpsertStageExistsName)[0][0].as<bool>()) txn.exec(q::kCreateUpsertStageSql);
       {

@@ -76,12 +76,12 @@ JobChange BulkChange(const BulkOp& op, std::string detail_json = {}) {
   return c;
 }
 
-// What one page did to its jobs: how many it changed. Records each change in the audit trail.
+// What one page did to its jobs: how many it changed. Adds each job it may change to `changes`
+// (the step records them all once its pages are done).
 int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int32_t shard,
-                      const pqxx::result& page, EpochMs now, int32_t shard_count) {
+                      const pqxx::result& page, EpochMs now, int32_t shard_count, JobChangeLog* changes) {
   namespace q = pg_queries;
   const BulkOp& op = state.op;
-  JobChangeLog changes;
   if (op.op == CommandOp::kTrigger) {
     std::vector<ManualFire> fires;
     fires.reserve(page.size());
@@ -99,9 +99,8 @@ int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int
     int64_t stored = 0;
     for (size_t i = 0; i < results.size(); ++i) {
       stored += results[i].slots;
-      if (results[i].slots > 0) changes.Add(shard, fires[i].id, BulkChange(op, "{\"slots\":1}"));
+      if (results[i].slots > 0) changes->Add(shard, fires[i].id, BulkChange(op, "{\"slots\":1}"));
     }
-    changes.RecordAfter(txn);
     return stored;
   }
   JsonArrayChunks rows;
@@ -111,7 +110,7 @@ int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int
     if (op.op == CommandOp::kPause && paused) continue;   // keeps its own pause and note
     if (op.op == CommandOp::kResume && !paused) continue;
     const auto id = row[0].as<std::string>();
-    changes.Add(shard, id, BulkChange(op));
+    changes->Add(shard, id, BulkChange(op));
     rows.BeginObject();
     rows.String("id", id);
     rows.Int("shard", shard);
@@ -127,7 +126,7 @@ int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int
     ++n;
   }
   if (n == 0) return 0;
-  changes.LockBefore(txn);  // the page holds their locks already: this reads them as they are
+  changes->ReadBefore(txn, /*lock=*/false);  // the page holds their locks already
   int64_t changed = 0;
   for (const std::string& chunk : rows.Finish()) {
     if (op.op == CommandOp::kDelete) {
@@ -136,7 +135,6 @@ int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int
       RestartFireLimits(txn, txn.exec_prepared(q::kSetPausedName, chunk), shard_count);
     }
   }
-  changes.RecordAfter(txn);
   return op.op == CommandOp::kDelete ? changed : n;
 }
 
@@ -193,6 +191,7 @@ StatusOr<std::optional<BulkOpState>> PgJobStore::RunBulkStep(int32_t max_jobs, E
     int64_t changed = 0;
     int64_t budget = page_limit;
     int32_t shards = 0;
+    JobChangeLog changes;  // the audit trail of every page of the step
     while (!pos.finished && budget > 0 && shards < kBulkShardsPerStep) {
       const int32_t shard = pos.shard;
       if (state.op.dry_run) {
@@ -206,13 +205,14 @@ StatusOr<std::optional<BulkOpState>> PgJobStore::RunBulkStep(int32_t max_jobs, E
             txn.exec_prepared(q::kBulkPageName, shard, pos.after_id, OwnerParam(state.op.selector),
                               LabelsParam(state.op.selector), static_cast<int32_t>(limit));
         matched += static_cast<int64_t>(page.size());
-        changed += ApplyBulkPage(txn, state, shard, page, now, shard_count_);
+        changed += ApplyBulkPage(txn, state, shard, page, now, shard_count_, &changes);
         budget -= static_cast<int64_t>(page.size());
         const std::string last = page.empty() ? std::string() : page.back()[0].as<std::string>();
         pos = NextBulkWalkPosition(shard, last, page.size(), static_cast<size_t>(limit), shard_count_);
       }
       if (pos.shard != shard) ++shards;
     }
+    changes.RecordAfter(txn);
     const pqxx::result recorded = txn.exec_prepared(q::kRecordBulkStepName, state.op.id, pos.shard, pos.after_id,
                                                     matched, changed, pos.finished);
     txn.commit();
