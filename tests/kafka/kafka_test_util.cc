@@ -45,6 +45,7 @@ KafkaConfig TestKafkaConfig() {
   c.commands_topic = UniqueName("kt.commands");
   c.dlq_topic = UniqueName("kt.commands.dlq");
   c.results_topic = UniqueName("kt.command-results");
+  c.changes_topic = UniqueName("kt.changes");
   c.group_id = UniqueName("kt-group");
   return c;
 }

@@ -49,17 +49,21 @@ TEST(EnsureTopicsTest, CreatesThenIsIdempotent) {
   EXPECT_EQ(PartitionCount(specs[1].name), 3);
 }
 
-TEST(EnsureTopicsTest, BelfryTopicSpecsCreateAllThree) {
+TEST(EnsureTopicsTest, BelfryTopicSpecsCreateAllFour) {
   const KafkaConfig config = TestKafkaConfig();
   const std::vector<TopicSpec> specs = BelfryTopicSpecs(config);
-  ASSERT_EQ(specs.size(), 3u);
+  ASSERT_EQ(specs.size(), 4u);
   EXPECT_EQ(specs[0].name, config.commands_topic);
   EXPECT_EQ(specs[0].partitions, 12);
+  EXPECT_EQ(specs[3].name, config.changes_topic);
+  EXPECT_EQ(specs[3].configs, (std::map<std::string, std::string>{{"cleanup.policy", "compact"}}))
+      << "the audit trail's events are compacted by job";
   ASSERT_TRUE(EnsureTopics(config, specs).ok());
   ASSERT_TRUE(EnsureTopics(config, specs).ok());
   EXPECT_EQ(PartitionCount(config.commands_topic), 12);
   EXPECT_GT(PartitionCount(config.dlq_topic), 0);
   EXPECT_GT(PartitionCount(config.results_topic), 0);
+  EXPECT_EQ(PartitionCount(config.changes_topic), 6);
 }
 
 TEST(EnsureTopicsTest, InvalidSpecsAreInvalid) {
