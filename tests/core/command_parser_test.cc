@@ -124,7 +124,7 @@ TEST_F(CommandParserTest, ActorAndReasonHeadersFillTheNote) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->actor, "oncall-ana") << "the JSON field wins";
   EXPECT_EQ(c->reason, "cleanup");
-  raw.actor_header = std::string("bad\x01actor", 9);
+  raw.actor_header = std::string("bad") + '\x01' + "actor";  // a control character
   c = ParseCommand(raw, rules_);
   ASSERT_TRUE(c.ok()) << "the JSON actor is used, so the header is not read";
   raw.value = R"({"op":"resume","id":"job-1"})";
