@@ -101,6 +101,16 @@ struct AdminConfig {
   int32_t max_queued_connections = 64;  // then new connections get 503 + Retry-After
 };
 
+// A hot standby of database_url (docs/hot-standby.md): it serves the tick query, fenced by the
+// primary's WAL position, and optionally the admin API's reads. Claims, watermarks, commands and
+// execution reports always go to the primary.
+struct StandbyConfig {
+  std::string url;              // libpq URL; empty: no standby
+  int64_t max_wait_ms = 50;     // longest a tick query waits for the standby to reach its fence
+  int64_t retry_after_ms = 5000;  // after the standby failed, the primary serves this long
+  bool admin_reads = false;     // the admin API reads from the standby (the primary if it is down)
+};
+
 struct LogConfig {
   std::string level = "info";
   std::string format = "text";  // text | json
@@ -115,6 +125,7 @@ struct Config {
   CommandsConfig commands;
   ExecutionsConfig executions;
   AdminConfig admin;
+  StandbyConfig standby;
   LogConfig log;
 };
 

@@ -36,6 +36,9 @@ struct DueQuery {
   int64_t last_minute = 0;
   int64_t tick_ms = 500;  // slot(M, s) = M*60000 + s*tick_ms; start/end are checked at the slot
   std::vector<PhaseTerm> terms;
+  // The claim's read fence (ShardClaim::read_fence): a store that reads from a replica reads
+  // there only once the replica has replayed past it. 0: no fence, read from the primary.
+  int64_t read_fence = 0;
 };
 
 struct JobListFilter {

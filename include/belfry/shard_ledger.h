@@ -22,6 +22,10 @@ struct ShardClaim {
   // The last minute recorded as fired for the shard before this claim; nullopt for a shard that
   // has never fired.
   std::optional<int64_t> fired_through;
+  // A position in the store's write log taken before the claim: a read of the shard's due jobs
+  // that sees every write up to it sees every job committed before the claim (a hot standby is
+  // fenced by it: docs/hot-standby.md). 0 when the store has none.
+  int64_t read_fence = 0;
 };
 
 // An inclusive range of epoch minutes; empty when last < first.
@@ -37,6 +41,7 @@ struct DebtClaim {
   // The lowest contiguous range of the debt when claimed (never empty when claimed).
   MinuteRange lowest;
   int64_t owed_minutes = 0;  // the whole debt's size, all ranges
+  int64_t read_fence = 0;    // as ShardClaim::read_fence
 };
 
 struct ShardState {

@@ -374,6 +374,14 @@ const std::vector<Section>& Sections() {
               IntegerKey("worker_threads", &AdminConfig::worker_threads, 1, 4096),
               IntegerKey("max_queued_connections", &AdminConfig::max_queued_connections, 0, 65'536),
           }),
+      MakeSection<StandbyConfig>(
+          "standby", [](Config* c) { return &c->standby; },
+          {
+              StringKey("url", &StandbyConfig::url),
+              DurationKey("max_wait", &StandbyConfig::max_wait_ms, 0, 10 * kSecond),
+              DurationKey("retry_after", &StandbyConfig::retry_after_ms, 0, 10 * kMinute),
+              BoolKey("admin_reads", &StandbyConfig::admin_reads),
+          }),
       MakeSection<LogConfig>("log", [](Config* c) { return &c->log; },
                              {
                                  StringKey("level", &LogConfig::level),
@@ -460,6 +468,7 @@ Status ValidateConfig(const Config& c) {
   if (!kLevels.count(c.log.level)) return Bad("log.level", "must be one of trace, debug, info, warn, error");
   if (c.database_url.empty()) return Bad("database_url", "must be set");
   if (c.kafka.brokers.empty()) return Bad("kafka.brokers", "must be set");
+  if (c.standby.admin_reads && c.standby.url.empty()) return Bad("standby.admin_reads", "needs standby.url");
   return Status::Ok();
 }
 

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -27,6 +28,7 @@
 #include "http/execution_metrics.h"
 #include "http/metrics_registry.h"
 #include "http/reader_pool.h"
+#include "http/standby_metrics.h"
 #include "kafka/command_consumer.h"
 #include "kafka/command_publisher.h"
 #include "kafka/execution_consumer.h"
@@ -134,10 +136,35 @@ int RunServe(const Config& cfg) {
   RateLimiter catch_up_limiter(cfg.scheduler.catch_up_rate, clock, stop, governor);
   health.OnCatchUpRate(catch_up_limiter.rate());
 
+  // The tick queries' hot standby (docs/hot-standby.md): every route is counted, and a change of
+  // server is logged once, not once per query.
+  std::optional<StandbyMetrics> standby_metrics;
+  std::atomic<int> standby_server{-1};  // the last route's server, as an int; -1: none yet
+  StandbyOptions standby_options;
+  if (!cfg.standby.url.empty()) {
+    standby_metrics.emplace(metrics.registry());
+    standby_options.url = cfg.standby.url;
+    standby_options.rule.max_wait_ms = cfg.standby.max_wait_ms;
+    standby_options.retry_after_ms = cfg.standby.retry_after_ms;
+    standby_options.on_route = [&standby_metrics, &standby_server](const DueQueryRoute& route) {
+      standby_metrics->OnRoute(route);
+      const int server = static_cast<int>(route.server);
+      if (standby_server.exchange(server) == server) return;
+      if (route.server == DueQueryRoute::Server::kStandby) {
+        spdlog::info("tick queries are read from the standby");
+      } else {
+        spdlog::warn("tick queries are read from the primary: the standby is {} (lag {} bytes)",
+                     DueQueryReasonName(route.reason), route.lag_bytes);
+      }
+    };
+    spdlog::info("tick queries go to the standby once it has replayed each claim's WAL position (max wait {} ms)",
+                 cfg.standby.max_wait_ms);
+  }
+
   std::vector<Worker> workers(static_cast<size_t>(cfg.scheduler.workers));
   std::vector<FiringPool::Worker> pool_workers;
   for (Worker& w : workers) {
-    w.store = std::make_unique<PgJobStore>(cfg.database_url);
+    w.store = std::make_unique<PgJobStore>(cfg.database_url, standby_options);
     w.ledger = std::make_unique<PgShardLedger>(cfg.database_url);
     w.firer = std::make_unique<ShardFirer>(cfg.scheduler, node_id, *w.store, *w.ledger, *sink, *catch_up_sink,
                                            &catch_up_limiter, policy, clock, health);
@@ -189,8 +216,12 @@ int RunServe(const Config& cfg) {
   // prepared statements always run the generic plan: jobs has 121 partitions, and a custom plan
   // costs 10-15 ms of planning per owner listing against 1.5 ms of execution (BENCHMARKS.md,
   // issue 16).
+  // With standby.admin_reads, they connect to the standby, or to the primary while it is down.
+  StatusOr<std::string> admin_base =
+      cfg.standby.admin_reads ? PreferStandbyConninfo(cfg.standby.url, cfg.database_url) : cfg.database_url;
   StatusOr<std::string> admin_url =
-      WithSessionSetting(cfg.database_url, "statement_timeout", std::to_string(cfg.admin.statement_timeout_ms));
+      admin_base.ok() ? WithSessionSetting(*admin_base, "statement_timeout", std::to_string(cfg.admin.statement_timeout_ms))
+                      : admin_base;
   if (admin_url.ok()) admin_url = WithSessionSetting(*admin_url, "plan_cache_mode", "force_generic_plan");
   if (!admin_url.ok()) {
     spdlog::error("{}", admin_url.status().ToString());

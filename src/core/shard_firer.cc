@@ -156,6 +156,7 @@ ShardFirer::Outcome ShardFirer::Begin(int32_t shard, int64_t target_minute, Pend
   }
   *pending = Pending();
   pending->shard_ = shard;
+  pending->read_fence_ = claim->read_fence;
   pending->hold_minute_ = hold_minute;
   pending->renewed_at_ = clock_.NowMs();
   pending->advance_to_ = plan.advance_to;
@@ -167,7 +168,8 @@ ShardFirer::Outcome ShardFirer::Begin(int32_t shard, int64_t target_minute, Pend
   // catch-up never holds this shard's next slot (or any other shard's) back.
   for (int64_t m = plan.on_time.first; m <= plan.on_time.last; ++m) {
     if (Status st =
-            QueueQuery(DueQuery{shard, m, m, cfg_.tick_ms, TermsForMinute(cfg_.intervals, m)}, true, pending);
+            QueueQuery(DueQuery{shard, m, m, cfg_.tick_ms, TermsForMinute(cfg_.intervals, m), pending->read_fence_},
+                       true, pending);
         !st.ok()) {
       pending->error_ = std::move(st);
       break;
@@ -194,6 +196,7 @@ ShardFirer::Outcome ShardFirer::BeginDebt(int32_t shard, Pending* pending, Statu
   *pending = Pending();
   pending->shard_ = shard;
   pending->debt_ = true;
+  pending->read_fence_ = claim->read_fence;
   pending->renewed_at_ = clock_.NowMs();
   pending->settle_ = chunk.settle;
   pending->caught_up_ = chunk.fire.size();
@@ -201,7 +204,8 @@ ShardFirer::Outcome ShardFirer::BeginDebt(int32_t shard, Pending* pending, Statu
   if (chunk.fire.empty()) return Outcome::kFired;
   if (chunk.coalesced) {
     if (Status st = QueueQuery(DueQuery{shard, chunk.fire.first, chunk.fire.last, cfg_.tick_ms,
-                                        TermsForRange(cfg_.intervals, chunk.fire.first, chunk.fire.last)},
+                                        TermsForRange(cfg_.intervals, chunk.fire.first, chunk.fire.last),
+                                        pending->read_fence_},
                                false, pending);
         !st.ok()) {
       pending->error_ = std::move(st);
@@ -209,8 +213,9 @@ ShardFirer::Outcome ShardFirer::BeginDebt(int32_t shard, Pending* pending, Statu
     return Outcome::kFired;
   }
   for (int64_t m = chunk.fire.first; m <= chunk.fire.last; ++m) {
-    if (Status st = QueueQuery(DueQuery{shard, m, m, cfg_.tick_ms, TermsForMinute(cfg_.intervals, m)}, false,
-                               pending);
+    if (Status st = QueueQuery(DueQuery{shard, m, m, cfg_.tick_ms, TermsForMinute(cfg_.intervals, m),
+                                        pending->read_fence_},
+                               false, pending);
         !st.ok()) {
       if (pending->error_.ok()) pending->error_ = std::move(st);
       break;

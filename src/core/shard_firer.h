@@ -65,6 +65,7 @@ class ShardFirer final {
     };
     int32_t shard_ = 0;
     bool debt_ = false;
+    int64_t read_fence_ = 0;   // the claim's (ShardClaim::read_fence), for every query
     int64_t hold_minute_ = 0;  // the watermark the claim is renewed at while acks arrive
     EpochMs renewed_at_ = 0;   // when the lease (claim or debt lease) was last renewed
     int64_t advance_to_ = 0;

@@ -19,7 +19,72 @@ void AppendQuoted(std::string* out, const char* value) {
   out->push_back('\'');
 }
 
+using ConninfoPtr = std::unique_ptr<PQconninfoOption, decltype(&PQconninfoFree)>;
+
+StatusOr<ConninfoPtr> ParseConninfo(const std::string& url, const char* key) {
+  char* error = nullptr;
+  ConninfoPtr options(PQconninfoParse(url.c_str(), &error), &PQconninfoFree);
+  if (options == nullptr) {
+    std::string why = error != nullptr ? error : "out of memory";
+    PQfreemem(error);
+    while (!why.empty() && why.back() == '\n') why.pop_back();
+    return Status::Invalid(key, std::string(key) + " cannot be parsed: " + why);
+  }
+  return options;
+}
+
+const char* ValueOf(const PQconninfoOption* options, std::string_view keyword) {
+  for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+    if (keyword == o->keyword) return o->val;
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+StatusOr<std::string> PreferStandbyConninfo(const std::string& standby_url, const std::string& primary_url) {
+  StatusOr<ConninfoPtr> standby = ParseConninfo(standby_url, "standby.url");
+  if (!standby.ok()) return standby.status();
+  StatusOr<ConninfoPtr> primary = ParseConninfo(primary_url, "database_url");
+  if (!primary.ok()) return primary.status();
+  auto one_host = [](const PQconninfoOption* o, const char* key) -> Status {
+    if (ValueOf(o, "hostaddr") != nullptr) return Status::Invalid(key, std::string(key) + " names hostaddr");
+    for (const char* k : {"host", "port"}) {
+      const char* v = ValueOf(o, k);
+      if (v != nullptr && std::string_view(v).find(',') != std::string_view::npos) {
+        return Status::Invalid(key, std::string(key) + " names more than one " + k);
+      }
+    }
+    return Status::Ok();
+  };
+  if (Status st = one_host(standby->get(), "standby.url"); !st.ok()) return st;
+  if (Status st = one_host(primary->get(), "database_url"); !st.ok()) return st;
+  std::string out;
+  for (const PQconninfoOption* o = standby->get(); o->keyword != nullptr; ++o) {
+    const std::string_view keyword = o->keyword;
+    const char* theirs = ValueOf(primary->get(), keyword);
+    std::string val = o->val != nullptr ? o->val : "";
+    if (keyword == "host" || keyword == "port") {
+      // An empty entry means libpq's default, as it would for a single host.
+      val += ",";
+      val += theirs != nullptr ? theirs : "";
+    } else if (keyword == "target_session_attrs") {
+      val = "prefer-standby";
+    } else {
+      const std::string_view mine = o->val != nullptr ? o->val : "";
+      if (mine != (theirs != nullptr ? std::string_view(theirs) : std::string_view())) {
+        return Status::Invalid("standby.url", "standby.url and database_url differ in " + std::string(keyword) +
+                                                  "; for standby.admin_reads they may differ only in host and port");
+      }
+      if (o->val == nullptr) continue;
+    }
+    if (!out.empty()) out.push_back(' ');
+    out.append(keyword);
+    out.push_back('=');
+    AppendQuoted(&out, val.c_str());
+  }
+  return out;
+}
 
 StatusOr<std::string> WithSessionSetting(const std::string& database_url, const std::string& name,
                                          const std::string& value) {

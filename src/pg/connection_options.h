@@ -16,4 +16,12 @@ namespace belfry {
 StatusOr<std::string> WithSessionSetting(const std::string& database_url, const std::string& name,
                                          const std::string& value);
 
+// A keyword=value string that connects to `standby_url` and, when it cannot, to `primary_url`:
+// libpq's multi-host form (host='s,p' port='ps,pp') with target_session_attrs=prefer-standby
+// (https://www.postgresql.org/docs/15/libpq-connect.html#LIBPQ-MULTIPLE-HOSTS). Every other
+// parameter is the standby's. Invalid when either cannot be parsed, when either names hostaddr
+// or more than one host, or when they differ in anything but host and port (user, dbname,
+// password, TLS: one parameter set must serve both servers).
+StatusOr<std::string> PreferStandbyConninfo(const std::string& standby_url, const std::string& primary_url);
+
 }  // namespace belfry

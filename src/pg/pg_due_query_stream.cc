@@ -103,6 +103,13 @@ Status PgDueQueryStream::Connect() {
   return Status::Ok();
 }
 
+StatusOr<int64_t> PgDueQueryStream::ReplayedPosition() {
+  if (Status st = Connect(); !st.ok()) return st;
+  PgResultPtr res(PQexec(conn_, pg_queries::kReplayedPositionSql));
+  if (res == nullptr || PQresultStatus(res.get()) != PGRES_TUPLES_OK) return ResultError(res.get(), "replay position");
+  return IntValue<int64_t>(res.get(), 0, 0);
+}
+
 Status PgDueQueryStream::ResultError(PGresult* res, const char* what) {
   if (res == nullptr || PQstatus(conn_) != CONNECTION_OK) return ConnectionError(what);
   const char* sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);

@@ -46,6 +46,11 @@ class PgDueQueryStream final {
   // REQUIRES: fn does not throw; if it does, the connection is closed and the exception propagates.
   Status ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn);
 
+  // How far this server's write-ahead log goes, in bytes since 0/0: on a hot standby, the
+  // position it has replayed (what its next snapshot will see); on a primary, the position of
+  // its next WAL record (it sees every commit). One statement, outside any transaction.
+  StatusOr<int64_t> ReplayedPosition();
+
   void Disconnect();
 
   // Zones named in cron_zones that this process's tz database does not know (their cron jobs

@@ -428,13 +428,15 @@ std::vector<size_t> ApplyTriggersSetBased(pqxx::transaction_base& txn, const std
   return rest;
 }
 
-PgJobStore::PgJobStore(std::string database_url, std::string due_query_url)
+PgJobStore::PgJobStore(std::string database_url, StandbyOptions standby)
     : session_(database_url, JobStoreStatements()),
-      due_stream_(due_query_url.empty() ? std::move(database_url) : std::move(due_query_url)) {}
+      due_stream_(std::move(database_url)),
+      standby_(standby.url.empty() ? nullptr : std::make_unique<PgStandbyReader>(std::move(standby))) {}
 
 PgJobStore::~PgJobStore() = default;
 
 Status PgJobStore::ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn) {
+  if (standby_ != nullptr) return standby_->ForEachDueJob(q, fn, due_stream_);
   return due_stream_.ForEachDueJob(q, fn);
 }
 

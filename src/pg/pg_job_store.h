@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <pqxx/transaction_base>
 #include <string>
@@ -11,6 +12,7 @@
 #include "belfry/job_store.h"
 #include "pg/pg_due_query_stream.h"
 #include "pg/pg_session.h"
+#include "pg/pg_standby_reader.h"
 
 namespace belfry {
 
@@ -21,9 +23,9 @@ namespace belfry {
 // is reopened by the next call.
 class PgJobStore final : public JobStore {
  public:
-  // `due_query_url`, when not empty, serves the tick query instead of `database_url`: the query
-  // is read-only, so it may run on a hot standby.
-  explicit PgJobStore(std::string database_url, std::string due_query_url = {});
+  // `standby.url`, when not empty, is a hot standby of `database_url` that serves the tick query
+  // once it has replayed past the query's read fence (PgStandbyReader, docs/hot-standby.md).
+  explicit PgJobStore(std::string database_url, StandbyOptions standby = {});
   PgJobStore(const PgJobStore&) = delete;
   PgJobStore& operator=(const PgJobStore&) = delete;
   ~PgJobStore() override;
@@ -113,6 +115,7 @@ class PgJobStore final : public JobStore {
 
   PgSession session_;
   PgDueQueryStream due_stream_;
+  std::unique_ptr<PgStandbyReader> standby_;  // null without a standby
   int32_t shard_count_ = 0;  // 0 until LoadShardCount succeeds
 };
 

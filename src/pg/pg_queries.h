@@ -695,20 +695,30 @@ inline constexpr const char kMovableJobIdsSql[] =
 
 // ---- Shard ledger (src/pg/pg_shard_ledger.cc). All leases use the database's clock. ----------
 
-// $1 shard, $2 node, $3 up_to_minute, $4 lease ms. One row: (claimed, fired_through). No row at
-// all means the shard has no shard_state row.
+// How far the server's WAL goes (PgDueQueryStream::ReplayedPosition): a standby's replay
+// position (0 before it replayed anything), a primary's insert position.
+inline constexpr const char kReplayedPositionSql[] =
+    "SELECT COALESCE((CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()"
+    " ELSE pg_current_wal_insert_lsn() END - '0/0'::pg_lsn)::bigint, 0)";
+
+// $1 shard, $2 node, $3 up_to_minute, $4 lease ms. One row: (claimed, fired_through, read
+// fence; 0 when not claimed). No row at all means the shard has no shard_state row.
 inline constexpr const char kClaimShardName[] = "belfry_claim_shard";
 inline constexpr const char kClaimShardSql[] =
-    "WITH claimed AS ("
+    // The read fence is the primary's WAL insert position before the claim's own change: fence
+    // is a materialised CTE that the UPDATE's WHERE reads, so it is computed first.
+    "WITH fence AS MATERIALIZED (SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint AS lsn), "
+    "claimed AS ("
     "  UPDATE shard_state SET claim_node = $2, claim_until = now() + $4::bigint * interval '1 millisecond',"
     "    claim_through = $3::bigint, updated_at = now()"
     "  WHERE shard = $1::smallint AND (fired_through IS NULL OR fired_through < $3::bigint)"
     "    AND (claim_until IS NULL OR claim_until <= now() OR claim_node = $2)"
+    "    AND (SELECT lsn FROM fence) IS NOT NULL"
     "  RETURNING fired_through"
     ") "
-    "SELECT true, fired_through FROM claimed "
+    "SELECT true, fired_through, (SELECT lsn FROM fence) FROM claimed "
     "UNION ALL "
-    "SELECT false, fired_through FROM shard_state "
+    "SELECT false, fired_through, 0 FROM shard_state "
     "WHERE shard = $1::smallint AND NOT EXISTS (SELECT 1 FROM claimed)";
 
 // $1 shard, $2 minute, $3 node, $4 lease ms, $5 release.
@@ -740,16 +750,20 @@ inline constexpr const char kAdvanceShardSql[] =
     "WHERE shard = $1::smallint AND claim_node = $5";
 
 // $1 shard, $2 node, $3 lease ms. One row iff claimed: the lowest range owed (first, last
-// minute) and the minutes owed in all. The ranges of a multirange are kept sorted and merged.
+// minute), the minutes owed in all and the read fence. The ranges of a multirange are kept sorted and merged.
 inline constexpr const char kClaimDebtName[] = "belfry_claim_debt";
 inline constexpr const char kClaimDebtSql[] =
+    // The read fence as in kClaimShardSql.
+    "WITH fence AS MATERIALIZED (SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint AS lsn) "
     "UPDATE shard_state SET debt_node = $2,"
     " debt_until = now() + $3::bigint * interval '1 millisecond', updated_at = now() "
     "WHERE shard = $1::smallint AND NOT isempty(debt)"
-    " AND (debt_until IS NULL OR debt_until <= now() OR debt_node = $2) "
+    " AND (debt_until IS NULL OR debt_until <= now() OR debt_node = $2)"
+    " AND (SELECT lsn FROM fence) IS NOT NULL "
     "RETURNING lower(debt),"
     " (SELECT upper(r) - 1 FROM unnest(debt) AS r ORDER BY lower(r) LIMIT 1),"
-    " (SELECT sum(upper(r) - lower(r)) FROM unnest(debt) AS r)::bigint";
+    " (SELECT sum(upper(r) - lower(r)) FROM unnest(debt) AS r)::bigint,"
+    " (SELECT lsn FROM fence)";
 
 // $1 shard, $2 node, $3 lease ms.
 inline constexpr const char kRenewDebtName[] = "belfry_renew_debt";

@@ -37,6 +37,7 @@ StatusOr<ShardClaim> PgShardLedger::Claim(int32_t shard, int64_t up_to_minute, c
     }
     claim.claimed = r[0][0].as<bool>();
     if (!r[0][1].is_null()) claim.fired_through = r[0][1].as<int64_t>();
+    claim.read_fence = r[0][2].as<int64_t>();
     return Status::Ok();
   });
   if (!st.ok()) return st;
@@ -80,6 +81,7 @@ StatusOr<DebtClaim> PgShardLedger::ClaimDebt(int32_t shard, const std::string& n
     claim.claimed = true;
     claim.lowest = MinuteRange{r[0][0].as<int64_t>(), r[0][1].as<int64_t>()};
     claim.owed_minutes = r[0][2].as<int64_t>();
+    claim.read_fence = r[0][3].as<int64_t>();
     return Status::Ok();
   });
   if (!st.ok()) return st;

@@ -150,6 +150,22 @@ admin:
   }
 }
 
+TEST(ConfigParserTest, StandbyIsOffByDefaultAndAdminReadsNeedItsUrl) {
+  auto d = ParseConfig("", Env({}));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_TRUE(d->standby.url.empty());
+  EXPECT_FALSE(d->standby.admin_reads);
+  EXPECT_EQ(d->standby.max_wait_ms, 50);
+  auto bad = ParseConfig("standby: {admin_reads: true}", Env({}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("standby.admin_reads"), std::string::npos) << bad.status().message();
+  auto good = ParseConfig("standby: {url: 'postgresql://s:5433/b', admin_reads: true, max_wait: 0ms}", Env({}));
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  EXPECT_TRUE(good->standby.admin_reads);
+  EXPECT_EQ(good->standby.max_wait_ms, 0);
+  EXPECT_FALSE(ParseConfig("standby: {max_wait: 11s}", Env({})).ok());
+}
+
 TEST(ConfigParserTest, ExecutionHistoryIsKeptByTime) {
   auto d = ParseConfig("", Env({}));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
@@ -313,6 +329,15 @@ std::map<std::string, KeyCase> KeyCases() {
       {"admin.worker_threads", {"8", "8", [](const Config& c) { EXPECT_EQ(c.admin.worker_threads, 8); }}},
       {"admin.max_queued_connections",
        {"7", "7", [](const Config& c) { EXPECT_EQ(c.admin.max_queued_connections, 7); }}},
+      {"standby.url",
+       {"postgresql://h:5433/b", "postgresql://h:5433/b",
+        [](const Config& c) { EXPECT_EQ(c.standby.url, "postgresql://h:5433/b"); }}},
+      {"standby.max_wait", {"20ms", "20ms", [](const Config& c) { EXPECT_EQ(c.standby.max_wait_ms, 20); }}},
+      {"standby.retry_after",
+       {"30s", "30s", [](const Config& c) { EXPECT_EQ(c.standby.retry_after_ms, 30'000); }}},
+      {"standby.admin_reads",
+       {"true", "true", [](const Config& c) { EXPECT_TRUE(c.standby.admin_reads); },
+        {{"standby.url", "postgresql://s/b"}}}},
       {"log.level", {"debug", "debug", [](const Config& c) { EXPECT_EQ(c.log.level, "debug"); }}},
       {"log.format", {"json", "json", [](const Config& c) { EXPECT_EQ(c.log.format, "json"); }}},
   };

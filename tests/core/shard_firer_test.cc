@@ -43,6 +43,29 @@ TEST_F(ShardFirerTest, RecordsFiredOnlyAfterAcks) {
   EXPECT_EQ(firer_.FireUpTo(s.shard, kM), ShardFirer::Outcome::kNotClaimed);
 }
 
+// A standby may serve a query only once it has replayed past the claim's fence, so every query
+// of a firing, on-time and debt, must carry the fence of the claim it fires under.
+TEST_F(ShardFirerTest, EveryQueryCarriesItsClaimsReadFence) {
+  JobSpec s = MakeJob("j", 1, 0);
+  store_.Put(s);
+  ledger_.SetFiredThrough(s.shard, kM - 1);
+  ASSERT_EQ(firer_.FireUpTo(s.shard, kM), ShardFirer::Outcome::kFired);
+  const int64_t on_time_fence = ledger_.last_read_fence();
+  EXPECT_GT(on_time_fence, 0);
+  EXPECT_EQ(store_.read_fences(), std::vector<int64_t>{on_time_fence});
+
+  // Fall three minutes behind: the next firing leaves two minutes of debt, fired in a debt firing.
+  clock_.Set(SlotMs(kM + 3, s.shard, cfg_.tick_ms));
+  ASSERT_EQ(firer_.FireUpTo(s.shard, kM + 3), ShardFirer::Outcome::kFired);
+  ASSERT_EQ(firer_.FireDebt(s.shard), ShardFirer::Outcome::kFired);
+  const int64_t debt_fence = ledger_.last_read_fence();
+  const std::vector<int64_t> fences = store_.read_fences();
+  ASSERT_GE(fences.size(), 3u);
+  EXPECT_EQ(fences[1], on_time_fence + 1);
+  for (size_t i = 2; i < fences.size(); ++i) EXPECT_EQ(fences[i], debt_fence) << i;
+  EXPECT_EQ(debt_fence, on_time_fence + 2);
+}
+
 TEST_F(ShardFirerTest, QueryFailureRecordsNothing) {
   JobSpec s = MakeJob("j", 1, 0);
   store_.Put(s);

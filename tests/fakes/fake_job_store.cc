@@ -26,6 +26,7 @@ Status FakeJobStore::ForEachDueJob(const DueQuery& q, const std::function<void(c
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++queries_;
+    read_fences_.push_back(q.read_fence);
     if (fail_queries_ > 0 && pass_queries_ == 0) {
       --fail_queries_;
       return Status::Retryable("injected query failure");

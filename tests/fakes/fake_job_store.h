@@ -52,6 +52,11 @@ class FakeJobStore final : public JobStore {
   }
   std::map<std::string, Row> rows() const;
   int queries() const { return queries_; }
+  // The read fence of every due query, in order.
+  std::vector<int64_t> read_fences() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return read_fences_;
+  }
 
  private:
   mutable std::mutex mu_;
@@ -61,6 +66,7 @@ class FakeJobStore final : public JobStore {
   int fail_queries_ = 0;
   int pass_queries_ = 0;
   int queries_ = 0;
+  std::vector<int64_t> read_fences_;
 };
 
 }  // namespace belfry

@@ -21,6 +21,7 @@ StatusOr<ShardClaim> FakeShardLedger::Claim(int32_t shard, int64_t up_to_minute,
     r.claim_node = node;
     r.claim_until = now + lease_ms;
     c.claimed = true;
+    c.read_fence = ++fence_;
   }
   return c;
 }
@@ -66,6 +67,7 @@ StatusOr<DebtClaim> FakeShardLedger::ClaimDebt(int32_t shard, const std::string&
   c.lowest.last = c.lowest.first;
   while (r.debt.count(c.lowest.last + 1)) ++c.lowest.last;
   c.owed_minutes = static_cast<int64_t>(r.debt.size());
+  c.read_fence = ++fence_;
   return c;
 }
 

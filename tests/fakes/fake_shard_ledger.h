@@ -34,7 +34,15 @@ class FakeShardLedger final : public ShardLedger {
   int64_t TotalDebt() const;
   void AddDebt(int32_t shard, const MinuteRange& minutes);
 
+  // The read fence of the last successful claim or debt claim: each one gets the next number
+  // from 1, as a log position grows.
+  int64_t last_read_fence() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return fence_;
+  }
+
  private:
+  int64_t fence_ = 0;
   struct Row {
     std::optional<int64_t> fired_through;
     std::string claim_node;
