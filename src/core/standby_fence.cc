@@ -1,11 +1,14 @@
 #include "core/standby_fence.h"
 
+#include <algorithm>
+
 namespace belfry {
 
 StandbyVerdict JudgeStandby(int64_t fence, int64_t replayed, int64_t waited_ms, bool lagging,
                             const StandbyFenceRule& rule) {
   if (replayed >= fence) return StandbyVerdict::kRead;
-  if (lagging || waited_ms >= rule.max_wait_ms) return StandbyVerdict::kFallBack;
+  const int64_t bound = lagging ? std::min(rule.lagging_wait_ms, rule.max_wait_ms) : rule.max_wait_ms;
+  if (waited_ms >= bound) return StandbyVerdict::kFallBack;
   return StandbyVerdict::kWait;
 }
 

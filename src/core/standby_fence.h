@@ -15,13 +15,16 @@ enum class StandbyVerdict {
 };
 
 struct StandbyFenceRule {
-  int64_t max_wait_ms = 50;  // the longest a read waits for the standby to reach its fence
+  int64_t max_wait_ms = 50;     // the longest a read waits for the standby to reach its fence
+  int64_t lagging_wait_ms = 5;  // the same while the standby is lagging (capped by max_wait_ms)
 };
 
 // `fence` and `replayed` are log positions (bytes since 0/0). `waited_ms` is how long this read
 // has waited so far. `lagging` is true when the previous read fell back for lag: then the
-// standby gets no wait (one look, then the primary), so that a standby that stays behind costs
-// each tick one round trip and not max_wait_ms; the first read that finds it caught up ends it.
+// standby gets only rule.lagging_wait_ms, so that a standby that stays behind costs each tick a
+// few milliseconds and not max_wait_ms. That short wait still covers the usual replication
+// delay (the fence includes the commits of firings that ended a moment before the claim), so the
+// first read that finds the standby caught up ends the spell.
 // REQUIRES: fence > 0.
 StandbyVerdict JudgeStandby(int64_t fence, int64_t replayed, int64_t waited_ms, bool lagging,
                             const StandbyFenceRule& rule);

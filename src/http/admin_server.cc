@@ -58,12 +58,24 @@ constexpr int32_t kDefaultListLimit = 100;
 constexpr int kDefaultNext = 10;
 constexpr int kMaxNext = 1000;
 
+bool RetryableResult(const Status& st) { return st.retryable(); }
+template <typename T>
+bool RetryableResult(const StatusOr<T>& st) {
+  return !st.ok() && st.status().retryable();
+}
+
 // fn(session) on a session borrowed from `pool`; nullopt when none freed up within its max_wait.
+
 template <typename Fn>
 auto ReadWith(ReaderPool& pool, Fn&& fn) -> std::optional<std::invoke_result_t<Fn, const ReadSession&>> {
   std::optional<ReaderPool::Lease> session = pool.Borrow();
   if (!session) return std::nullopt;
-  return std::forward<Fn>(fn)(**session);
+  auto result = fn(**session);
+  // A Retryable failure dropped the session's connection, which may have been one to a server
+  // that is gone (a standby, with standby.admin_reads): one more try reconnects, to the primary
+  // if need be. A read has no effect to repeat.
+  if (RetryableResult(result)) result = fn(**session);
+  return result;
 }
 
 std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }

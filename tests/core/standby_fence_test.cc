@@ -5,7 +5,7 @@
 namespace belfry {
 namespace {
 
-constexpr StandbyFenceRule kRule{50};
+constexpr StandbyFenceRule kRule{50, 5};
 
 TEST(StandbyFenceTest, ReadsOnceTheStandbyHasReplayedTheFence) {
   EXPECT_EQ(JudgeStandby(1000, 1000, 0, false, kRule), StandbyVerdict::kRead);
@@ -21,13 +21,16 @@ TEST(StandbyFenceTest, WaitsUpToTheBoundThenFallsBack) {
   EXPECT_EQ(JudgeStandby(1000, 0, 200, false, kRule), StandbyVerdict::kFallBack);
 }
 
-TEST(StandbyFenceTest, ALaggingStandbyGetsNoWait) {
-  EXPECT_EQ(JudgeStandby(1000, 999, 0, true, kRule), StandbyVerdict::kFallBack);
+TEST(StandbyFenceTest, ALaggingStandbyGetsOnlyTheShortWait) {
+  EXPECT_EQ(JudgeStandby(1000, 999, 0, true, kRule), StandbyVerdict::kWait);
+  EXPECT_EQ(JudgeStandby(1000, 999, 4, true, kRule), StandbyVerdict::kWait);
+  EXPECT_EQ(JudgeStandby(1000, 999, 5, true, kRule), StandbyVerdict::kFallBack);
 }
 
 TEST(StandbyFenceTest, ZeroWaitNeverWaits) {
-  EXPECT_EQ(JudgeStandby(1000, 999, 0, false, StandbyFenceRule{0}), StandbyVerdict::kFallBack);
-  EXPECT_EQ(JudgeStandby(1000, 1000, 0, false, StandbyFenceRule{0}), StandbyVerdict::kRead);
+  EXPECT_EQ(JudgeStandby(1000, 999, 0, false, StandbyFenceRule{0, 5}), StandbyVerdict::kFallBack);
+  EXPECT_EQ(JudgeStandby(1000, 999, 0, true, StandbyFenceRule{0, 5}), StandbyVerdict::kFallBack);
+  EXPECT_EQ(JudgeStandby(1000, 1000, 0, false, StandbyFenceRule{0, 5}), StandbyVerdict::kRead);
 }
 
 }  // namespace
