@@ -1,0 +1,122 @@
+#include "core/shard_layout.h"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include "core/shard_hash.h"
+
+namespace belfry {
+namespace {
+
+constexpr int64_t kMinuteMs = 60'000;
+
+const char* PhaseName(ShardLayout::Phase phase) {
+  switch (phase) {
+    case ShardLayout::Phase::kStable:
+      return "stable";
+    case ShardLayout::Phase::kMoving:
+      return "moving";
+    case ShardLayout::Phase::kCutover:
+      return "cutover";
+  }
+  return "stable";
+}
+
+Status Bad(const std::string& why) { return Status::Invalid("shard_layout", "shard layout record: " + why); }
+
+}  // namespace
+
+Status ValidateReshard(int32_t from, int32_t to) {
+  if (from <= 0) return Status::Invalid("reshard", fmt::format("the current shard count {} is not positive", from));
+  if (to < 2 * from || to % from != 0) {
+    return Status::Invalid("reshard", fmt::format("{} is not a multiple of the current shard count {} (at least "
+                                                  "twice it): each shard must split in place",
+                                                  to, from));
+  }
+  if (to > 6000) return Status::Invalid("reshard", fmt::format("{} shards is more than 6000", to));
+  if (kMinuteMs % to != 0 || kMinuteMs / to < 10) {
+    return Status::Invalid("reshard", fmt::format("{} shards do not divide a minute into whole ticks of 10 ms or "
+                                                  "more",
+                                                  to));
+  }
+  return Status::Ok();
+}
+
+std::string EncodeShardLayout(const ShardLayout& l) {
+  if (l.phase == ShardLayout::Phase::kStable) return fmt::format("{{\"from\":{}}}", l.from);
+  return fmt::format("{{\"from\":{},\"to\":{},\"phase\":\"{}\",\"movedThrough\":{},\"cutoverMinute\":{}}}", l.from,
+                     l.to, PhaseName(l.phase), l.moved_through, l.cutover_minute);
+}
+
+StatusOr<ShardLayout> ParseShardLayout(std::string_view json) {
+  simdjson::dom::parser parser;
+  simdjson::dom::object obj;
+  if (parser.parse(json.data(), json.size()).get(obj) != simdjson::SUCCESS) return Bad("not a JSON object");
+  ShardLayout l;
+  int64_t from = 0;
+  if (obj["from"].get(from) != simdjson::SUCCESS || from <= 0 || from > 6000) return Bad("\"from\" is missing or bad");
+  l.from = static_cast<int32_t>(from);
+  std::string_view phase;
+  if (obj["phase"].get(phase) != simdjson::SUCCESS) {
+    if (obj.size() != 1) return Bad("a stable layout has only \"from\"");
+    return l;
+  }
+  if (phase == "moving") {
+    l.phase = ShardLayout::Phase::kMoving;
+  } else if (phase == "cutover") {
+    l.phase = ShardLayout::Phase::kCutover;
+  } else {
+    return Bad("unknown phase");
+  }
+  int64_t to = 0, moved = 0, cutover = 0;
+  if (obj["to"].get(to) != simdjson::SUCCESS || obj["movedThrough"].get(moved) != simdjson::SUCCESS ||
+      obj["cutoverMinute"].get(cutover) != simdjson::SUCCESS || obj.size() != 5) {
+    return Bad("a reshard needs exactly from, to, phase, movedThrough and cutoverMinute");
+  }
+  if (to > 6000 || !ValidateReshard(l.from, static_cast<int32_t>(to)).ok()) return Bad("\"to\" is bad");
+  l.to = static_cast<int32_t>(to);
+  if (moved < -1 || moved >= l.from) return Bad("\"movedThrough\" is out of range");
+  l.moved_through = static_cast<int32_t>(moved);
+  l.cutover_minute = cutover;
+  if (l.phase == ShardLayout::Phase::kCutover && (l.moved_through != l.from - 1 || cutover <= 0)) {
+    return Bad("a cut-over needs every shard moved and a cut-over minute");
+  }
+  if (l.phase == ShardLayout::Phase::kMoving && cutover != 0) return Bad("a move has no cut-over minute yet");
+  return l;
+}
+
+int32_t StoredShard(std::string_view id, const ShardLayout& l) {
+  const int32_t old_shard = ShardForId(id, l.from);
+  switch (l.phase) {
+    case ShardLayout::Phase::kStable:
+      return old_shard;
+    case ShardLayout::Phase::kMoving:
+      return old_shard <= l.moved_through ? ShardForId(id, l.to) : old_shard;
+    case ShardLayout::Phase::kCutover:
+      return ShardForId(id, l.to);
+  }
+  return old_shard;
+}
+
+MinuteLayout FiringLayout(const ShardLayout& l, int64_t minute) {
+  const int32_t count = l.phase == ShardLayout::Phase::kCutover && minute >= l.cutover_minute ? l.to : l.from;
+  return MinuteLayout{count, kMinuteMs / count};
+}
+
+std::vector<int32_t> StoredShardsOf(const ShardLayout& l, int64_t minute, int32_t shard) {
+  if (l.phase == ShardLayout::Phase::kStable || FiringLayout(l, minute).shard_count == l.to) return {shard};
+  // The old layout while rows move to (or have moved to) the new one: shard s of `from` splits
+  // into s, s + from, ..., and each of its jobs is in exactly one of those partitions.
+  std::vector<int32_t> out;
+  for (int32_t x = shard; x < l.to; x += l.from) out.push_back(x);
+  return out;
+}
+
+int64_t LastMinuteOfSameLayout(const ShardLayout& l, int64_t first, int64_t last) {
+  if (l.phase == ShardLayout::Phase::kCutover && first < l.cutover_minute && last >= l.cutover_minute) {
+    return l.cutover_minute - 1;
+  }
+  return last;
+}
+
+}  // namespace belfry

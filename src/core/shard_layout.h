@@ -1,0 +1,61 @@
+// ShardLayout: the shard layout record of docs/resharding.md, and the rules that follow from it
+// on plain values: where a job's rows are stored, which shards fire a minute and when, and which
+// stored partitions a firing's due query reads. Growing the shard count online (issue 19, part
+// 2) keeps every (job, minute) fired by exactly one firing through these functions; the test
+// checks that over every phase of a reshard.
+//
+// Not wired into the firing and command paths yet: docs/resharding.md says how it will be.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "belfry/status.h"
+
+namespace belfry {
+
+struct ShardLayout {
+  enum class Phase {
+    kStable,   // one layout: `from`
+    kMoving,   // rows of old shards <= moved_through are stored under `to`; firing under `from`
+    kCutover,  // stored under `to`; firing under `from` before cutover_minute, `to` from it on
+  };
+  int32_t from = 120;
+  int32_t to = 0;  // 0 when kStable
+  Phase phase = Phase::kStable;
+  int32_t moved_through = -1;   // kMoving: the last old shard whose rows were moved
+  int64_t cutover_minute = 0;   // kCutover: the first minute fired under `to`
+};
+
+// Invalid unless `to` is a multiple of `from` (at least twice it), at most 6000, and divides a
+// minute into whole ticks of at least 10 ms.
+Status ValidateReshard(int32_t from, int32_t to);
+
+// The record as stored in belfry_meta (key "layout"), and back. Parse is Invalid for anything
+// but a record Encode could have written, with a consistent phase.
+std::string EncodeShardLayout(const ShardLayout& layout);
+StatusOr<ShardLayout> ParseShardLayout(std::string_view json);
+
+// The shard whose partition holds the job's rows.
+int32_t StoredShard(std::string_view id, const ShardLayout& layout);
+
+// The firing layout of `minute`: how many shards fire it, one every tick_ms.
+struct MinuteLayout {
+  int32_t shard_count = 120;
+  int64_t tick_ms = 500;
+};
+MinuteLayout FiringLayout(const ShardLayout& layout, int64_t minute);
+
+// The stored shards (partitions) whose due rows firing shard `shard` of `minute` selects: its
+// own, and under the old layout once a reshard has begun, every new shard it splits into.
+// REQUIRES: 0 <= shard < FiringLayout(layout, minute).shard_count.
+std::vector<int32_t> StoredShardsOf(const ShardLayout& layout, int64_t minute, int32_t shard);
+
+// The part of [first, last] that one query may cover: a coalesced catch-up range never spans
+// the cut-over, since the two sides differ in shards and slots. Returns [first, x] with x <= last.
+// REQUIRES: first <= last.
+int64_t LastMinuteOfSameLayout(const ShardLayout& layout, int64_t first, int64_t last);
+
+}  // namespace belfry
