@@ -340,7 +340,9 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
           "kLockShardStatesSql", q::kLockShardStatesSql, {"{" + S + "," + N(F::kOtherShard) + "}"},
           Routing::kShardSet, Use::kKnownGap,
           "locks the shard_state rows of the batch's one-shots, manual fires or retries (FOR SHARE, in shard "
-          "order): Citus prunes `shard = ANY($1)` to those shards, one node only when they all live on one",
+          "order): Citus prunes `shard = ANY($1)` to those shards, one node only when they all live on one; "
+          "and Citus runs SELECT ... FOR SHARE/UPDATE in single-shard queries only, so it must be split per "
+          "shard",
           {Phase::kCommand, Phase::kExecutions}, {}, {F::kShard, F::kOtherShard})
       .Add("kRegisterStagedZonesSql", q::kRegisterStagedZonesSql, {}, Routing::kReferenceWrite, Use::kAllowed,
            "numbers a time zone new to cron_zones (a reference table: the write goes to every node, in 2PC); "
@@ -349,7 +351,10 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
            command, upsert_stage)
       .Add("kInsertStagedJobsSql", q::kInsertStagedJobsSql, {}, Routing::kShardPerRow, Use::kKnownGap, stage,
            command, upsert_stage)
-      .Add("kUpdateStagedJobsSql", q::kUpdateStagedJobsSql, {}, Routing::kShardPerRow, Use::kKnownGap, stage,
+      .Add("kUpdateStagedJobsSql", q::kUpdateStagedJobsSql, {}, Routing::kShardPerRow, Use::kKnownGap,
+           stage +
+               "; it also SETs shard = a.shard, the distribution column, which Citus refuses unless it can "
+               "prove the value unchanged",
            command, newer_upsert_stage)
       .Add("kDeleteStagedSlotsSql", q::kDeleteStagedSlotsSql, {}, Routing::kShardPerRow, Use::kKnownGap,
            stage, command, upsert_stage)
@@ -370,7 +375,11 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
       .Add("kReadJobsByKeysSql", q::kReadJobsByKeysSql, {OneRow(f.job)}, Routing::kShardPerRow,
            Use::kKnownGap, batch + "; the audit trail's after-image and the resumed limited jobs", command)
       .Add("kLockJobsByKeysSql", q::kLockJobsByKeysSql, {OneRow(f.job)}, Routing::kShardPerRow,
-           Use::kKnownGap, batch + "; the audit trail's before-image, locked", command)
+           Use::kKnownGap,
+           batch +
+               "; the audit trail's before-image, locked: Citus runs SELECT ... FOR UPDATE in single-shard "
+               "queries only",
+           command)
       .Add("kSetFireLimitsSql", q::kSetFireLimitsSql,
            {OneRow(f.job, R"(,"fires_before":0,"fires_from":0,"start":null,"end":null)")},
            Routing::kShardPerRow, Use::kKnownGap, batch, command)
@@ -421,7 +430,10 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
       .Add("kInsertStagedExecutionsSql", q::kInsertStagedExecutionsSql, {}, Routing::kNoShardColumn,
            Use::kKnownGap, "executions: " + no_shard_column, executions, execution_stage)
       .Add("kLockJobStatsSql", q::kLockJobStatsSql, {"{" + f.job + "}"}, Routing::kNoShardColumn,
-           Use::kKnownGap, "job_stats: " + no_shard_column, executions)
+           Use::kKnownGap,
+           "job_stats: " + no_shard_column +
+               "; FOR UPDATE over several jobs is also single-shard-only on Citus",
+           executions)
       .Add("kUpsertStagedJobStatsSql", q::kUpsertStagedJobStatsSql, {}, Routing::kNoShardColumn,
            Use::kKnownGap, "job_stats: " + no_shard_column, executions, execution_stage)
       .Add("kSupersedeRetriesSql", q::kSupersedeRetriesSql,

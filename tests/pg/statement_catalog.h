@@ -49,9 +49,9 @@ struct CatalogFixture {
   static constexpr int32_t kShardCount = 120;
   static constexpr int64_t kTickMs = 500;
   static constexpr int64_t kMinute = 29'000'260;  // the epoch minute "now" of the test
-  std::string job;          // an interval job of kShard (every 5 minutes, max_retries 3)
-  std::string cron_job;     // a slot-planned calendar job of kShard (Europe/Berlin)
-  int64_t cron_src_offset;  // the commands-topic offset of cron_job's last command (partition 0)
+  std::string job;              // an interval job of kShard (every 5 minutes, max_retries 3)
+  std::string cron_job;         // a slot-planned calendar job of kShard (Europe/Berlin)
+  int64_t cron_src_offset = 0;  // the commands-topic offset of cron_job's last command (partition 0)
   std::vector<int32_t> intervals;
 };
 

