@@ -307,7 +307,6 @@ inline constexpr const char kInsertStagedJobsSql[] =
 inline constexpr const char kUpdateStagedJobsName[] = "belfry_update_staged_jobs";
 inline constexpr const char kUpdateStagedJobsSql[] =
     "UPDATE jobs AS j SET"
-    " shard = a.shard,"
     " interval_minutes = a.interval_minutes,"
     " offset_minutes = CASE WHEN a.keep_offset AND j.interval_minutes = a.interval_minutes"
     "   THEN j.offset_minutes ELSE a.offset_minutes END,"

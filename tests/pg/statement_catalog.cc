@@ -351,10 +351,7 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
            command, upsert_stage)
       .Add("kInsertStagedJobsSql", q::kInsertStagedJobsSql, {}, Routing::kShardPerRow, Use::kKnownGap, stage,
            command, upsert_stage)
-      .Add("kUpdateStagedJobsSql", q::kUpdateStagedJobsSql, {}, Routing::kShardPerRow, Use::kKnownGap,
-           stage +
-               "; it also SETs shard = a.shard, the distribution column, which Citus refuses unless it can "
-               "prove the value unchanged",
+      .Add("kUpdateStagedJobsSql", q::kUpdateStagedJobsSql, {}, Routing::kShardPerRow, Use::kKnownGap, stage,
            command, newer_upsert_stage)
       .Add("kDeleteStagedSlotsSql", q::kDeleteStagedSlotsSql, {}, Routing::kShardPerRow, Use::kKnownGap,
            stage, command, upsert_stage)

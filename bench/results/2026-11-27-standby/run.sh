@@ -17,6 +17,8 @@ export BELFRY_KAFKA_GROUP_ID=belfry-lt-sb BELFRY_ADMIN_LISTEN=127.0.0.1:18490
 export BELFRY_EXECUTIONS_ENABLED=false
 JOBS="${JOBS:-5100000}"
 ROUNDS="${ROUNDS:-2}"
+CRUD="${CRUD:-1}"   # 0: no commands, only firing (files *-firing-*)
+TAG=""; [[ $CRUD == 0 ]] && TAG="firing-"
 LT=build/bench/belfry-loadtest
 
 start_node() {  # $1: standby URL or ""
@@ -54,12 +56,14 @@ for round in $(seq "$ROUNDS"); do
     url=""; [[ $mode == standby ]] && url="$STANDBY"
     start_node "$url"
     sleep 75
-    $LT crud --commands 115000 --rate 1000 --warmup-s 5 --cleanup > "$HERE/crud-$mode-$round.json" 2>"$HERE/crud-$mode-$round.log" &
-    CRUD=$!
-    sleep 5
-    python3 "$HERE/window.py" 100 http://127.0.0.1:18490/metrics > "$HERE/window-$mode-$round.json"
-    wait "$CRUD" || echo "crud exited $?" >&2
+    if [[ $CRUD == 1 ]]; then
+      $LT crud --commands 115000 --rate 1000 --warmup-s 5 --cleanup > "$HERE/crud-$mode-$round.json" 2>"$HERE/crud-$mode-$round.log" &
+      CRUD_PID=$!
+      sleep 5
+    fi
+    python3 "$HERE/window.py" 100 http://127.0.0.1:18490/metrics > "$HERE/window-$TAG$mode-$round.json"
+    if [[ $CRUD == 1 ]]; then wait "$CRUD_PID" || echo "crud exited $?" >&2; fi
     stop_node
-    echo "round $round $mode: $(cat "$HERE/window-$mode-$round.json")"
+    echo "round $round $mode: $(cat "$HERE/window-$TAG$mode-$round.json")"
   done
 done
