@@ -207,7 +207,7 @@ std::vector<std::string> TickParams(Layout layout, const Tick& tick, const Optio
       phases += std::to_string(interval * 1440 + PositiveMod(tick.minute, interval));
     }
     phases.push_back('}');
-    return {std::to_string(tick.shard), phases, std::to_string(slot)};
+    return {"{" + std::to_string(tick.shard) + "}", phases, std::to_string(slot)};  // $1 smallint[]
   }
   std::vector<std::string> params = {std::to_string(tick.shard), std::to_string(slot)};
   for (const int32_t interval : options.intervals) {

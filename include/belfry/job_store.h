@@ -39,6 +39,9 @@ struct DueQuery {
   // The claim's read fence (ShardClaim::read_fence): a store that reads from a replica reads
   // there only once the replica has replayed past it. 0: no fence, read from the primary.
   int64_t read_fence = 0;
+  // The stored shards (partitions) the query reads (StoredShardsOf, core/shard_layout.h): empty
+  // means {shard}; during a reshard an old-layout shard reads every partition it splits into.
+  std::vector<int32_t> stored_shards;
 };
 
 struct JobListFilter {

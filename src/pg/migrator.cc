@@ -29,6 +29,7 @@ std::vector<PreparedStatement> MigratorStatements() {
       {q::kAppliedMigrationsName, q::kAppliedMigrationsSql},
       {q::kRecordMigrationName, q::kRecordMigrationSql},
       {q::kInsertShardCountName, q::kInsertShardCountSql},
+      {q::kInsertLayoutName, q::kInsertLayoutSql},
       {q::kGetShardCountName, q::kGetShardCountSql},
       {q::kInsertShardStatesName, q::kInsertShardStatesSql},
   };
@@ -153,6 +154,7 @@ Status Migrate(const std::string& database_url, const std::string& migrations_di
     {
       pqxx::work txn(conn, "shard_count");
       txn.exec_prepared(q::kInsertShardCountName, std::to_string(shard_count));
+      txn.exec_prepared(q::kInsertLayoutName, shard_count);
       if (Status st = CompareShardCount(txn.exec_prepared(q::kGetShardCountName), shard_count); !st.ok())
         return st;
       txn.exec_prepared(q::kInsertShardStatesName, shard_count);

@@ -187,7 +187,16 @@ Status PgDueQueryStream::ForEachDueJob(const DueQuery& q, const std::function<vo
 
   const bool range = q.first_minute != q.last_minute;
   const int64_t slot_offset_ms = static_cast<int64_t>(q.shard) * q.tick_ms;
-  const std::string shard = IntText(q.shard);
+  std::string shard = "{";
+  if (q.stored_shards.empty()) {
+    AppendInt(&shard, q.shard);
+  } else {
+    for (size_t i = 0; i < q.stored_shards.size(); ++i) {
+      if (i > 0) shard.push_back(',');
+      AppendInt(&shard, q.stored_shards[i]);
+    }
+  }
+  shard.push_back('}');
   std::string params[3];
   const char* values[11] = {shard.c_str(), phases->c_str()};
   int n_params = 3;

@@ -662,7 +662,8 @@ StatusOr<std::string> PgJobStore::ExplainDueQuery(const DueQuery& q) {
     for (const auto& part : parts) {
       plan += part.title;
       plan += '\n';
-      const pqxx::result r = txn.exec_prepared(part.name, q.shard, *phases, slot_ms);
+      const pqxx::result r =
+          txn.exec_prepared(part.name, "{" + std::to_string(q.shard) + "}", *phases, slot_ms);  // $1 smallint[]
       for (const pqxx::row& row : r) {
         plan += row[0].c_str();
         plan += '\n';

@@ -20,7 +20,8 @@ namespace belfry::pg_queries {
 
 // ---- Tick query (src/pg/pg_due_query_stream.cc), read through cursors. ----------------------
 
-// Normal firing of one shard-minute. $1 shard, $2 phases as bigint[]: interval*1440 + offset per
+// Normal firing of one shard-minute. $1 the stored shards as smallint[]: the shard, or during a
+// reshard the partitions an old shard splits into (docs/resharding.md); $2 phases as bigint[]: interval*1440 + offset per
 // due (interval, offset), and -M for the one-shots of minute M; $3 the slot, epoch ms. The slot is
 // computed once, in an InitPlan, not per row. Index condition: (shard = $1) AND (phase = ANY ($2))
 // on jobs_due_idx for priority = 0, on the partial jobs_due_high_idx / jobs_due_low_idx (which
@@ -33,7 +34,7 @@ namespace belfry::pg_queries {
 #define BELFRY_DUE_JOBS_SELECT(priority_cond) \
   "SELECT id, topic, key, details, interval_minutes, scheduled_for_ms "                               \
   "FROM jobs "                                                                                        \
-  "WHERE shard = $1::smallint AND phase = ANY ($2::bigint[]) AND NOT paused AND " priority_cond " "   \
+  "WHERE shard = ANY ($1::smallint[]) AND phase = ANY ($2::bigint[]) AND NOT paused AND " priority_cond " "   \
   "AND (start_at IS NULL OR start_at <= (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$3::bigint") ")) "     \
   "AND (end_at IS NULL OR end_at > (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$3::bigint") "))"
 
@@ -91,16 +92,16 @@ inline constexpr const char kExplainDueJobsLowSql[] =
   "FROM (SELECT DISTINCT s.job_id"                                                                             \
   "  FROM unnest($4::bigint[], $5::int[], $6::int[], $7::int[], $8::int[])"                                   \
   "    AS k(key, hour_bit, dom_bit, month_bit, dow_bit)"                                                        \
-  "  JOIN cron_slots AS s ON s.shard = $1::smallint AND s.key = k.key"                                         \
+  "  JOIN cron_slots AS s ON s.shard = ANY ($1::smallint[]) AND s.key = k.key"                                         \
   "  WHERE " BELFRY_CRON_DAY_MATCH ") AS c "                                                                    \
-  "JOIN jobs AS j ON j.shard = $1::smallint AND j.id = c.job_id "                                              \
+  "JOIN jobs AS j ON j.shard = ANY ($1::smallint[]) AND j.id = c.job_id "                                              \
   "WHERE NOT j.paused AND j." priority_cond " "                                                                 \
   "AND (j.start_at IS NULL OR j.start_at <= (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$3::bigint") ")) "           \
   "AND (j.end_at IS NULL OR j.end_at > (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$3::bigint") "))"
 #define BELFRY_DUE_JOBS_SELECT_PRIORITY(priority_cond)                                                        \
   "SELECT id, topic, key, details, interval_minutes, scheduled_for_ms, priority "                             \
   "FROM jobs "                                                                                                \
-  "WHERE shard = $1::smallint AND phase = ANY ($2::bigint[]) AND NOT paused AND " priority_cond " "           \
+  "WHERE shard = ANY ($1::smallint[]) AND phase = ANY ($2::bigint[]) AND NOT paused AND " priority_cond " "           \
   "AND (start_at IS NULL OR start_at <= (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$3::bigint") ")) "             \
   "AND (end_at IS NULL OR end_at > (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$3::bigint") "))"
 #define BELFRY_DUE_WITH_CRON_SORTED(priority_cond)                                         \
@@ -154,7 +155,7 @@ inline constexpr const char kListCronZonesSql[] = "SELECT id, name FROM cron_zon
     "      END AS cap," \
     "      ceil((extract(epoch FROM start_at) * 1000 - $5::bigint) / 60000)::bigint AS start_minute" \
     "    FROM jobs" \
-    "    WHERE shard = $1::smallint AND phase = ANY ($2::bigint[]) AND NOT paused" \
+    "    WHERE shard = ANY ($1::smallint[]) AND phase = ANY ($2::bigint[]) AND NOT paused" \
     "    OFFSET 0" /* keeps cap computed once per row instead of inlined into every use */ \
     "  ) AS bounded" \
     ") AS due " \
@@ -179,9 +180,9 @@ inline constexpr DueCursor kDueJobsRangeWithCronCursor = {
     "  FROM (SELECT s.job_id, k.minute"
     "    FROM unnest($6::bigint[], $7::int[], $8::int[], $9::int[], $10::int[], $11::bigint[])"
     "      AS k(key, hour_bit, dom_bit, month_bit, dow_bit, minute)"
-    "    JOIN cron_slots AS s ON s.shard = $1::smallint AND s.key = k.key"
+    "    JOIN cron_slots AS s ON s.shard = ANY ($1::smallint[]) AND s.key = k.key"
     "    WHERE " BELFRY_CRON_DAY_MATCH ") AS c"
-    "  JOIN jobs AS j ON j.shard = $1::smallint AND j.id = c.job_id"
+    "  JOIN jobs AS j ON j.shard = ANY ($1::smallint[]) AND j.id = c.job_id"
     "  WHERE NOT j.paused"
     "    AND (j.start_at IS NULL OR j.start_at <= " BELFRY_MS_TO_TIMESTAMPTZ("c.minute * 60000 + $5::bigint") ")"
     "    AND (j.end_at IS NULL OR j.end_at > " BELFRY_MS_TO_TIMESTAMPTZ("c.minute * 60000 + $5::bigint") ")"
@@ -823,6 +824,12 @@ inline constexpr const char kRecordMigrationSql[] =
 inline constexpr const char kInsertShardCountName[] = "belfry_insert_shard_count";
 inline constexpr const char kInsertShardCountSql[] =
     "INSERT INTO belfry_meta (key, value) VALUES ('shard_count', $1) ON CONFLICT (key) DO NOTHING";
+
+// The layout record of a new database: no reshard under way (docs/resharding.md). $1 shard_count.
+inline constexpr const char kInsertLayoutName[] = "belfry_insert_layout";
+inline constexpr const char kInsertLayoutSql[] =
+    "INSERT INTO belfry_meta (key, value) VALUES ('layout', json_build_object('from', $1::int)::text) "
+    "ON CONFLICT (key) DO NOTHING";
 
 inline constexpr const char kGetShardCountName[] = "belfry_get_shard_count";
 inline constexpr const char kGetShardCountSql[] = "SELECT value FROM belfry_meta WHERE key = 'shard_count'";

@@ -239,9 +239,10 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
   range.terms = TermsForRange(f.intervals, range.first_minute, F::kMinute);
   const std::string phases = PhaseArrayLiteral(minute).value();
   const std::string range_phases = PhaseArrayLiteral(range).value();
-  const P tick = {S, phases, slot};
-  const P cron_tick = {S, phases, slot, "{2048}", "{512}", "{2}", "{2048}", "{2}"};
-  const P range_tick = {S, range_phases, N(range.first_minute), M, N(F::kShard * F::kTickMs)};
+  const std::string shards = "{" + S + "}";  // the tick's $1 is the stored shards, smallint[]
+  const P tick = {shards, phases, slot};
+  const P cron_tick = {shards, phases, slot, "{2048}", "{512}", "{2}", "{2048}", "{2}"};
+  const P range_tick = {shards, range_phases, N(range.first_minute), M, N(F::kShard * F::kTickMs)};
   P cron_range_tick = range_tick;
   for (const char* a : {"{2048}", "{512}", "{2}", "{2048}", "{2}"}) cron_range_tick.push_back(a);
   cron_range_tick.push_back("{" + M + "}");

@@ -1,0 +1,171 @@
+#include "pg/pg_reshard.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <pqxx/nontransaction>
+#include <pqxx/result>
+#include <pqxx/transaction>
+#include <utility>
+#include <vector>
+
+#include "core/derived_row_id.h"
+#include "core/shard_hash.h"
+#include "pg/pg_reshard_queries.h"
+
+namespace belfry {
+namespace {
+
+namespace q = pg_queries;
+
+StatusOr<ShardLayout> LayoutFrom(const pqxx::result& r) {
+  if (r.empty()) return Status::FailedPrecondition("the database has no shard layout record: run `belfry migrate`");
+  return ParseShardLayout(r[0][0].as<std::string>());
+}
+
+// The partition name of a shard, as migration 0005 names them (three digits, more when needed).
+std::string PartitionName(int32_t shard) { return fmt::format("jobs_shard_{:03d}", shard); }
+
+// The id whose hash places a row: a derived row (a retry, a manual trigger or backfill row) is
+// stored with its job.
+std::string_view PlacementId(std::string_view id) {
+  if (const std::optional<DerivedRowRef> derived = ParseDerivedRowId(id)) return derived->job_id;
+  return id;
+}
+
+// A text[] literal of ids: each double-quoted, with " and \ escaped.
+std::string TextArray(const std::vector<std::string>& ids) {
+  std::string out = "{";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out.push_back('"');
+    for (char c : ids[i]) {
+      if (c == '"' || c == '\\') out.push_back('\\');
+      out.push_back(c);
+    }
+    out.push_back('"');
+  }
+  out.push_back('}');
+  return out;
+}
+
+}  // namespace
+
+PgReshard::PgReshard(std::string database_url) : session_(std::move(database_url), {}) {}
+
+StatusOr<ShardLayout> PgReshard::Read() {
+  StatusOr<ShardLayout> out = Status::Ok();
+  Status st = session_.Run("read shard layout", [&](pqxx::connection& conn) {
+    pqxx::nontransaction txn(conn);
+    out = LayoutFrom(txn.exec(q::kReadLayoutSql));
+    return out.ok() ? Status::Ok() : out.status();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+StatusOr<ShardLayout> PgReshard::Begin(int32_t to) {
+  StatusOr<ShardLayout> current = Read();
+  if (!current.ok()) return current;
+  if (current->phase != ShardLayout::Phase::kStable) {
+    if (current->to == to) return current;  // under way already: carry on
+    return Status::FailedPrecondition(
+        fmt::format("a reshard to {} is under way; finish it before starting another", current->to));
+  }
+  if (Status st = ValidateReshard(current->from, to); !st.ok()) return st;
+  const int32_t from = current->from;
+  // The partitions first, one transaction each: creating one locks jobs exclusively, briefly.
+  for (int32_t shard = from; shard < to; ++shard) {
+    Status st = session_.Run("create shard partition", [&](pqxx::connection& conn) {
+      pqxx::work txn(conn, "reshard_partition");
+      const std::string name = PartitionName(shard);
+      if (txn.exec_params1(q::kHasShardPartitionSql, name)[0].as<bool>()) return Status::Ok();
+      if (txn.exec1(q::kCountDefaultPartitionSql)[0].as<int64_t>() != 0) {
+        return Status::FailedPrecondition(
+            "jobs_shard_default holds rows: the stored layout is not what the record says; not resharding");
+      }
+      txn.exec0(fmt::format("CREATE TABLE {} PARTITION OF jobs FOR VALUES IN ({}) WITH (fillfactor = 90)",
+                            txn.quote_name(name), shard));
+      txn.commit();
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
+  }
+  StatusOr<ShardLayout> out = Status::Ok();
+  Status st = session_.Run("begin reshard", [&](pqxx::connection& conn) {
+    pqxx::work txn(conn, "reshard_begin");
+    StatusOr<ShardLayout> locked = LayoutFrom(txn.exec(q::kLockLayoutSql));
+    if (!locked.ok()) return locked.status();
+    if (locked->phase != ShardLayout::Phase::kStable || locked->from != from) {
+      return Status::FailedPrecondition("the shard layout changed while the partitions were created; run again");
+    }
+    ShardLayout next{from, to, ShardLayout::Phase::kMoving, -1, 0};
+    txn.exec_params0(q::kWriteLayoutSql, EncodeShardLayout(next));
+    txn.commit();
+    out = next;
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+StatusOr<int64_t> PgReshard::MoveNextShard() {
+  int64_t moved = 0;
+  Status st = session_.Run("move shard", [&](pqxx::connection& conn) {
+    pqxx::work txn(conn, "reshard_move");
+    StatusOr<ShardLayout> l = LayoutFrom(txn.exec(q::kLockLayoutSql));
+    if (!l.ok()) return l.status();
+    if (l->phase != ShardLayout::Phase::kMoving || l->moved_through + 1 >= l->from) {
+      return Status::FailedPrecondition("no shard is left to move");
+    }
+    const int32_t old_shard = l->moved_through + 1;
+    std::map<int32_t, std::vector<std::string>> by_target;
+    for (const pqxx::row& row : txn.exec_params(q::kIdsInShardSql, old_shard)) {
+      const std::string id = row[0].as<std::string>();
+      const int32_t target = ShardForId(PlacementId(id), l->to);
+      if (target != old_shard) by_target[target].push_back(id);
+    }
+    for (const auto& [target, ids] : by_target) {
+      const std::string array = TextArray(ids);
+      moved += static_cast<int64_t>(txn.exec_params0(q::kMoveJobsSql, target, old_shard, array).affected_rows());
+      txn.exec_params0(q::kMoveCronSlotsSql, target, old_shard, array);
+    }
+    ShardLayout next = *l;
+    next.moved_through = old_shard;
+    txn.exec_params0(q::kWriteLayoutSql, EncodeShardLayout(next));
+    txn.commit();
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return moved;
+}
+
+StatusOr<ShardLayout> PgReshard::CutOver(int64_t now_ms, int64_t lead_ms) {
+  StatusOr<ShardLayout> out = Status::Ok();
+  Status st = session_.Run("cut over", [&](pqxx::connection& conn) {
+    pqxx::work txn(conn, "reshard_cutover");
+    StatusOr<ShardLayout> l = LayoutFrom(txn.exec(q::kLockLayoutSql));
+    if (!l.ok()) return l.status();
+    if (l->phase == ShardLayout::Phase::kCutover) {
+      out = *l;
+      return Status::Ok();
+    }
+    if (l->phase != ShardLayout::Phase::kMoving || l->moved_through != l->from - 1) {
+      return Status::FailedPrecondition("the move is not finished; no cut-over yet");
+    }
+    const int64_t cutover = (now_ms + lead_ms + 59'999) / 60'000;
+    ShardLayout next = *l;
+    next.phase = ShardLayout::Phase::kCutover;
+    next.cutover_minute = cutover;
+    txn.exec_params0(q::kInsertNewShardStatesSql, l->from, l->to - 1, cutover - 1);
+    txn.exec_params0(q::kWriteLayoutSql, EncodeShardLayout(next));
+    txn.exec_params0(q::kWriteShardCountSql, std::to_string(l->to));
+    txn.commit();
+    out = next;
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+}  // namespace belfry

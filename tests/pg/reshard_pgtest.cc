@@ -1,0 +1,148 @@
+// `belfry reshard`'s database steps (PgReshard; docs/resharding.md) on the real server: the
+// partitions, the move of each old shard, the cut-over's new shard rows, and the tick query
+// during the move, which must see each job of an old shard once however far the move has gone.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/calendar_schedule.h"
+#include "core/shard_hash.h"
+#include "core/shard_layout.h"
+#include "core/slot_math.h"
+#include "migrated_database_test.h"
+#include "pg/pg_job_store.h"
+#include "pg/pg_reshard.h"
+
+namespace belfry {
+namespace {
+
+constexpr int64_t kMinute = 29'000'260;
+const std::vector<int32_t> kIntervals = {1, 2, 5, 60};
+
+class PgReshardTest : public MigratedDatabaseTest {
+ protected:
+  void SetUp() override {
+    MigratedDatabaseTest::SetUp();
+    if (HasFatalFailure()) return;
+    store_ = std::make_unique<PgJobStore>(db().url());
+    reshard_ = std::make_unique<PgReshard>(db().url());
+  }
+
+  // `n` every-minute jobs, spread over the 120 shards by their ids.
+  std::vector<std::string> InsertJobs(int n) {
+    std::vector<JobAction> actions;
+    std::vector<std::string> ids;
+    for (int i = 0; i < n; ++i) {
+      JobAction a;
+      a.kind = JobAction::Kind::kUpsert;
+      a.id = "rj-" + std::to_string(i);
+      a.spec.id = a.id;
+      a.spec.interval_minutes = 1;
+      a.spec.offset_minutes = 0;
+      a.spec.shard = ShardForId(a.id, 120);
+      a.spec.topic = "t";
+      a.source = SourcePosition{0, i, 0};
+      actions.push_back(a);
+      ids.push_back(a.id);
+    }
+    const Status st = store_->ApplyActions(actions);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return ids;
+  }
+
+  std::map<std::string, int32_t> StoredShards() {
+    std::map<std::string, int32_t> out;
+    for (const pqxx::row& r : db().Exec("SELECT id, shard FROM jobs")) out[r[0].as<std::string>()] = r[1].as<int32_t>();
+    return out;
+  }
+
+  // The ids the tick query returns for firing shard `shard` of kMinute reading `stored`.
+  std::multiset<std::string> Due(int32_t shard, std::vector<int32_t> stored) {
+    DueQuery q{shard, kMinute, kMinute, 500, TermsForMinute(kIntervals, kMinute)};
+    q.stored_shards = std::move(stored);
+    std::multiset<std::string> out;
+    const Status st = store_->ForEachDueJob(q, [&](const DueJob& j) { out.insert(std::string(j.id)); });
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return out;
+  }
+
+  std::unique_ptr<PgJobStore> store_;
+  std::unique_ptr<PgReshard> reshard_;
+};
+
+TEST_F(PgReshardTest, BeginCreatesThePartitionsAndRecordsTheMoveOnce) {
+  StatusOr<ShardLayout> l = reshard_->Read();
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(l->phase, ShardLayout::Phase::kStable);
+  EXPECT_EQ(l->from, 120);
+  EXPECT_FALSE(reshard_->Begin(180).ok());  // not a multiple
+  l = reshard_->Begin(240);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(l->phase, ShardLayout::Phase::kMoving);
+  EXPECT_EQ(l->moved_through, -1);
+  EXPECT_EQ(db().Exec("SELECT count(*) FROM pg_inherits WHERE inhparent = 'jobs'::regclass")[0][0].as<int64_t>(),
+            241);  // 240 shards and the default
+  EXPECT_TRUE(reshard_->Begin(240).ok());                  // again: carries on
+  StatusOr<ShardLayout> other = reshard_->Begin(480);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), Status::Code::kFailedPrecondition);
+  // Nothing to cut over before the move.
+  EXPECT_FALSE(reshard_->CutOver(kMinute * 60'000, 120'000).ok());
+}
+
+TEST_F(PgReshardTest, EachJobIsSeenOnceByItsOldShardHoweverFarTheMoveHasGone) {
+  const std::vector<std::string> ids = InsertJobs(2000);
+  ASSERT_TRUE(reshard_->Begin(240).ok());
+  // The jobs of old shard 3, and how many of them move.
+  std::multiset<std::string> of_shard3;
+  int moving = 0;
+  for (const std::string& id : ids) {
+    if (ShardForId(id, 120) != 3) continue;
+    of_shard3.insert(id);
+    moving += ShardForId(id, 240) != 3;
+  }
+  ASSERT_GT(moving, 0);
+  int64_t moved_total = 0;
+  for (int32_t s = 0; s < 120; ++s) {
+    StatusOr<int64_t> moved = reshard_->MoveNextShard();
+    ASSERT_TRUE(moved.ok()) << s << ": " << moved.status().ToString();
+    moved_total += *moved;
+    StatusOr<ShardLayout> l = reshard_->Read();
+    ASSERT_TRUE(l.ok());
+    EXPECT_EQ(l->moved_through, s);
+    if (s == 2 || s == 3 || s == 119) {
+      // Every row is where the record says, and old shard 3's query sees each of its jobs once.
+      for (const auto& [id, shard] : StoredShards()) ASSERT_EQ(shard, StoredShard(id, *l)) << id;
+      EXPECT_EQ(Due(3, StoredShardsOf(*l, kMinute, 3)), of_shard3) << "moved through " << s;
+      if (s >= 3) EXPECT_EQ(Due(3, {3}).size(), of_shard3.size() - moving) << "the negative control";
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(moved_total), 1000.0, 120.0);  // about half
+  EXPECT_FALSE(reshard_->MoveNextShard().ok());                  // nothing left
+
+  StatusOr<ShardLayout> cut = reshard_->CutOver(kMinute * 60'000 + 30'000, 120'000);
+  ASSERT_TRUE(cut.ok()) << cut.status().ToString();
+  EXPECT_EQ(cut->phase, ShardLayout::Phase::kCutover);
+  EXPECT_EQ(cut->cutover_minute, kMinute + 3);  // the first minute starting >= 2 min ahead
+  EXPECT_EQ(db().Exec("SELECT count(*) FROM shard_state WHERE shard >= 120 AND fired_through = " +
+                      std::to_string(kMinute + 2))[0][0]
+                .as<int64_t>(),
+            120);
+  EXPECT_EQ(db().Exec("SELECT value FROM belfry_meta WHERE key = 'shard_count'")[0][0].as<std::string>(), "240");
+  // From the cut-over on, each new shard reads only its own partition and finds its own jobs.
+  std::multiset<std::string> new_shard_123;
+  for (const std::string& id : ids) {
+    if (ShardForId(id, 240) == 123) new_shard_123.insert(id);
+  }
+  EXPECT_EQ(Due(123, StoredShardsOf(*cut, kMinute + 3, 123)), new_shard_123);
+  // Cutting over again changes nothing.
+  StatusOr<ShardLayout> again = reshard_->CutOver(kMinute * 60'000 + 90'000, 120'000);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->cutover_minute, kMinute + 3);
+}
+
+}  // namespace
+}  // namespace belfry
