@@ -119,4 +119,35 @@ int64_t LastMinuteOfSameLayout(const ShardLayout& l, int64_t first, int64_t last
   return last;
 }
 
+bool FiresInMinute(const ShardLayout& l, int64_t minute, int32_t shard) {
+  return shard >= 0 && shard < FiringLayout(l, minute).shard_count;
+}
+
+EpochMs LayoutSlotMs(const ShardLayout& l, int64_t minute, int32_t shard) {
+  return SlotMs(minute, shard, FiringLayout(l, minute).tick_ms);
+}
+
+SlotRef FirstLayoutSlotAtOrAfter(const ShardLayout& l, EpochMs ms) {
+  const int64_t minute = EpochMinuteOf(ms);
+  const SlotRef in_tick = FirstSlotAtOrAfter(ms, FiringLayout(l, minute).tick_ms);
+  // FirstSlotAtOrAfter may roll into the next minute, whose layout may differ: its shard 0.
+  if (in_tick.minute != minute) return SlotRef{in_tick.minute, 0};
+  return in_tick;
+}
+
+SlotRef NextLayoutSlot(const ShardLayout& l, SlotRef slot) {
+  if (slot.shard + 1 < FiringLayout(l, slot.minute).shard_count) return SlotRef{slot.minute, slot.shard + 1};
+  return SlotRef{slot.minute + 1, 0};
+}
+
+std::optional<int64_t> LastLayoutSlotMinuteAtOrBefore(const ShardLayout& l, EpochMs ms, int32_t shard) {
+  // Its slot in ms's minute, else in the minute before; a shard that does not fire there has
+  // nothing earlier either (only new shards, which fire from the cut-over on).
+  for (int64_t minute = EpochMinuteOf(ms); minute >= EpochMinuteOf(ms) - 1; --minute) {
+    if (!FiresInMinute(l, minute, shard)) return std::nullopt;
+    if (LayoutSlotMs(l, minute, shard) <= ms) return minute;
+  }
+  return std::nullopt;  // not reached: a slot of the minute before is always <= ms
+}
+
 }  // namespace belfry

@@ -8,11 +8,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "belfry/clock.h"
 #include "belfry/status.h"
+#include "core/slot_math.h"
 
 namespace belfry {
 
@@ -57,5 +60,22 @@ std::vector<int32_t> StoredShardsOf(const ShardLayout& layout, int64_t minute, i
 // the cut-over, since the two sides differ in shards and slots. Returns [first, x] with x <= last.
 // REQUIRES: first <= last.
 int64_t LastMinuteOfSameLayout(const ShardLayout& layout, int64_t first, int64_t last);
+
+// Slot math under a layout whose tick changes at the cut-over (core/slot_math.h for one tick).
+
+// Whether `shard` fires in `minute`: it is a shard of the minute's firing layout.
+bool FiresInMinute(const ShardLayout& layout, int64_t minute, int32_t shard);
+
+// The slot of `shard` in `minute`, with the minute's tick. REQUIRES: FiresInMinute.
+EpochMs LayoutSlotMs(const ShardLayout& layout, int64_t minute, int32_t shard);
+
+// The ticker's order: the first slot at or after `ms`, and the slot after `slot` (the next
+// shard of its minute, else shard 0 of the next minute, each minute with its own layout).
+SlotRef FirstLayoutSlotAtOrAfter(const ShardLayout& layout, EpochMs ms);
+SlotRef NextLayoutSlot(const ShardLayout& layout, SlotRef slot);
+
+// The last minute in which `shard` fires whose slot is at or before `ms`; nullopt when there is
+// none (a new shard, before the cut-over).
+std::optional<int64_t> LastLayoutSlotMinuteAtOrBefore(const ShardLayout& layout, EpochMs ms, int32_t shard);
 
 }  // namespace belfry

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,57 @@ TEST(ShardLayoutTest, ReadingOnlyTheOwnPartitionDuringAMoveWouldMissMovedJobs) {
   EXPECT_GT(missed, 300);  // about a quarter: half of the moved half
   EXPECT_EQ(StoredShardsOf(moving, 5, 7), (std::vector<int32_t>{7, 127}));
   EXPECT_EQ(StoredShardsOf(ShardLayout{120, 360, Phase::kMoving, 60, 0}, 5, 7), (std::vector<int32_t>{7, 127, 247}));
+}
+
+// The ticker's order across the cut-over: minute C-1 has 120 slots 500 ms apart, minute C has
+// 240 slots 250 ms apart, every (minute, shard) of each minute's layout comes exactly once, in
+// time order, and no gap is longer than the old tick.
+TEST(ShardLayoutTest, TheTickerOrderSwitchesTicksAtTheCutOver) {
+  const int64_t c = 29'930'000;
+  const ShardLayout l{120, 240, Phase::kCutover, 119, c};
+  SlotRef slot = FirstLayoutSlotAtOrAfter(l, (c - 1) * 60'000 + 1);
+  EXPECT_EQ(slot.minute, c - 1);
+  EXPECT_EQ(slot.shard, 1);
+  std::map<int64_t, int> per_minute;
+  EpochMs last = LayoutSlotMs(l, slot.minute, slot.shard) - 1;
+  while (slot.minute <= c + 1) {
+    const EpochMs at = LayoutSlotMs(l, slot.minute, slot.shard);
+    ASSERT_GT(at, last) << slot.minute << "/" << slot.shard;
+    ASSERT_LE(at - last, 500) << slot.minute << "/" << slot.shard;
+    ++per_minute[slot.minute];
+    last = at;
+    slot = NextLayoutSlot(l, slot);
+  }
+  EXPECT_EQ(per_minute[c - 1], 119);  // from shard 1
+  EXPECT_EQ(per_minute[c], 240);
+  EXPECT_EQ(per_minute[c + 1], 240);
+  // The first slot of the cut-over minute is shard 0 of the new layout, even from late in C-1.
+  slot = FirstLayoutSlotAtOrAfter(l, (c - 1) * 60'000 + 59'600);
+  EXPECT_EQ(slot.minute, c);
+  EXPECT_EQ(slot.shard, 0);
+  slot = FirstLayoutSlotAtOrAfter(l, c * 60'000 + 1);
+  EXPECT_EQ(slot.minute, c);
+  EXPECT_EQ(slot.shard, 1);
+  EXPECT_EQ(LayoutSlotMs(l, c, 1), c * 60'000 + 250);
+}
+
+TEST(ShardLayoutTest, ANewShardHasNoSlotBeforeTheCutOver) {
+  const int64_t c = 29'930'000;
+  const ShardLayout l{120, 240, Phase::kCutover, 119, c};
+  EXPECT_FALSE(FiresInMinute(l, c - 1, 130));
+  EXPECT_TRUE(FiresInMinute(l, c, 130));
+  EXPECT_EQ(LastLayoutSlotMinuteAtOrBefore(l, c * 60'000 + 10'000, 130), std::nullopt);  // its slot is at 32.5 s
+  EXPECT_EQ(LastLayoutSlotMinuteAtOrBefore(l, c * 60'000 + 32'500, 130), c);
+  EXPECT_EQ(LastLayoutSlotMinuteAtOrBefore(l, (c - 1) * 60'000 + 30'000, 130), std::nullopt);
+  // An old shard: in C its slot moved from 3.5 s to 1.75 s.
+  EXPECT_EQ(LastLayoutSlotMinuteAtOrBefore(l, c * 60'000 + 1'000, 7), c - 1);
+  EXPECT_EQ(LastLayoutSlotMinuteAtOrBefore(l, c * 60'000 + 1'750, 7), c);
+  EXPECT_EQ(LastLayoutSlotMinuteAtOrBefore(l, (c - 1) * 60'000 + 3'499, 7), c - 2);
+  // Without a reshard it is slot_math's answer.
+  const ShardLayout stable{};
+  for (EpochMs t : {c * 60'000, c * 60'000 + 3'500, c * 60'000 + 59'999}) {
+    EXPECT_EQ(LastLayoutSlotMinuteAtOrBefore(stable, t, 7), LastSlotMinuteAtOrBefore(t, 7, 500)) << t;
+  }
 }
 
 }  // namespace
