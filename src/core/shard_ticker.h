@@ -8,6 +8,7 @@
 #include "belfry/clock.h"
 #include "belfry/config.h"
 #include "belfry/stop_signal.h"
+#include "core/layout_cell.h"
 
 namespace belfry {
 
@@ -20,7 +21,10 @@ class TickDispatcher {
 
 class ShardTicker final {
  public:
-  ShardTicker(const SchedulerConfig& cfg, Clock& clock, TickDispatcher& dispatcher, int32_t scan_every_ticks = 2);
+  // With `layout`, the slots follow the layout it holds at each step, so the ticker switches to
+  // a reshard's new shard count and tick at the cut-over minute; without, cfg's.
+  ShardTicker(const SchedulerConfig& cfg, Clock& clock, TickDispatcher& dispatcher, int32_t scan_every_ticks = 2,
+              const LayoutCell* layout = nullptr);
   ShardTicker(const ShardTicker&) = delete;
   ShardTicker& operator=(const ShardTicker&) = delete;
 
@@ -33,6 +37,7 @@ class ShardTicker final {
   Clock& clock_;
   TickDispatcher& dispatcher_;
   const int32_t scan_every_ticks_;
+  const LayoutCell* const layout_;
 };
 
 }  // namespace belfry

@@ -230,5 +230,87 @@ TEST_F(SchedulerSimTest, DeadNodesClaimIsTakenOverWithinLeasePlusOneScanPeriod) 
   }
 }
 
+// The ticker follows its LayoutCell: across a reshard's cut-over, minute C-1 is ticked as 120
+// shards at 500 ms and minute C as 240 at 250 ms, each slot at its time (docs/resharding.md).
+class RecordingDispatcher final : public TickDispatcher {
+ public:
+  explicit RecordingDispatcher(Clock& clock) : clock_(clock) {}
+  void DispatchOnTime(int32_t shard, int64_t minute) override {
+    slots.push_back({minute, shard, clock_.NowMs()});
+  }
+  void DispatchCatchUpScan() override {}
+  struct Slot {
+    int64_t minute;
+    int32_t shard;
+    EpochMs at;
+  };
+  std::vector<Slot> slots;
+
+ private:
+  Clock& clock_;
+};
+
+TEST(ShardTickerTest, TicksTheNewLayoutFromTheCutOverMinute) {
+  const int64_t c = EpochMinuteOf(kStart) + 2;
+  FakeClock clock((c - 1) * 60'000);
+  RecordingDispatcher dispatcher(clock);
+  SchedulerConfig cfg;
+  LayoutCell layout(ShardLayout{120, 240, ShardLayout::Phase::kCutover, 119, c});
+  StopSignal stop;
+  clock.StopAt((c + 1) * 60'000);
+  ShardTicker ticker(cfg, clock, dispatcher, 2, &layout);
+  ticker.Run(stop);
+  std::map<int64_t, std::set<int32_t>> per_minute;
+  for (const auto& s : dispatcher.slots) {
+    EXPECT_EQ(s.at, LayoutSlotMs(layout.Get(), s.minute, s.shard)) << s.minute << "/" << s.shard;
+    EXPECT_TRUE(per_minute[s.minute].insert(s.shard).second) << "twice: " << s.minute << "/" << s.shard;
+  }
+  EXPECT_EQ(per_minute[c - 1].size(), 120u);
+  EXPECT_EQ(per_minute[c].size(), 240u);
+  EXPECT_EQ(*per_minute[c].rbegin(), 239);
+}
+
+// A layout learnt mid-minute (a claim brought it) applies from the next slot.
+TEST(ShardTickerTest, ALayoutLearntLateTakesEffectAtTheNextSlot) {
+  const int64_t c = EpochMinuteOf(kStart) + 2;
+  FakeClock clock((c - 1) * 60'000);
+  LayoutCell layout(ShardLayout{120});
+  struct Learner final : public TickDispatcher {
+    Learner(Clock& clock, LayoutCell& layout, int64_t c) : clock_(clock), layout_(layout), c_(c) {}
+    void DispatchOnTime(int32_t shard, int64_t minute) override {
+      seen[minute].insert(shard);
+      if (minute == c_ - 1 && shard == 60) layout_.Offer(ShardLayout{120, 240, ShardLayout::Phase::kCutover, 119, c_});
+    }
+    void DispatchCatchUpScan() override {}
+    Clock& clock_;
+    LayoutCell& layout_;
+    int64_t c_;
+    std::map<int64_t, std::set<int32_t>> seen;
+  } dispatcher(clock, layout, c);
+  SchedulerConfig cfg;
+  StopSignal stop;
+  clock.StopAt((c + 1) * 60'000);
+  ShardTicker ticker(cfg, clock, dispatcher, 2, &layout);
+  ticker.Run(stop);
+  EXPECT_EQ(dispatcher.seen[c - 1].size(), 120u);
+  EXPECT_EQ(dispatcher.seen[c].size(), 240u);
+}
+
+TEST(LayoutCellTest, OnlyMovesForward) {
+  LayoutCell cell(ShardLayout{120});
+  cell.Offer(ShardLayout{120, 240, ShardLayout::Phase::kMoving, 5, 0});
+  cell.Offer(ShardLayout{120, 240, ShardLayout::Phase::kMoving, 3, 0});  // an older read
+  EXPECT_EQ(cell.Get().moved_through, 5);
+  cell.Offer(ShardLayout{120});  // older still
+  EXPECT_EQ(cell.Get().phase, ShardLayout::Phase::kMoving);
+  cell.Offer(ShardLayout{120, 240, ShardLayout::Phase::kCutover, 119, 77});
+  EXPECT_EQ(cell.Get().phase, ShardLayout::Phase::kCutover);
+  cell.Offer(ShardLayout{240});  // done: stable at the new count
+  EXPECT_EQ(cell.Get().from, 240);
+  EXPECT_EQ(cell.Get().phase, ShardLayout::Phase::kStable);
+  cell.Offer(ShardLayout{120, 240, ShardLayout::Phase::kCutover, 119, 77});
+  EXPECT_EQ(cell.Get().from, 240);
+}
+
 }  // namespace
 }  // namespace belfry
