@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "belfry/clock.h"
+#include "belfry/shard_layout.h"
 #include "belfry/status.h"
 
 namespace belfry {
@@ -26,6 +27,10 @@ struct ShardClaim {
   // that sees every write up to it sees every job committed before the claim (a hot standby is
   // fenced by it: docs/hot-standby.md). 0 when the store has none.
   int64_t read_fence = 0;
+  // The layout record as the claim read it: the firing plans the minute with it, whatever the
+  // node believed when it ticked (docs/resharding.md). Stable at the ledger's shard count when
+  // the store has no record.
+  ShardLayout layout;
 };
 
 // An inclusive range of epoch minutes; empty when last < first.
@@ -42,6 +47,7 @@ struct DebtClaim {
   MinuteRange lowest;
   int64_t owed_minutes = 0;  // the whole debt's size, all ranges
   int64_t read_fence = 0;    // as ShardClaim::read_fence
+  ShardLayout layout;        // as ShardClaim::layout
 };
 
 struct ShardState {

@@ -1,8 +1,10 @@
 #include "core/shard_firer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/derived_row_id.h"
+#include "core/shard_layout.h"
 #include "core/slot_math.h"
 
 namespace belfry {
@@ -27,7 +29,7 @@ void ShardFirer::Pending::NotifyWhenDone(const std::function<void()>& fn) {
 
 ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
                        TriggerSink& sink, TriggerSink& catch_up_sink, RateLimiter* catch_up_limiter,
-                       const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer)
+                       const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer, LayoutCell* layout)
     : cfg_(cfg),
       node_id_(std::move(node_id)),
       store_(store),
@@ -37,7 +39,8 @@ ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore
       catch_up_limiter_(catch_up_limiter),
       policy_(policy),
       clock_(clock),
-      observer_(observer) {}
+      observer_(observer),
+      layout_cell_(layout) {}
 
 void ShardFirer::ReleaseClaim(int32_t shard, bool debt) {
   Status st = debt ? ledger_.ReleaseDebt(shard, node_id_) : ledger_.Release(shard, node_id_);
@@ -114,6 +117,18 @@ Status ShardFirer::QueueQuery(const DueQuery& q, bool on_time, Pending* pending)
   return query_status;
 }
 
+DueQuery ShardFirer::QueryFor(const Pending& pending, int64_t first, int64_t last) const {
+  DueQuery q;
+  q.shard = pending.shard_;
+  q.first_minute = first;
+  q.last_minute = last;
+  q.tick_ms = FiringLayout(pending.layout_, first).tick_ms;
+  q.terms = first == last ? TermsForMinute(cfg_.intervals, first) : TermsForRange(cfg_.intervals, first, last);
+  q.read_fence = pending.read_fence_;
+  q.stored_shards = StoredShardsOf(pending.layout_, first, pending.shard_);
+  return q;
+}
+
 ShardFirer::Outcome ShardFirer::FireUpTo(int32_t shard, int64_t target_minute, Status* error) {
   Pending pending;
   const Outcome begun = Begin(shard, target_minute, &pending, error);
@@ -157,6 +172,8 @@ ShardFirer::Outcome ShardFirer::Begin(int32_t shard, int64_t target_minute, Pend
   *pending = Pending();
   pending->shard_ = shard;
   pending->read_fence_ = claim->read_fence;
+  pending->layout_ = claim->layout;
+  if (layout_cell_ != nullptr) layout_cell_->Offer(claim->layout);
   pending->hold_minute_ = hold_minute;
   pending->renewed_at_ = clock_.NowMs();
   pending->advance_to_ = plan.advance_to;
@@ -167,10 +184,8 @@ ShardFirer::Outcome ShardFirer::Begin(int32_t shard, int64_t target_minute, Pend
   // Only the present: the missed minutes become debt when this firing is recorded, so a
   // catch-up never holds this shard's next slot (or any other shard's) back.
   for (int64_t m = plan.on_time.first; m <= plan.on_time.last; ++m) {
-    if (Status st =
-            QueueQuery(DueQuery{shard, m, m, cfg_.tick_ms, TermsForMinute(cfg_.intervals, m), pending->read_fence_},
-                       true, pending);
-        !st.ok()) {
+    if (!FiresInMinute(pending->layout_, m, shard)) continue;  // a new shard fires only from the cut-over
+    if (Status st = QueueQuery(QueryFor(*pending, m, m), true, pending); !st.ok()) {
       pending->error_ = std::move(st);
       break;
     }
@@ -192,31 +207,36 @@ ShardFirer::Outcome ShardFirer::BeginDebt(int32_t shard, Pending* pending, Statu
     return Outcome::kFailed;
   }
   if (!claim->claimed) return Outcome::kNotClaimed;
-  const DebtChunk chunk = PlanDebtChunk(claim->lowest, cfg_);
+  DebtChunk chunk = PlanDebtChunk(claim->lowest, cfg_);
+  if (chunk.coalesced && !chunk.fire.empty()) {
+    // One query covers one firing layout: a range that spans a reshard's cut-over stops before
+    // it, and the rest stays owed for the next debt firing.
+    const int64_t last = LastMinuteOfSameLayout(claim->layout, chunk.fire.first, chunk.fire.last);
+    if (last < chunk.fire.last) {
+      chunk.fire.last = last;
+      chunk.settle.last = std::min(chunk.settle.last, last);
+    }
+  }
   *pending = Pending();
   pending->shard_ = shard;
   pending->debt_ = true;
   pending->read_fence_ = claim->read_fence;
+  pending->layout_ = claim->layout;
+  if (layout_cell_ != nullptr) layout_cell_->Offer(claim->layout);
   pending->renewed_at_ = clock_.NowMs();
   pending->settle_ = chunk.settle;
   pending->caught_up_ = chunk.fire.size();
   pending->skipped_ = chunk.skipped;
   if (chunk.fire.empty()) return Outcome::kFired;
   if (chunk.coalesced) {
-    if (Status st = QueueQuery(DueQuery{shard, chunk.fire.first, chunk.fire.last, cfg_.tick_ms,
-                                        TermsForRange(cfg_.intervals, chunk.fire.first, chunk.fire.last),
-                                        pending->read_fence_},
-                               false, pending);
-        !st.ok()) {
+    if (Status st = QueueQuery(QueryFor(*pending, chunk.fire.first, chunk.fire.last), false, pending); !st.ok()) {
       pending->error_ = std::move(st);
     }
     return Outcome::kFired;
   }
   for (int64_t m = chunk.fire.first; m <= chunk.fire.last; ++m) {
-    if (Status st = QueueQuery(DueQuery{shard, m, m, cfg_.tick_ms, TermsForMinute(cfg_.intervals, m),
-                                        pending->read_fence_},
-                               false, pending);
-        !st.ok()) {
+    if (!FiresInMinute(pending->layout_, m, shard)) continue;
+    if (Status st = QueueQuery(QueryFor(*pending, m, m), false, pending); !st.ok()) {
       if (pending->error_.ok()) pending->error_ = std::move(st);
       break;
     }
@@ -254,7 +274,7 @@ ShardFirer::Outcome ShardFirer::Complete(Pending& pending, Status* error) {
     if (!sent.ok() || !q.query_ok) continue;
     const EpochMs acked = clock_.NowMs();
     q.report.total_ms = acked - q.started;
-    q.report.lateness_ms = acked - SlotMs(q.report.last_minute, shard, cfg_.tick_ms);
+    q.report.lateness_ms = acked - LayoutSlotMs(pending.layout_, q.report.last_minute, shard);
     observer_.OnFired(q.report);
     // The present's lateness steers the catch-up's pace (CatchUpGovernor).
     if (!pending.debt_ && catch_up_limiter_ != nullptr && !catch_up_limiter_->unlimited()) {

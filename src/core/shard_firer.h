@@ -27,6 +27,7 @@
 #include "belfry/shard_ledger.h"
 #include "belfry/trigger_sink.h"
 #include "core/catchup_planner.h"
+#include "core/layout_cell.h"
 #include "core/rate_limiter.h"
 #include "core/topic_policy.h"
 
@@ -66,6 +67,7 @@ class ShardFirer final {
     int32_t shard_ = 0;
     bool debt_ = false;
     int64_t read_fence_ = 0;   // the claim's (ShardClaim::read_fence), for every query
+    ShardLayout layout_;       // the claim's (ShardClaim::layout): each minute's shards and tick
     int64_t hold_minute_ = 0;  // the watermark the claim is renewed at while acks arrive
     EpochMs renewed_at_ = 0;   // when the lease (claim or debt lease) was last renewed
     int64_t advance_to_ = 0;
@@ -83,9 +85,11 @@ class ShardFirer final {
   // topic), so a config change also stops jobs stored before it. Debt firings queue to
   // `catch_up_sink` (its own producer, so on-time triggers never queue behind catch-up ones),
   // taking a token from `catch_up_limiter` (may be null: unpaced) per trigger.
+  // `layout` (may be null) is offered every layout a claim brings, so the node's ticker learns
+  // of a reshard's cut-over (docs/resharding.md).
   ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
              TriggerSink& sink, TriggerSink& catch_up_sink, RateLimiter* catch_up_limiter,
-             const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer);
+             const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer, LayoutCell* layout = nullptr);
   // One sink for both, unpaced.
   ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
              TriggerSink& sink, const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer);
@@ -134,6 +138,10 @@ class ShardFirer final {
   Outcome StartWatermark(int32_t shard, int64_t minute, Status* error = nullptr);
 
  private:
+  // The due query of `pending`'s shard for minutes [first, last], under the claim's layout: the
+  // minute's tick and the stored shards it reads (core/shard_layout.h).
+  // REQUIRES: [first, last] is within one firing layout.
+  DueQuery QueryFor(const Pending& pending, int64_t first, int64_t last) const;
   // Streams one query's due jobs into a new batch of `pending`, without waiting for acks. A debt
   // firing's query goes to the catch-up sink, paced.
   Status QueueQuery(const DueQuery& q, bool on_time, Pending* pending);
@@ -156,6 +164,7 @@ class ShardFirer final {
   const TopicPolicy& policy_;
   Clock& clock_;
   SchedulerObserver& observer_;
+  LayoutCell* const layout_cell_;
   struct TopicHash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }

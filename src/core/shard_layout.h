@@ -14,23 +14,11 @@
 #include <vector>
 
 #include "belfry/clock.h"
+#include "belfry/shard_layout.h"
 #include "belfry/status.h"
 #include "core/slot_math.h"
 
 namespace belfry {
-
-struct ShardLayout {
-  enum class Phase {
-    kStable,   // one layout: `from`
-    kMoving,   // rows of old shards <= moved_through are stored under `to`; firing under `from`
-    kCutover,  // stored under `to`; firing under `from` before cutover_minute, `to` from it on
-  };
-  int32_t from = 120;
-  int32_t to = 0;  // 0 when kStable
-  Phase phase = Phase::kStable;
-  int32_t moved_through = -1;   // kMoving: the last old shard whose rows were moved
-  int64_t cutover_minute = 0;   // kCutover: the first minute fired under `to`
-};
 
 // Invalid unless `to` is a multiple of `from` (at least twice it), at most 6000, and divides a
 // minute into whole ticks of at least 10 ms.

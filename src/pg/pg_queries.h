@@ -702,7 +702,7 @@ inline constexpr const char kReplayedPositionSql[] =
     " ELSE pg_current_wal_insert_lsn() END - '0/0'::pg_lsn)::bigint, 0)";
 
 // $1 shard, $2 node, $3 up_to_minute, $4 lease ms. One row: (claimed, fired_through, read
-// fence; 0 when not claimed). No row at all means the shard has no shard_state row.
+// fence, the layout record; 0 and NULL when not claimed). No row at all means the shard has no shard_state row.
 inline constexpr const char kClaimShardName[] = "belfry_claim_shard";
 inline constexpr const char kClaimShardSql[] =
     // The read fence is the primary's WAL insert position before the claim's own change: fence
@@ -716,9 +716,10 @@ inline constexpr const char kClaimShardSql[] =
     "    AND (SELECT lsn FROM fence) IS NOT NULL"
     "  RETURNING fired_through"
     ") "
-    "SELECT true, fired_through, (SELECT lsn FROM fence) FROM claimed "
+    "SELECT true, fired_through, (SELECT lsn FROM fence),"
+    " (SELECT value FROM belfry_meta WHERE key = 'layout') FROM claimed "
     "UNION ALL "
-    "SELECT false, fired_through, 0 FROM shard_state "
+    "SELECT false, fired_through, 0, NULL FROM shard_state "
     "WHERE shard = $1::smallint AND NOT EXISTS (SELECT 1 FROM claimed)";
 
 // $1 shard, $2 minute, $3 node, $4 lease ms, $5 release.
@@ -750,7 +751,7 @@ inline constexpr const char kAdvanceShardSql[] =
     "WHERE shard = $1::smallint AND claim_node = $5";
 
 // $1 shard, $2 node, $3 lease ms. One row iff claimed: the lowest range owed (first, last
-// minute), the minutes owed in all and the read fence. The ranges of a multirange are kept sorted and merged.
+// minute), the minutes owed in all, the read fence and the layout record. The ranges of a multirange are kept sorted and merged.
 inline constexpr const char kClaimDebtName[] = "belfry_claim_debt";
 inline constexpr const char kClaimDebtSql[] =
     // The read fence as in kClaimShardSql.
@@ -763,7 +764,7 @@ inline constexpr const char kClaimDebtSql[] =
     "RETURNING lower(debt),"
     " (SELECT upper(r) - 1 FROM unnest(debt) AS r ORDER BY lower(r) LIMIT 1),"
     " (SELECT sum(upper(r) - lower(r)) FROM unnest(debt) AS r)::bigint,"
-    " (SELECT lsn FROM fence)";
+    " (SELECT lsn FROM fence), (SELECT value FROM belfry_meta WHERE key = 'layout')";
 
 // $1 shard, $2 node, $3 lease ms.
 inline constexpr const char kRenewDebtName[] = "belfry_renew_debt";

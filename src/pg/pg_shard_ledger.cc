@@ -4,9 +4,22 @@
 #include <pqxx/result>
 #include <utility>
 
+#include "core/shard_layout.h"
 #include "pg/pg_queries.h"
 
 namespace belfry {
+namespace {
+
+// The layout record a claim read (migration 0016 writes it; docs/resharding.md).
+Status ReadLayout(const pqxx::field& field, ShardLayout* out) {
+  if (field.is_null()) return Status::FailedPrecondition("the database has no shard layout record: run `belfry migrate`");
+  StatusOr<ShardLayout> layout = ParseShardLayout(field.as<std::string>());
+  if (!layout.ok()) return layout.status();
+  *out = *layout;
+  return Status::Ok();
+}
+
+}  // namespace
 
 PgShardLedger::PgShardLedger(std::string database_url)
     : session_(std::move(database_url),
@@ -38,6 +51,9 @@ StatusOr<ShardClaim> PgShardLedger::Claim(int32_t shard, int64_t up_to_minute, c
     claim.claimed = r[0][0].as<bool>();
     if (!r[0][1].is_null()) claim.fired_through = r[0][1].as<int64_t>();
     claim.read_fence = r[0][2].as<int64_t>();
+    if (claim.claimed) {
+      if (Status st = ReadLayout(r[0][3], &claim.layout); !st.ok()) return st;
+    }
     return Status::Ok();
   });
   if (!st.ok()) return st;
@@ -82,6 +98,7 @@ StatusOr<DebtClaim> PgShardLedger::ClaimDebt(int32_t shard, const std::string& n
     claim.lowest = MinuteRange{r[0][0].as<int64_t>(), r[0][1].as<int64_t>()};
     claim.owed_minutes = r[0][2].as<int64_t>();
     claim.read_fence = r[0][3].as<int64_t>();
+    if (Status st = ReadLayout(r[0][4], &claim.layout); !st.ok()) return st;
     return Status::Ok();
   });
   if (!st.ok()) return st;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/shard_hash.h"
 #include "scheduler_sim.h"
 
 namespace belfry {
@@ -64,6 +65,43 @@ TEST_F(ShardFirerTest, EveryQueryCarriesItsClaimsReadFence) {
   EXPECT_EQ(fences[1], on_time_fence + 1);
   for (size_t i = 2; i < fences.size(); ++i) EXPECT_EQ(fences[i], debt_fence) << i;
   EXPECT_EQ(debt_fence, on_time_fence + 2);
+}
+
+// During a reshard's move, an old shard's firing reads every partition it splits into, so a job
+// already moved to its new shard still fires, once, at the old shard's slot; from the cut-over,
+// the new shard fires it at its own slot, with the new tick (docs/resharding.md).
+TEST_F(ShardFirerTest, AcrossAReshardAJobFiresOnceAtItsLayoutsSlot) {
+  // A job of old shard s whose new shard is s + 120: it has moved.
+  std::string id;
+  for (int i = 0; id.empty(); ++i) {
+    const std::string candidate = "mover-" + std::to_string(i);
+    if (ShardForId(candidate, 240) >= 120) id = candidate;
+  }
+  const int32_t old_shard = ShardForId(id, 120);
+  const int32_t new_shard = ShardForId(id, 240);
+  JobSpec s = MakeJob(id, 1, 0);
+  s.shard = new_shard;  // stored under the new layout: the move has passed its old shard
+  store_.Put(s);
+  ledger_.SetLayout(ShardLayout{120, 240, ShardLayout::Phase::kMoving, old_shard, 0});
+  ledger_.SetFiredThrough(old_shard, kM - 1);
+  clock_.Set(SlotMs(kM, old_shard, 500));
+  ASSERT_EQ(firer_.FireUpTo(old_shard, kM), ShardFirer::Outcome::kFired);
+  ASSERT_EQ(sink_.sent().size(), 1u);
+  EXPECT_EQ(sink_.sent()[0].scheduled_for_ms, SlotMs(kM, old_shard, 500));
+
+  // Cut over at kM + 1: the new shard fires it at its own slot, 250 ms apart.
+  const ShardLayout cut{120, 240, ShardLayout::Phase::kCutover, 119, kM + 1};
+  ledger_.SetLayout(cut);
+  ledger_.SetFiredThrough(new_shard, kM);
+  clock_.Set(SlotMs(kM + 1, new_shard, 250));
+  ASSERT_EQ(firer_.FireUpTo(new_shard, kM + 1), ShardFirer::Outcome::kFired);
+  ASSERT_EQ(sink_.sent().size(), 2u);
+  EXPECT_EQ(sink_.sent()[1].scheduled_for_ms, SlotMs(kM + 1, new_shard, 250));
+  // The old shard's row, firing as new shard old_shard in kM + 1, does not fire it again.
+  ledger_.SetFiredThrough(old_shard, kM);
+  clock_.Set(SlotMs(kM + 1, old_shard, 250));
+  ASSERT_NE(firer_.FireUpTo(old_shard, kM + 1), ShardFirer::Outcome::kFailed);
+  EXPECT_EQ(sink_.sent().size(), 2u);
 }
 
 TEST_F(ShardFirerTest, QueryFailureRecordsNothing) {

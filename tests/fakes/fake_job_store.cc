@@ -34,7 +34,12 @@ Status FakeJobStore::ForEachDueJob(const DueQuery& q, const std::function<void(c
     if (pass_queries_ > 0) --pass_queries_;
     for (const auto& [id, row] : rows_) {
       const JobSpec& s = row.spec;
-      if (s.shard != q.shard || row.paused) continue;
+      // spec.shard is the stored shard; a query reads q.stored_shards ({shard} when empty).
+      const bool in_query = q.stored_shards.empty()
+                                ? s.shard == q.shard
+                                : std::find(q.stored_shards.begin(), q.stored_shards.end(), s.shard) !=
+                                      q.stored_shards.end();
+      if (!in_query || row.paused) continue;
       if (s.one_shot()) {  // like the real store: phase -run_minute, no late move (no ledger here)
         if (s.run_minute >= q.first_minute && s.run_minute <= q.last_minute) {
           copies.push_back(row);

@@ -5,6 +5,7 @@
 namespace belfry {
 
 FakeShardLedger::FakeShardLedger(int32_t shard_count, Clock& clock) : clock_(clock) {
+  layout_.from = shard_count;
   for (int32_t s = 0; s < shard_count; ++s) rows_[s] = Row{};
 }
 
@@ -22,6 +23,7 @@ StatusOr<ShardClaim> FakeShardLedger::Claim(int32_t shard, int64_t up_to_minute,
     r.claim_until = now + lease_ms;
     c.claimed = true;
     c.read_fence = ++fence_;
+    c.layout = layout_;
   }
   return c;
 }
@@ -68,6 +70,7 @@ StatusOr<DebtClaim> FakeShardLedger::ClaimDebt(int32_t shard, const std::string&
   while (r.debt.count(c.lowest.last + 1)) ++c.lowest.last;
   c.owed_minutes = static_cast<int64_t>(r.debt.size());
   c.read_fence = ++fence_;
+  c.layout = layout_;
   return c;
 }
 

@@ -36,6 +36,12 @@ class FakeShardLedger final : public ShardLedger {
 
   // The read fence of the last successful claim or debt claim: each one gets the next number
   // from 1, as a log position grows.
+  // The layout record every claim returns (default: stable at the ledger's shard count).
+  void SetLayout(const ShardLayout& layout) {
+    std::lock_guard<std::mutex> lock(mu_);
+    layout_ = layout;
+  }
+
   int64_t last_read_fence() const {
     std::lock_guard<std::mutex> lock(mu_);
     return fence_;
@@ -43,6 +49,7 @@ class FakeShardLedger final : public ShardLedger {
 
  private:
   int64_t fence_ = 0;
+  ShardLayout layout_;
   struct Row {
     std::optional<int64_t> fired_through;
     std::string claim_node;
