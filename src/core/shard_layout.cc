@@ -98,6 +98,12 @@ int32_t StoredShard(std::string_view id, const ShardLayout& l) {
   return old_shard;
 }
 
+int32_t StoredShardCount(const ShardLayout& l) { return l.phase == ShardLayout::Phase::kStable ? l.from : l.to; }
+
+int64_t LatestTickMs(const ShardLayout& l) {
+  return kMinuteMs / (l.phase == ShardLayout::Phase::kCutover ? l.to : l.from);
+}
+
 MinuteLayout FiringLayout(const ShardLayout& l, int64_t minute) {
   const int32_t count = l.phase == ShardLayout::Phase::kCutover && minute >= l.cutover_minute ? l.to : l.from;
   return MinuteLayout{count, kMinuteMs / count};

@@ -32,6 +32,14 @@ StatusOr<ShardLayout> ParseShardLayout(std::string_view json);
 // The shard whose partition holds the job's rows.
 int32_t StoredShard(std::string_view id, const ShardLayout& layout);
 
+// How many stored shards (partitions) hold rows: `from`, or `to` once a reshard has begun.
+int32_t StoredShardCount(const ShardLayout& layout);
+
+// The tick of the newest firing layout: `to`'s from the cut-over on, else `from`'s. For the
+// fire-limit and manual-fire arithmetic that plans future slots (exact but for slots before the
+// cut-over minute while one is under way).
+int64_t LatestTickMs(const ShardLayout& layout);
+
 // The firing layout of `minute`: how many shards fire it, one every tick_ms.
 struct MinuteLayout {
   int32_t shard_count = 120;

@@ -16,6 +16,7 @@
 #include "core/fire_limit.h"
 #include "core/manual_fire.h"
 #include "core/shard_hash.h"
+#include "core/shard_layout.h"
 #include "core/slot_math.h"
 #include "pg/copy_row.h"
 #include "pg/json_array_chunks.h"
@@ -72,6 +73,8 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kInsertJobSlotsName, q::kInsertJobSlotsSql},
       {q::kLockShardStatesName, q::kLockShardStatesSql},
       {q::kGetShardCountName, q::kGetShardCountSql},
+      {q::kReadLayoutName, q::kReadLayoutSql},
+      {q::kShareLayoutName, q::kShareLayoutSql},
       {q::kAcceptBulkOpName, q::kAcceptBulkOpSql},
       {q::kBulkOpSourceName, q::kBulkOpSourceSql},
       {q::kClaimBulkOpName, q::kClaimBulkOpSql},
@@ -88,12 +91,13 @@ std::vector<PreparedStatement> JobStoreStatements() {
 // One row of the upsert staging table, as COPY text fields in kUpsertStageColumns order.
 using StageRow = CopyRow<std::size(pg_queries::kUpsertStageColumns)>;
 
-StageRow UpsertStageRow(const JobAction& a) {
+// `shard`: the job's stored shard (ActionShard), not spec.shard.
+StageRow UpsertStageRow(const JobAction& a, int32_t shard) {
   const JobSpec& s = a.spec;
   StageRow row;
   size_t c = 0;  // kUpsertStageColumns order
   row.Set(c++, a.id);
-  row.SetInt(c++, s.shard);
+  row.SetInt(c++, shard);
   row.SetInt(c++, s.interval_minutes);
   row.SetInt(c++, s.offset_minutes);
   // A limited job's end was computed from the offset it carries (docs/fire-limits.md): it keeps no
@@ -156,10 +160,10 @@ struct ActionParams {
   std::vector<std::string> set_paused;
 };
 
-// Upserts carry their spec's shard; deletes and pause/resume carry ShardForId(id, shard_count).
-int32_t ActionShard(const JobAction& a, int32_t shard_count) {
-  return a.kind == JobAction::Kind::kUpsert ? a.spec.shard : ShardForId(a.id, shard_count);
-}
+// Every action's job is stored in StoredShard(id, layout), the layout read in the action's
+// transaction (docs/resharding.md): an upsert's spec.shard, set by the parser from the config,
+// is replaced by it.
+int32_t ActionShard(const JobAction& a, const ShardLayout& layout) { return StoredShard(a.id, layout); }
 
 // What the audit trail records of `a` (docs/audit-trail.md): a batch's folded commands are one
 // change, named after the kind of action they folded into.
@@ -193,14 +197,14 @@ std::string ManualFireDetail(const ManualFire& f, const ManualFireResult& r) {
   return out;
 }
 
-ActionParams BuildActionParams(const std::vector<JobAction>& actions, int32_t shard_count) {
+ActionParams BuildActionParams(const std::vector<JobAction>& actions, const ShardLayout& layout) {
   // Rows are written in (shard, id) order: two transactions that touch the same jobs lock them in
   // the same order (fewer deadlocks when a consumer-group rebalance briefly overlaps two
   // consumers), and each statement works through one partition after another (jobs is
   // partitioned by shard), which made the staged INSERT ~30% faster than id order.
   std::vector<std::pair<int32_t, const JobAction*>> sorted;
   sorted.reserve(actions.size());
-  for (const JobAction& a : actions) sorted.emplace_back(ActionShard(a, shard_count), &a);
+  for (const JobAction& a : actions) sorted.emplace_back(ActionShard(a, layout), &a);
   std::sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) {
     return x.first != y.first ? x.first < y.first : x.second->id < y.second->id;
   });
@@ -211,7 +215,7 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, int32_t sh
   for (const auto& [shard, a] : sorted) {
     switch (a->kind) {
       case JobAction::Kind::kUpsert:
-        params.upserts.push_back(UpsertStageRow(*a));
+        params.upserts.push_back(UpsertStageRow(*a, shard));
         params.any_calendar_slots |= a->spec.calendar_slots();
         if (a->spec.one_shot() && shard != last_one_shot_shard) {
           params.one_shot_shards += params.one_shot_shards.empty() ? "{" : ",";
@@ -249,8 +253,8 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, int32_t sh
 
 // A job as stored: its id's shard's partition first, then every partition (a row stored under
 // another shard count). GetJob, and the manual fires' reads inside their transaction.
-std::optional<StoredJob> ReadJobInTxn(pqxx::transaction_base& txn, const std::string& id, int32_t shard_count) {
-  pqxx::result r = txn.exec_prepared(pg_queries::kGetJobInShardName, id, ShardForId(id, shard_count));
+std::optional<StoredJob> ReadJobInTxn(pqxx::transaction_base& txn, const std::string& id, const ShardLayout& layout) {
+  pqxx::result r = txn.exec_prepared(pg_queries::kGetJobInShardName, id, StoredShard(id, layout));
   if (r.empty()) r = txn.exec_prepared(pg_queries::kGetJobName, id);
   if (r.empty()) return std::nullopt;
   return StoredJobFromRow(r[0]);
@@ -343,9 +347,9 @@ int64_t DeleteJobsAndTheirRows(pqxx::transaction_base& txn, const std::string& c
   return deleted;
 }
 
-void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed, int32_t shard_count) {
+void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed, const ShardLayout& layout) {
   if (resumed.empty()) return;
-  const int64_t tick_ms = kMsPerMinute / shard_count;
+  const int64_t tick_ms = LatestTickMs(layout);
   std::map<std::pair<int32_t, std::string>, std::pair<EpochMs, EpochMs>> pause_and_resume;
   JsonArrayChunks keys;
   for (const pqxx::row& r : resumed) {
@@ -378,7 +382,7 @@ void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed,
 }
 
 std::vector<size_t> ApplyTriggersSetBased(pqxx::transaction_base& txn, const std::vector<ManualFire>& fires,
-                                          int32_t shard_count, std::vector<ManualFireResult>* results) {
+                                          const ShardLayout& layout, std::vector<ManualFireResult>* results) {
   std::vector<size_t> rest;
   std::vector<size_t> triggers;
   JsonArrayChunks lookups;
@@ -392,7 +396,7 @@ std::vector<size_t> ApplyTriggersSetBased(pqxx::transaction_base& txn, const std
     if (!asked.insert(fires[i].id).second) continue;
     lookups.BeginObject();
     lookups.String("id", fires[i].id);
-    lookups.Int("shard", ShardForId(fires[i].id, shard_count));
+    lookups.Int("shard", StoredShard(fires[i].id, layout));
     lookups.EndObject();
   }
   if (triggers.empty()) return rest;
@@ -413,7 +417,7 @@ std::vector<size_t> ApplyTriggersSetBased(pqxx::transaction_base& txn, const std
       rest.push_back(i);
       continue;
     }
-    const int32_t shard = ShardForId(f.id, shard_count);
+    const int32_t shard = StoredShard(f.id, layout);
     planned.push_back(PlanManualTrigger(f.id, shard, f.source.timestamp_ms, ManualFireRules{f.tick_ms, f.max_late_ms}));
     rows.push_back(RowToStore{nullptr, f.id, shard, f.source, 0});
     stored.push_back(i);
@@ -452,10 +456,10 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
     conn.prepare(q::kDeleteStagedSlotsName, q::kDeleteStagedSlotsSql);
     conn.prepare(q::kInsertStagedSlotsName, q::kInsertStagedSlotsSql);
     pqxx::work txn(conn, "apply_actions");
-    if (Status st = LoadShardCount(txn); !st.ok()) return st;
-    const ActionParams params = BuildActionParams(actions, shard_count_);
+    if (Status st = LoadLayout(txn, true); !st.ok()) return st;
+    const ActionParams params = BuildActionParams(actions, layout_);
     JobChangeLog changes;
-    for (const JobAction& a : actions) changes.Add(ActionShard(a, shard_count_), a.id, ActionChange(a));
+    for (const JobAction& a : actions) changes.Add(ActionShard(a, layout_), a.id, ActionChange(a));
     changes.ReadBefore(txn);
     if (!params.upserts.empty()) {
       if (!txn.exec_prepared(q::kUpsertStageExistsName)[0][0].as<bool>()) txn.exec(q::kCreateUpsertStageSql);
@@ -482,7 +486,7 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
     }
     for (const std::string& chunk : params.deletes) DeleteJobsAndTheirRows(txn, chunk);
     for (const std::string& chunk : params.set_paused) {
-      RestartFireLimits(txn, txn.exec_prepared(pg_queries::kSetPausedName, chunk), shard_count_);
+      RestartFireLimits(txn, txn.exec_prepared(pg_queries::kSetPausedName, chunk), layout_);
     }
     changes.RecordAfter(txn);
     txn.commit();
@@ -496,17 +500,17 @@ StatusOr<std::vector<ManualFireResult>> PgJobStore::ApplyManualFires(const std::
   Status st = session_.Run("apply triggers and backfills", [&](pqxx::connection& conn) {
     results.assign(fires.size(), ManualFireResult{});
     pqxx::work txn(conn, "apply_manual_fires");
-    if (Status st = LoadShardCount(txn); !st.ok()) return st;
+    if (Status st = LoadLayout(txn, true); !st.ok()) return st;
     // The rows are placed by their shard's progress, like one-shots: hold the shards' rows, in
     // shard order, from before that read until the commit (ApplyActions does the same).
     std::vector<int32_t> shards;
-    for (const ManualFire& f : fires) shards.push_back(ShardForId(f.id, shard_count_));
+    for (const ManualFire& f : fires) shards.push_back(StoredShard(f.id, layout_));
     std::sort(shards.begin(), shards.end());
     shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
     txn.exec_prepared(pg_queries::kLockShardStatesName, IntArrayLiteral(shards));
-    for (size_t i : ApplyTriggersSetBased(txn, fires, shard_count_, &results)) {
+    for (size_t i : ApplyTriggersSetBased(txn, fires, layout_, &results)) {
       const ManualFire& f = fires[i];
-      const std::optional<StoredJob> job = ReadJobInTxn(txn, f.id, shard_count_);
+      const std::optional<StoredJob> job = ReadJobInTxn(txn, f.id, layout_);
       ManualPlan plan = PlanManualFire(txn, f, job);
       results[i] = plan.result;
       if (!plan.result.status.ok() || f.backfill.dry_run) continue;
@@ -535,7 +539,7 @@ StatusOr<std::vector<ManualFireResult>> PgJobStore::ApplyManualFires(const std::
       c.reason = f.reason;
       c.source = f.source;
       c.detail_json = ManualFireDetail(f, results[i]);
-      changes.Add(ShardForId(f.id, shard_count_), f.id, std::move(c));
+      changes.Add(StoredShard(f.id, layout_), f.id, std::move(c));
     }
     changes.RecordAfter(txn);
     txn.commit();
@@ -549,10 +553,10 @@ StatusOr<ManualFireResult> PgJobStore::CountBackfill(const ManualFire& fire) {
   ManualFireResult result;
   Status st = session_.Run("count backfill", [&](pqxx::connection& conn) {
     pqxx::read_transaction txn(conn);
-    if (Status st = LoadShardCount(txn); !st.ok()) return st;
+    if (Status st = LoadLayout(txn, false); !st.ok()) return st;
     ManualFire dry = fire;
     dry.backfill.dry_run = true;
-    result = PlanManualFire(txn, dry, ReadJobInTxn(txn, fire.id, shard_count_)).result;
+    result = PlanManualFire(txn, dry, ReadJobInTxn(txn, fire.id, layout_)).result;
     return Status::Ok();
   });
   if (!st.ok()) return st;
@@ -564,8 +568,8 @@ StatusOr<std::optional<StoredJob>> PgJobStore::GetJob(const std::string& id) {
   std::optional<StoredJob> job;
   Status st = session_.Run("get job", [&](pqxx::connection& conn) {
     pqxx::nontransaction txn(conn);
-    if (Status st = LoadShardCount(txn); !st.ok()) return st;
-    job = ReadJobInTxn(txn, id, shard_count_);
+    if (Status st = LoadLayout(txn, false); !st.ok()) return st;
+    job = ReadJobInTxn(txn, id, layout_);
     return Status::Ok();
   });
   if (!st.ok()) return st;
@@ -576,8 +580,8 @@ StatusOr<std::optional<JobAndStats>> PgJobStore::GetJobAndStats(const std::strin
   std::optional<JobAndStats> view;
   Status st = session_.Run("get job view", [&](pqxx::connection& conn) {
     pqxx::nontransaction txn(conn);
-    if (Status st = LoadShardCount(txn); !st.ok()) return st;
-    const int32_t shard = ShardForId(id, shard_count_);
+    if (Status st = LoadLayout(txn, false); !st.ok()) return st;
+    const int32_t shard = StoredShard(id, layout_);
     pqxx::result r;
     if (shard < pg_queries::kJobPartitions) {
       const std::string name = pg_queries::GetJobViewInPartitionName(shard);
@@ -600,18 +604,14 @@ StatusOr<std::optional<JobAndStats>> PgJobStore::GetJobAndStats(const std::strin
   return view;
 }
 
-Status PgJobStore::LoadShardCount(pqxx::transaction_base& txn) {
-  if (shard_count_ > 0) return Status::Ok();
-  const pqxx::result r = txn.exec_prepared(pg_queries::kGetShardCountName);
-  int32_t n = 0;
-  if (!r.empty() && !r[0][0].is_null()) {
-    const char* text = r[0][0].c_str();
-    const char* text_end = text + r[0][0].size();
-    const auto [end, ec] = std::from_chars(text, text_end, n);
-    if (ec != std::errc() || end != text_end) n = 0;
+Status PgJobStore::LoadLayout(pqxx::transaction_base& txn, bool lock) {
+  const pqxx::result r = txn.exec_prepared(lock ? pg_queries::kShareLayoutName : pg_queries::kReadLayoutName);
+  if (r.empty() || r[0][0].is_null()) {
+    return Status::FailedPrecondition("the database records no shard layout: run `belfry migrate`");
   }
-  if (n <= 0) return Status::FailedPrecondition("the database records no shard_count: run `belfry migrate`");
-  shard_count_ = n;
+  StatusOr<ShardLayout> layout = ParseShardLayout(r[0][0].as<std::string>());
+  if (!layout.ok()) return layout.status();
+  layout_ = *layout;
   return Status::Ok();
 }
 

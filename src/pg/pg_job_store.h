@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "belfry/job_store.h"
+#include "belfry/shard_layout.h"
 #include "pg/pg_due_query_stream.h"
 #include "pg/pg_session.h"
 #include "pg/pg_standby_reader.h"
@@ -107,16 +108,17 @@ class PgJobStore final : public JobStore {
                                             const std::vector<int32_t>& intervals);
 
  private:
-  // The database's shard_count (belfry_meta), read once: jobs is partitioned by shard, and a
-  // delete or pause/resume names its shard, ShardForId(id, shard_count), so that it reads one
-  // partition; so does GetJob, before it falls back to all partitions. FailedPrecondition when
-  // the database was never migrated.
-  Status LoadShardCount(pqxx::transaction_base& txn);
+  // The layout record (belfry_meta; docs/resharding.md), read in every transaction that needs a
+  // stored shard, FOR SHARE when `lock` (a write: a reshard's move of a shard waits for it, and it
+  // for the move): jobs is partitioned by shard, and every write and GetJob names the job's
+  // stored shard, StoredShard(id, layout), so that it reads one partition. FailedPrecondition
+  // when the database was never migrated.
+  Status LoadLayout(pqxx::transaction_base& txn, bool lock);
 
   PgSession session_;
   PgDueQueryStream due_stream_;
   std::unique_ptr<PgStandbyReader> standby_;  // null without a standby
-  int32_t shard_count_ = 0;  // 0 until LoadShardCount succeeds
+  ShardLayout layout_;  // as of the last LoadLayout
 };
 
 }  // namespace belfry

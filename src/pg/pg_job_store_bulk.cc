@@ -13,6 +13,8 @@
 #include "pg/pg_bulk_op_queries.h"
 #include "pg/pg_job_change_log.h"
 #include "pg/pg_job_store.h"
+
+#include "core/shard_layout.h"
 #include "pg/pg_job_writes.h"
 #include "pg/pg_queries.h"
 #include "pg/pg_rows.h"
@@ -79,7 +81,7 @@ JobChange BulkChange(const BulkOp& op, std::string detail_json = {}) {
 // What one page did to its jobs: how many it changed. Adds each job it may change to `changes`
 // (the step records them all once its pages are done).
 int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int32_t shard,
-                      const pqxx::result& page, EpochMs now, int32_t shard_count, JobChangeLog* changes) {
+                      const pqxx::result& page, EpochMs now, const ShardLayout& layout, JobChangeLog* changes) {
   namespace q = pg_queries;
   const BulkOp& op = state.op;
   if (op.op == CommandOp::kTrigger) {
@@ -90,12 +92,12 @@ int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int
       f.kind = ManualFire::Kind::kTrigger;
       f.id = row[0].as<std::string>();
       f.source = SourcePosition{op.source.partition, op.source.offset, now};
-      f.tick_ms = kMsPerMinute / shard_count;
+      f.tick_ms = LatestTickMs(layout);
     }
     if (fires.empty()) return 0;
     txn.exec_prepared(q::kLockShardStatesName, IntArrayLiteral({shard}));
     std::vector<ManualFireResult> results(fires.size());
-    ApplyTriggersSetBased(txn, fires, shard_count, &results);  // the jobs are locked: all found
+    ApplyTriggersSetBased(txn, fires, layout, &results);  // the jobs are locked: all found
     int64_t stored = 0;
     for (size_t i = 0; i < results.size(); ++i) {
       stored += results[i].slots;
@@ -132,7 +134,7 @@ int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int
     if (op.op == CommandOp::kDelete) {
       changed += DeleteJobsAndTheirRows(txn, chunk);
     } else {
-      RestartFireLimits(txn, txn.exec_prepared(q::kSetPausedName, chunk), shard_count);
+      RestartFireLimits(txn, txn.exec_prepared(q::kSetPausedName, chunk), layout);
     }
   }
   return op.op == CommandOp::kDelete ? changed : n;
@@ -179,14 +181,15 @@ StatusOr<std::optional<BulkOpState>> PgJobStore::RunBulkStep(int32_t max_jobs, E
     namespace q = pg_queries;
     out.reset();
     pqxx::work txn(conn, "bulk_step");
-    if (Status s = LoadShardCount(txn); !s.ok()) return s;
+    if (Status s = LoadLayout(txn, true); !s.ok()) return s;
+    const int32_t stored_shards = StoredShardCount(layout_);
     const pqxx::result claimed = txn.exec_prepared(q::kClaimBulkOpName);
     if (claimed.empty()) {
       txn.commit();
       return Status::Ok();
     }
     const BulkOpState state = BulkOpStateFromRow(claimed[0]);
-    BulkWalkPosition pos{state.next_shard, state.after_id, state.next_shard >= shard_count_};
+    BulkWalkPosition pos{state.next_shard, state.after_id, state.next_shard >= stored_shards};
     int64_t matched = 0;
     int64_t changed = 0;
     int64_t budget = page_limit;
@@ -198,17 +201,17 @@ StatusOr<std::optional<BulkOpState>> PgJobStore::RunBulkStep(int32_t max_jobs, E
         matched += txn.exec_prepared1(q::kBulkCountName, shard, OwnerParam(state.op.selector),
                                       LabelsParam(state.op.selector))[0]
                        .as<int64_t>();
-        pos = NextBulkWalkShard(shard, shard_count_);
+        pos = NextBulkWalkShard(shard, stored_shards);
       } else {
         const int64_t limit = budget;
         const pqxx::result page =
             txn.exec_prepared(q::kBulkPageName, shard, pos.after_id, OwnerParam(state.op.selector),
                               LabelsParam(state.op.selector), static_cast<int32_t>(limit));
         matched += static_cast<int64_t>(page.size());
-        changed += ApplyBulkPage(txn, state, shard, page, now, shard_count_, &changes);
+        changed += ApplyBulkPage(txn, state, shard, page, now, layout_, &changes);
         budget -= static_cast<int64_t>(page.size());
         const std::string last = page.empty() ? std::string() : page.back()[0].as<std::string>();
-        pos = NextBulkWalkPosition(shard, last, page.size(), static_cast<size_t>(limit), shard_count_);
+        pos = NextBulkWalkPosition(shard, last, page.size(), static_cast<size_t>(limit), stored_shards);
       }
       if (pos.shard != shard) ++shards;
     }

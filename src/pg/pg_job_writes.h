@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <pqxx/result>
 #include <pqxx/transaction_base>
+
+#include "belfry/shard_layout.h"
 #include <string>
 #include <vector>
 
@@ -24,7 +26,7 @@ int64_t DeleteJobsAndTheirRows(pqxx::transaction_base& txn, const std::string& c
 // The limited jobs a resume restarted (kSetPausedSql's rows: id, shard, paused_at ms, the resume's
 // timestamp): their counts and windows, recomputed from their rows (ResumeFireLimit). One read and
 // one update for all of them; unlimited jobs cost nothing here.
-void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed, int32_t shard_count);
+void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed, const ShardLayout& layout);
 
 // The triggers among `fires` whose job is stored in its own shard (ShardForId), set-based: one
 // statement finds those jobs, one stores all their rows, whatever the number of triggers. Sets
@@ -32,6 +34,6 @@ void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed,
 // and triggers of jobs not found in their shard: unknown, or stored under another shard count).
 // REQUIRES: the caller holds the fires' shards' shard_state rows (kLockShardStates).
 std::vector<size_t> ApplyTriggersSetBased(pqxx::transaction_base& txn, const std::vector<ManualFire>& fires,
-                                          int32_t shard_count, std::vector<ManualFireResult>* results);
+                                          const ShardLayout& layout, std::vector<ManualFireResult>* results);
 
 }  // namespace belfry

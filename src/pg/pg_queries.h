@@ -832,6 +832,14 @@ inline constexpr const char kInsertLayoutSql[] =
     "INSERT INTO belfry_meta (key, value) VALUES ('layout', json_build_object('from', $1::int)::text) "
     "ON CONFLICT (key) DO NOTHING";
 
+// The layout record, read by the job store in each transaction that names a stored shard; FOR
+// SHARE in writes, so a reshard's move of a shard (which holds it FOR UPDATE) and a write wait
+// for each other (docs/resharding.md).
+inline constexpr const char kReadLayoutName[] = "belfry_read_layout";
+inline constexpr const char kReadLayoutSql[] = "SELECT value FROM belfry_meta WHERE key = 'layout'";
+inline constexpr const char kShareLayoutName[] = "belfry_share_layout";
+inline constexpr const char kShareLayoutSql[] = "SELECT value FROM belfry_meta WHERE key = 'layout' FOR SHARE";
+
 inline constexpr const char kGetShardCountName[] = "belfry_get_shard_count";
 inline constexpr const char kGetShardCountSql[] = "SELECT value FROM belfry_meta WHERE key = 'shard_count'";
 

@@ -11,6 +11,7 @@
 
 #include "core/derived_row_id.h"
 #include "core/shard_hash.h"
+#include "pg/pg_queries.h"
 #include "pg/pg_reshard_queries.h"
 
 namespace belfry {

@@ -7,7 +7,6 @@ namespace belfry::pg_queries {
 // The layout record, locked against command transactions (which read it FOR SHARE) while a
 // reshard step changes it.
 inline constexpr const char kLockLayoutSql[] = "SELECT value FROM belfry_meta WHERE key = 'layout' FOR UPDATE";
-inline constexpr const char kReadLayoutSql[] = "SELECT value FROM belfry_meta WHERE key = 'layout'";
 // $1 the record.
 inline constexpr const char kWriteLayoutSql[] = "UPDATE belfry_meta SET value = $1 WHERE key = 'layout'";
 // $1 the stored shard count.

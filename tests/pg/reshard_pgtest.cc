@@ -144,5 +144,54 @@ TEST_F(PgReshardTest, EachJobIsSeenOnceByItsOldShardHoweverFarTheMoveHasGone) {
   EXPECT_EQ(again->cutover_minute, kMinute + 3);
 }
 
+// Commands during the move name each job's stored shard by the record they read: an update of a
+// moved job updates it where it is (no second row), a delete finds it, and a new job goes where
+// the record says, under the new layout once its old shard has moved.
+TEST_F(PgReshardTest, CommandsDuringTheMoveFindTheirJobsWhereTheRecordSays) {
+  const std::vector<std::string> ids = InsertJobs(400);
+  ASSERT_TRUE(reshard_->Begin(240).ok());
+  for (int s = 0; s < 60; ++s) ASSERT_TRUE(reshard_->MoveNextShard().ok());
+  StatusOr<ShardLayout> l = reshard_->Read();
+  ASSERT_TRUE(l.ok());
+  std::string moved_id, waiting_id;
+  for (const std::string& id : ids) {
+    if (moved_id.empty() && ShardForId(id, 120) < 60 && ShardForId(id, 240) >= 120) moved_id = id;
+    if (waiting_id.empty() && ShardForId(id, 120) >= 60 && ShardForId(id, 240) >= 120) waiting_id = id;
+  }
+  ASSERT_FALSE(moved_id.empty());
+  ASSERT_FALSE(waiting_id.empty());
+  // Re-upsert both with a new interval, as the parser makes them: spec.shard from the config (120).
+  std::vector<JobAction> updates;
+  for (const std::string& id : {moved_id, waiting_id}) {
+    JobAction a;
+    a.kind = JobAction::Kind::kUpsert;
+    a.id = id;
+    a.spec.id = id;
+    a.spec.interval_minutes = 5;
+    a.spec.shard = ShardForId(id, 120);
+    a.spec.topic = "t";
+    a.source = SourcePosition{1, 1000 + static_cast<int64_t>(updates.size()), 0};
+    updates.push_back(a);
+  }
+  ASSERT_TRUE(store_->ApplyActions(updates).ok());
+  for (const std::string& id : {moved_id, waiting_id}) {
+    const pqxx::result r = db().Exec("SELECT shard, interval_minutes FROM jobs WHERE id = '" + id + "'");
+    ASSERT_EQ(r.size(), 1u) << id << ": one row, updated where it is";
+    EXPECT_EQ(r[0][0].as<int32_t>(), StoredShard(id, *l)) << id;
+    EXPECT_EQ(r[0][1].as<int32_t>(), 5) << id;
+  }
+  EXPECT_NE(StoredShard(moved_id, *l), ShardForId(moved_id, 120));
+  EXPECT_EQ(StoredShard(waiting_id, *l), ShardForId(waiting_id, 120));
+  // GetJob finds the moved one in its new partition; a delete removes it.
+  StatusOr<std::optional<StoredJob>> got = store_->GetJob(moved_id);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  JobAction del;
+  del.kind = JobAction::Kind::kDelete;
+  del.id = moved_id;
+  del.source = SourcePosition{1, 2000, 0};
+  ASSERT_TRUE(store_->ApplyActions({del}).ok());
+  EXPECT_EQ(db().Exec("SELECT count(*) FROM jobs WHERE id = '" + moved_id + "'")[0][0].as<int64_t>(), 0);
+}
+
 }  // namespace
 }  // namespace belfry
