@@ -160,10 +160,13 @@ struct ActionParams {
   std::vector<std::string> set_paused;
 };
 
-// Every action's job is stored in StoredShard(id, layout), the layout read in the action's
-// transaction (docs/resharding.md): an upsert's spec.shard, set by the parser from the config,
-// is replaced by it.
-int32_t ActionShard(const JobAction& a, const ShardLayout& layout) { return StoredShard(a.id, layout); }
+// The shard that stores the action's job, by the layout read in the action's transaction
+// (docs/resharding.md). An upsert's spec.shard (ShardForId(id, shard_count), set by the parser)
+// stands while no reshard is under way; during one, StoredShard(id, layout) replaces it.
+int32_t ActionShard(const JobAction& a, const ShardLayout& layout) {
+  if (a.kind == JobAction::Kind::kUpsert && layout.phase == ShardLayout::Phase::kStable) return a.spec.shard;
+  return StoredShard(a.id, layout);
+}
 
 // What the audit trail records of `a` (docs/audit-trail.md): a batch's folded commands are one
 // change, named after the kind of action they folded into.
