@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/shard_layout.h"
 #include "core/slot_math.h"
 
 namespace belfry {
@@ -64,24 +65,34 @@ DebtChunk PlanDebtChunk(const MinuteRange& lowest, const SchedulerConfig& cfg) {
 }  // namespace belfry
 
 namespace belfry {
+namespace {
+
+ShardLayout LayoutOr(const ShardLayout* layout, const SchedulerConfig& cfg) {
+  return layout != nullptr ? *layout : ShardLayout{cfg.shard_count};
+}
+
+}  // namespace
 
 std::vector<FireRequest> CatchUpRequests(const std::vector<ShardState>& states, EpochMs now, int64_t grace_ms,
-                                         const SchedulerConfig& cfg) {
+                                         const SchedulerConfig& cfg, const ShardLayout* layout) {
+  const ShardLayout l = LayoutOr(layout, cfg);
   std::vector<FireRequest> out;
   for (const ShardState& s : states) {
     if (!s.fired_through || s.claim_live) continue;
-    if (s.shard < 0 || s.shard >= cfg.shard_count) continue;
-    const int64_t last_due = LastSlotMinuteAtOrBefore(now - grace_ms, s.shard, cfg.tick_ms);
-    if (last_due > *s.fired_through) out.push_back(FireRequest{s.shard, last_due, false});
+    if (s.shard < 0 || s.shard >= MaxFiringShards(l)) continue;
+    const std::optional<int64_t> last_due = LastLayoutSlotMinuteAtOrBefore(l, now - grace_ms, s.shard);
+    if (last_due && *last_due > *s.fired_through) out.push_back(FireRequest{s.shard, *last_due, false});
   }
   return out;
 }
 
-std::vector<FireRequest> DebtRequests(const std::vector<ShardState>& states, const SchedulerConfig& cfg) {
+std::vector<FireRequest> DebtRequests(const std::vector<ShardState>& states, const SchedulerConfig& cfg,
+                                      const ShardLayout* layout) {
+  const ShardLayout l = LayoutOr(layout, cfg);
   std::vector<const ShardState*> owing;
   for (const ShardState& s : states) {
     if (s.debt_minutes <= 0 || !s.debt_first || s.debt_live) continue;
-    if (s.shard < 0 || s.shard >= cfg.shard_count) continue;
+    if (s.shard < 0 || s.shard >= MaxFiringShards(l)) continue;
     owing.push_back(&s);
   }
   std::stable_sort(owing.begin(), owing.end(),
@@ -99,13 +110,14 @@ int64_t TotalDebtMinutes(const std::vector<ShardState>& states) {
 }
 
 std::vector<FireRequest> WatermarkStarts(const std::vector<ShardState>& states, EpochMs now, int64_t grace_ms,
-                                         const SchedulerConfig& cfg) {
+                                         const SchedulerConfig& cfg, const ShardLayout* layout) {
+  const ShardLayout l = LayoutOr(layout, cfg);
   std::vector<FireRequest> out;
   for (const ShardState& s : states) {
     if (s.fired_through || s.claim_live) continue;
-    if (s.shard < 0 || s.shard >= cfg.shard_count) continue;
-    out.push_back(
-        FireRequest{s.shard, LastSlotMinuteAtOrBefore(now - grace_ms, s.shard, cfg.tick_ms), false});
+    if (s.shard < 0 || s.shard >= MaxFiringShards(l)) continue;
+    const std::optional<int64_t> last_due = LastLayoutSlotMinuteAtOrBefore(l, now - grace_ms, s.shard);
+    if (last_due) out.push_back(FireRequest{s.shard, *last_due, false});
   }
   return out;
 }

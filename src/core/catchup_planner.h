@@ -7,6 +7,7 @@
 
 #include "belfry/clock.h"
 #include "belfry/config.h"
+#include "belfry/shard_layout.h"
 #include "belfry/shard_ledger.h"
 
 namespace belfry {
@@ -65,8 +66,10 @@ struct FireRequest {
 // Shards that should have fired by `now - grace_ms` but are not recorded as fired and are not
 // claimed by a live node: one request per shard, up to its latest due minute. Shards that never
 // fired have no watermark to catch up from: see WatermarkStarts.
+// With `layout` (a reshard under way, docs/resharding.md), the shards and slots are the
+// layout's, minute by minute; without, cfg's.
 std::vector<FireRequest> CatchUpRequests(const std::vector<ShardState>& states, EpochMs now, int64_t grace_ms,
-                                         const SchedulerConfig& cfg);
+                                         const SchedulerConfig& cfg, const ShardLayout* layout = nullptr);
 
 // Shards that never fired and are not claimed by a live node, each with the minute its watermark
 // should start at: the latest minute whose slot is at or before `now - grace_ms`. Recording that
@@ -76,11 +79,12 @@ std::vector<FireRequest> CatchUpRequests(const std::vector<ShardState>& states, 
 // another node's ticker reaches them are never fired. Slots within the grace are left to the
 // ticker, as in CatchUpRequests.
 std::vector<FireRequest> WatermarkStarts(const std::vector<ShardState>& states, EpochMs now, int64_t grace_ms,
-                                         const SchedulerConfig& cfg);
+                                         const SchedulerConfig& cfg, const ShardLayout* layout = nullptr);
 
 // Shards that owe catch-up debt and whose debt lease is not held by a live node: one debt
 // request each, oldest debt first.
-std::vector<FireRequest> DebtRequests(const std::vector<ShardState>& states, const SchedulerConfig& cfg);
+std::vector<FireRequest> DebtRequests(const std::vector<ShardState>& states, const SchedulerConfig& cfg,
+                                      const ShardLayout* layout = nullptr);
 
 // The shard-minutes owed by every shard: the catch-up debt still to fire.
 int64_t TotalDebtMinutes(const std::vector<ShardState>& states);

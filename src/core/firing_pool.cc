@@ -1,12 +1,19 @@
 #include "core/firing_pool.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "core/backoff.h"
 
 namespace belfry {
 namespace {
+
+constexpr int32_t kMaxShardCount = 6000;  // scheduler.shard_count's limit (config_parser)
+
+int32_t MaxShards(const SchedulerConfig& cfg, const LayoutCell* layout) {
+  return layout != nullptr ? kMaxShardCount : cfg.shard_count;
+}
 
 // The catch-up scan leaves a slot this long to its on-time firing before treating it as
 // missed; it covers the firing itself and clock differences between nodes.
@@ -26,19 +33,21 @@ constexpr int64_t kDebtRetryPauseMs = 1000;
 }  // namespace
 
 FiringPool::FiringPool(const SchedulerConfig& cfg, std::vector<Worker> workers, Clock& clock,
-                       uint64_t backoff_seed, SchedulerObserver* observer)
+                       uint64_t backoff_seed, SchedulerObserver* observer, const LayoutCell* layout)
     : cfg_(cfg),
       clock_(clock),
       observer_(observer),
+      layout_(layout),
       workers_(std::move(workers)),
       max_in_flight_(static_cast<size_t>(std::max<int32_t>(1, cfg.firings_in_flight))),
       catch_up_limit_(std::max<int32_t>(1, static_cast<int32_t>(workers_.size()) - 1)),
-      busy_(cfg.shard_count, false),
-      pending_(cfg.shard_count, -1),
-      retry_after_(cfg.shard_count, 0),
-      backoff_(PerShardBackoff(cfg.shard_count, backoff_seed)),
-      debt_busy_(cfg.shard_count, false),
-      debt_retry_after_(cfg.shard_count, 0),
+      // With a LayoutCell, room for any shard count a reshard may reach (the config's limit).
+      busy_(MaxShards(cfg, layout), false),
+      pending_(MaxShards(cfg, layout), -1),
+      retry_after_(MaxShards(cfg, layout), 0),
+      backoff_(PerShardBackoff(MaxShards(cfg, layout), backoff_seed)),
+      debt_busy_(MaxShards(cfg, layout), false),
+      debt_retry_after_(MaxShards(cfg, layout), 0),
       acked_(workers_.size(), false),
       in_flight_(workers_.size(), 0),
       debt_in_flight_(workers_.size(), 0),
@@ -172,7 +181,7 @@ void FiringPool::WorkerLoop(size_t index) {
       lock.lock();
     } else {
       const int32_t s = req.fire.shard;
-      if (s < 0 || s >= cfg_.shard_count) {
+      if (s < 0 || static_cast<size_t>(s) >= busy_.size()) {
         // ignore: cannot happen with a well-formed ticker
       } else if (req.fire.debt) {
         lock.unlock();  // debt_busy_[s] was set when the request was queued
@@ -280,7 +289,10 @@ void FiringPool::HandleScan(const Worker& w) {
   const EpochMs now = clock_.NowMs();
   // A fresh database: every shard's schedule starts at the first scan of the first node, so a
   // node that stops before its ticker reached every shard leaves them to the others' catch-up.
-  for (const FireRequest& r : WatermarkStarts(*states, now, kScanGraceMs, cfg_)) {
+  std::optional<ShardLayout> layout;
+  if (layout_ != nullptr) layout = layout_->Get();
+  const ShardLayout* l = layout ? &*layout : nullptr;
+  for (const FireRequest& r : WatermarkStarts(*states, now, kScanGraceMs, cfg_, l)) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) return;
@@ -301,7 +313,7 @@ void FiringPool::HandleScan(const Worker& w) {
     }
     cv_.notify_all();
   }
-  std::vector<FireRequest> requests = CatchUpRequests(*states, now, kScanGraceMs, cfg_);
+  std::vector<FireRequest> requests = CatchUpRequests(*states, now, kScanGraceMs, cfg_, l);
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const FireRequest& r : requests) {
@@ -314,7 +326,7 @@ void FiringPool::HandleScan(const Worker& w) {
       catch_up_.push_back(Request{Request::Kind::kFire, r});
     }
     // Then the debt, oldest first, one firing per shard at a time.
-    for (const FireRequest& r : DebtRequests(*states, cfg_)) {
+    for (const FireRequest& r : DebtRequests(*states, cfg_, l)) {
       if (stopping_) break;
       if (debt_busy_[r.shard] || debt_retry_after_[r.shard] > now) continue;
       debt_busy_[r.shard] = true;

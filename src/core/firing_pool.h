@@ -25,6 +25,7 @@
 #include "belfry/shard_ledger.h"
 #include "core/backoff.h"
 #include "core/catchup_planner.h"
+#include "core/layout_cell.h"
 #include "core/shard_firer.h"
 #include "core/shard_ticker.h"
 
@@ -41,8 +42,10 @@ class FiringPool final : public TickDispatcher {
   // after a failed firing (core/backoff.h): give each node a different one (random), so that
   // nodes do not retry in lockstep. `observer` (optional) hears the catch-up debt each scan reads.
   // REQUIRES: !workers.empty(); everything outlives the pool.
+  // `layout` (optional): the node's LayoutCell; the pool then serves any shard of a reshard's
+  // layouts and plans its scans by it (docs/resharding.md).
   FiringPool(const SchedulerConfig& cfg, std::vector<Worker> workers, Clock& clock, uint64_t backoff_seed,
-             SchedulerObserver* observer = nullptr);
+             SchedulerObserver* observer = nullptr, const LayoutCell* layout = nullptr);
   // Finishes the firings in progress (waiting for their acks and recording them), drops queued
   // requests (the ledger still shows them as not fired, so any node fires them later) and joins
   // the threads.
@@ -94,6 +97,7 @@ class FiringPool final : public TickDispatcher {
   const SchedulerConfig& cfg_;
   Clock& clock_;
   SchedulerObserver* const observer_;
+  const LayoutCell* const layout_;
   std::vector<Worker> workers_;
   const size_t max_in_flight_;
   const int32_t catch_up_limit_;  // workers that may run catch-up and debt work at once

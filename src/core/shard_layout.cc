@@ -98,6 +98,8 @@ int32_t StoredShard(std::string_view id, const ShardLayout& l) {
   return old_shard;
 }
 
+int32_t MaxFiringShards(const ShardLayout& l) { return l.phase == ShardLayout::Phase::kCutover ? l.to : l.from; }
+
 int32_t StoredShardCount(const ShardLayout& l) { return l.phase == ShardLayout::Phase::kStable ? l.from : l.to; }
 
 int64_t LatestTickMs(const ShardLayout& l) {

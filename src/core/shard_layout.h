@@ -32,6 +32,9 @@ StatusOr<ShardLayout> ParseShardLayout(std::string_view json);
 // The shard whose partition holds the job's rows.
 int32_t StoredShard(std::string_view id, const ShardLayout& layout);
 
+// The most shards any minute fires with: `to` once a cut-over is recorded, else `from`.
+int32_t MaxFiringShards(const ShardLayout& layout);
+
 // How many stored shards (partitions) hold rows: `from`, or `to` once a reshard has begun.
 int32_t StoredShardCount(const ShardLayout& layout);
 

@@ -79,6 +79,27 @@ TEST(CatchupPlannerTest, HugeGapIsArithmeticNotALoop) {
   EXPECT_EQ(plan.too_old + plan.missed.size() + plan.on_time.size(), kM);
 }
 
+// During a reshard's cut-over the scan covers the new shards too, from the cut-over minute on,
+// each with its own slot (docs/resharding.md).
+TEST(CatchupPlannerTest, CatchUpRequestsFollowTheLayoutAcrossTheCutOver) {
+  SchedulerConfig cfg;
+  const ShardLayout l{120, 240, ShardLayout::Phase::kCutover, 119, kM};
+  std::vector<ShardState> states(2);
+  states[0].shard = 130;  // a new shard: slot 32.5 s in the new layout, watermark C - 1
+  states[0].fired_through = kM - 1;
+  states[1].shard = 7;    // an old shard: 3.5 s before C, 1.75 s from C
+  states[1].fired_through = kM - 1;
+  // 10 s into C: shard 7's slot of C has passed (and the grace), shard 130's has not.
+  auto reqs = CatchUpRequests(states, SlotMs(kM, 0, 250) + 10'000, 2000, cfg, &l);
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].shard, 7);
+  EXPECT_EQ(reqs[0].minute, kM);
+  reqs = CatchUpRequests(states, SlotMs(kM, 130, 250) + 2000, 2000, cfg, &l);
+  ASSERT_EQ(reqs.size(), 2u);
+  // Without the layout, shard 130 is not a shard at all.
+  EXPECT_EQ(CatchUpRequests(states, SlotMs(kM, 130, 250) + 2000, 2000, cfg).size(), 1u);
+}
+
 TEST(CatchupPlannerTest, CatchUpRequestsSkipLiveClaimsAndFreshShards) {
   SchedulerConfig cfg;
   const EpochMs now = SlotMs(kM, 0, 500) + 30'000;  // half way through minute kM
