@@ -8,6 +8,7 @@
 #include "app/cli_commands.h"
 #include "app/config_parser.h"
 #include "app/logging.h"
+#include "app/reshard_command.h"
 #include "app/serve_command.h"
 #include "app/system_clock.h"
 #include "core/iso_time.h"
@@ -39,6 +40,12 @@ int main(int argc, char** argv) {
   auto* migrate = app.add_subcommand("migrate", "Apply database migrations and create belfry's Kafka topics");
   bool skip_topics = false;
   migrate->add_flag("--skip-topics", skip_topics, "Do not create belfry's Kafka topics");
+
+  auto* reshard = app.add_subcommand("reshard", "Grow the shard count of a running cluster (docs/resharding.md)");
+  belfry::ReshardArgs reshard_args;
+  std::string reshard_lead = "2m";
+  reshard->add_option("--to", reshard_args.to, "The new shard count, a multiple of the current one (omit: show the status)");
+  reshard->add_option("--lead", reshard_lead, "How far ahead the cut-over minute starts (default 2m)");
 
   auto* jobs = app.add_subcommand("jobs", "Create, change and read jobs");
   jobs->require_subcommand(1);
@@ -207,6 +214,10 @@ int main(int argc, char** argv) {
 
   if (serve->parsed()) return belfry::RunServe(cfg);
   if (migrate->parsed()) return belfry::RunMigrate(cfg, !skip_topics);
+  if (reshard->parsed()) {
+    reshard_args.lead_ms = DurationOrDie(reshard_lead, "--lead");
+    return belfry::RunReshard(cfg, reshard_args);
+  }
   if (put->parsed()) return belfry::RunJobsPut(cfg, put_args, wait_args);
   if (del->parsed()) return belfry::RunJobsOp(cfg, "delete", op_id, tombstone, wait_args);
   if (pause->parsed()) return belfry::RunJobsOp(cfg, "pause", op_id, false, wait_args, pause_reason, pause_actor);

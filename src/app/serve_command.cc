@@ -20,6 +20,7 @@
 #include "core/backoff.h"
 #include "core/calendar_schedule.h"
 #include "core/firing_pool.h"
+#include "core/layout_cell.h"
 #include "core/rate_limiter.h"
 #include "core/shard_firer.h"
 #include "core/shard_ticker.h"
@@ -37,6 +38,7 @@
 #include "pg/migrator.h"
 #include "pg/pg_execution_store.h"
 #include "pg/pg_job_store.h"
+#include "pg/pg_reshard.h"
 #include "pg/pg_shard_ledger.h"
 
 namespace belfry {
@@ -161,13 +163,25 @@ int RunServe(const Config& cfg) {
                  cfg.standby.max_wait_ms);
   }
 
+  // The shard layout this node fires by (docs/resharding.md): the database's record, then every
+  // layout a claim brings. The ticker, the pool and the firers share it.
+  StatusOr<ShardLayout> initial_layout = PgReshard(cfg.database_url).Read();
+  if (!initial_layout.ok()) {
+    spdlog::error("refusing to start: {}", initial_layout.status().message());
+    return 2;
+  }
+  if (initial_layout->phase != ShardLayout::Phase::kStable) {
+    spdlog::warn("a reshard is under way: the database's shard layout is {}", EncodeShardLayout(*initial_layout));
+  }
+  LayoutCell layout_cell(*initial_layout);
+
   std::vector<Worker> workers(static_cast<size_t>(cfg.scheduler.workers));
   std::vector<FiringPool::Worker> pool_workers;
   for (Worker& w : workers) {
     w.store = std::make_unique<PgJobStore>(cfg.database_url, standby_options);
     w.ledger = std::make_unique<PgShardLedger>(cfg.database_url);
     w.firer = std::make_unique<ShardFirer>(cfg.scheduler, node_id, *w.store, *w.ledger, *sink, *catch_up_sink,
-                                           &catch_up_limiter, policy, clock, health);
+                                           &catch_up_limiter, policy, clock, health, &layout_cell);
     pool_workers.push_back(FiringPool::Worker{w.firer.get(), w.ledger.get()});
   }
 
@@ -271,7 +285,7 @@ int RunServe(const Config& cfg) {
   spdlog::info("admin HTTP listening on {} (port {})", cfg.admin.listen, admin->port());
 
   auto pool =
-      std::make_unique<FiringPool>(cfg.scheduler, pool_workers, clock, std::random_device{}(), &health);
+      std::make_unique<FiringPool>(cfg.scheduler, pool_workers, clock, std::random_device{}(), &health, &layout_cell);
   std::thread consumer_thread([&] { consumer->Run(stop); });
   std::thread execution_thread([&] {
     if (execution_consumer != nullptr) execution_consumer->Run(stop);
@@ -282,7 +296,7 @@ int RunServe(const Config& cfg) {
     // inside issue 3's 5 s (every other tick measured up to 4.0 s on a loaded machine). The
     // scan is one read of the 120-row shard_state table.
     if (!cfg.scheduler.enabled) return;  // an API-only node
-    ShardTicker ticker(cfg.scheduler, clock, *pool, /*scan_every_ticks=*/1);
+    ShardTicker ticker(cfg.scheduler, clock, *pool, /*scan_every_ticks=*/1, &layout_cell);
     ticker.Run(stop);
   });
   // The sweeps: one-shot retention and the execution history's daily partitions. Off the

@@ -152,6 +152,8 @@ ShardFirer::Outcome ShardFirer::Begin(int32_t shard, int64_t target_minute, Pend
   };
   StatusOr<ShardClaim> claim = ledger_.Claim(shard, target_minute, node_id_, cfg_.claim_lease_ms);
   if (!claim.ok()) return fail(claim.status(), false);
+  // Claimed or not, the claim read the layout: the node's ticker learns a cut-over from it.
+  if (layout_cell_ != nullptr) layout_cell_->Offer(claim->layout);
   if (!claim->claimed) return Outcome::kNotClaimed;
 
   const FiringPlan plan = PlanFiring(claim->fired_through, target_minute, shard, clock_.NowMs(), cfg_);
@@ -173,7 +175,6 @@ ShardFirer::Outcome ShardFirer::Begin(int32_t shard, int64_t target_minute, Pend
   pending->shard_ = shard;
   pending->read_fence_ = claim->read_fence;
   pending->layout_ = claim->layout;
-  if (layout_cell_ != nullptr) layout_cell_->Offer(claim->layout);
   pending->hold_minute_ = hold_minute;
   pending->renewed_at_ = clock_.NowMs();
   pending->advance_to_ = plan.advance_to;

@@ -702,7 +702,7 @@ inline constexpr const char kReplayedPositionSql[] =
     " ELSE pg_current_wal_insert_lsn() END - '0/0'::pg_lsn)::bigint, 0)";
 
 // $1 shard, $2 node, $3 up_to_minute, $4 lease ms. One row: (claimed, fired_through, read
-// fence, the layout record; 0 and NULL when not claimed). No row at all means the shard has no shard_state row.
+// fence (0 when not claimed), the layout record). No row at all means the shard has no shard_state row.
 inline constexpr const char kClaimShardName[] = "belfry_claim_shard";
 inline constexpr const char kClaimShardSql[] =
     // The read fence is the primary's WAL insert position before the claim's own change: fence
@@ -719,7 +719,7 @@ inline constexpr const char kClaimShardSql[] =
     "SELECT true, fired_through, (SELECT lsn FROM fence),"
     " (SELECT value FROM belfry_meta WHERE key = 'layout') FROM claimed "
     "UNION ALL "
-    "SELECT false, fired_through, 0, NULL FROM shard_state "
+    "SELECT false, fired_through, 0, (SELECT value FROM belfry_meta WHERE key = 'layout') FROM shard_state "
     "WHERE shard = $1::smallint AND NOT EXISTS (SELECT 1 FROM claimed)";
 
 // $1 shard, $2 minute, $3 node, $4 lease ms, $5 release.

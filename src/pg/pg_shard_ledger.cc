@@ -51,9 +51,7 @@ StatusOr<ShardClaim> PgShardLedger::Claim(int32_t shard, int64_t up_to_minute, c
     claim.claimed = r[0][0].as<bool>();
     if (!r[0][1].is_null()) claim.fired_through = r[0][1].as<int64_t>();
     claim.read_fence = r[0][2].as<int64_t>();
-    if (claim.claimed) {
-      if (Status st = ReadLayout(r[0][3], &claim.layout); !st.ok()) return st;
-    }
+    if (Status st = ReadLayout(r[0][3], &claim.layout); !st.ok()) return st;
     return Status::Ok();
   });
   if (!st.ok()) return st;
