@@ -13,6 +13,7 @@
 #include "core/shard_layout.h"
 #include "core/slot_math.h"
 #include "migrated_database_test.h"
+#include "pg/migrator.h"
 #include "pg/pg_job_store.h"
 #include "pg/pg_reshard.h"
 
@@ -191,6 +192,16 @@ TEST_F(PgReshardTest, CommandsDuringTheMoveFindTheirJobsWhereTheRecordSays) {
   del.source = SourcePosition{1, 2000, 0};
   ASSERT_TRUE(store_->ApplyActions({del}).ok());
   EXPECT_EQ(db().Exec("SELECT count(*) FROM jobs WHERE id = '" + moved_id + "'")[0][0].as<int64_t>(), 0);
+}
+
+// A node's config names the shard count of a new database; once a reshard has begun, the record
+// rules, and a node whose config still says 120 may start (and a 240 one too).
+TEST_F(PgReshardTest, OnceAReshardHasBegunAnyConfiguredShardCountMayStart) {
+  EXPECT_FALSE(CheckSchema(db().url(), BELFRY_MIGRATIONS_DIR, 240).ok());
+  ASSERT_TRUE(CheckSchema(db().url(), BELFRY_MIGRATIONS_DIR, 120).ok());
+  ASSERT_TRUE(reshard_->Begin(240).ok());
+  EXPECT_TRUE(CheckSchema(db().url(), BELFRY_MIGRATIONS_DIR, 120).ok());
+  EXPECT_TRUE(CheckSchema(db().url(), BELFRY_MIGRATIONS_DIR, 240).ok());
 }
 
 }  // namespace
