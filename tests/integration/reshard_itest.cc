@@ -1,0 +1,133 @@
+// Issue 19, part 2: `belfry reshard --to 240` on three running `belfry serve` nodes firing 1,200
+// one-minute jobs (docs/resharding.md). The first reshard process is SIGKILLed mid-move and a
+// second carries on; a node is SIGKILLed while the move runs and restarted. Every (job, minute)
+// from before the reshard to after the cut-over must fire exactly once at its layout's slot:
+// 500 ms ticks before the cut-over minute, 250 ms from it on. Duplicates are allowed only in
+// shard-minutes the node kill interrupted (at least once, as ever).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "belfry_process.h"
+#include "core/shard_hash.h"
+#include "core/shard_layout.h"
+#include "core/slot_math.h"
+#include "itest_support.h"
+#include "plain_producer.h"
+
+namespace belfry {
+namespace {
+
+constexpr int kJobs = 1200;
+constexpr int kNodes = 3;
+
+TEST(ReshardTest, ThreeNodesGoFrom120To240UnderLoadAcrossKillsAndMissNothing) {
+  std::unique_ptr<ItestWorld> world = ItestWorld::Create("reshard");
+  ASSERT_NE(world, nullptr);
+  PlainProducer producer(world->brokers);
+  TopicCollector triggers(world->brokers, {world->trigger_topic});
+  auto env_for = [&](int i) {
+    auto env = world->Env();
+    env["BELFRY_NODE_ID"] = "node-" + std::string(1, static_cast<char>('a' + i));
+    return env;
+  };
+  auto log_for = [&](int i, int incarnation) {
+    return "/tmp/belfry-" + world->run_id + "-node" + std::to_string(i) + "-" + std::to_string(incarnation) + ".log";
+  };
+  std::vector<std::unique_ptr<BelfryProcess>> nodes;
+  for (int i = 0; i < kNodes; ++i) nodes.push_back(std::make_unique<BelfryProcess>(env_for(i), log_for(i, 0)));
+  for (auto& n : nodes) ASSERT_TRUE(n->WaitForLog("belfry serving", 60'000)) << n->Log();
+
+  const std::vector<std::string> ids = MakeIds(world->run_id + "-r", kJobs);
+  ASSERT_EQ(PublishUpserts(producer, world->commands_topic, ids, 1, world->trigger_topic), 0u);
+  ASSERT_TRUE(WaitFor([&] { return CountFresh(world->db->url(), "SELECT count(*) FROM jobs") == kJobs; }, 120'000));
+  // Every minute from the next whole one on must fire: the jobs were committed before it.
+  const int64_t first_minute = EpochMinuteOf(WallMs()) + 1;
+  SleepUntilWallMs(first_minute * 60'000 + 15'000);
+
+  // The first reshard process dies mid-move (SIGKILL after 0.3 s)...
+  std::string cmd = "env";
+  for (const auto& [k, v] : env_for(0)) cmd += " " + k + "='" + v + "'";
+  cmd += " timeout -s KILL 0.3 " + BelfryBinary() + " reshard --to 240 --lead 60s >/dev/null 2>&1";
+  (void)std::system(cmd.c_str());
+  Note("first reshard process killed; layout: " +
+       world->db->Exec("SELECT value FROM belfry_meta WHERE key = 'layout'")[0][0].as<std::string>());
+  // ... and a second carries on from the record, while node-a is killed and restarted.
+  std::string out;
+  int rc = -1;
+  std::thread second([&] { rc = RunBelfry({"reshard", "--to", "240", "--lead", "60s"}, env_for(0), &out); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  nodes[0]->Kill();
+  const EpochMs killed = WallMs();
+  Note("SIGKILLed node-a during the move");
+  second.join();
+  ASSERT_EQ(rc, 0) << out;
+  Note(out);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  nodes[0] = std::make_unique<BelfryProcess>(env_for(0), log_for(0, 1));
+
+  StatusOr<ShardLayout> layout =
+      ParseShardLayout(world->db->Exec("SELECT value FROM belfry_meta WHERE key = 'layout'")[0][0].as<std::string>());
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  ASSERT_EQ(layout->phase, ShardLayout::Phase::kCutover);
+  const int64_t c = layout->cutover_minute;
+  const int64_t last_minute = c + 1;
+  SleepUntilWallMs((last_minute + 1) * 60'000 + 10'000);
+  for (int i = 0; i < kNodes; ++i) EXPECT_TRUE(nodes[i]->running()) << nodes[i]->Log();
+
+  // Each (job, minute) in [first_minute, last_minute] once, at its layout's slot.
+  std::map<std::pair<std::string, EpochMs>, int> got;
+  for (const TailRecord& r : triggers.records()) {
+    auto jid = r.headers.find("belfry-job-id");
+    auto sf = r.headers.find("belfry-scheduled-for");
+    if (jid == r.headers.end() || sf == r.headers.end()) continue;
+    ++got[{jid->second, std::stoll(sf->second)}];
+  }
+  int64_t expected = 0, missing = 0, duplicates = 0, unexplained_duplicates = 0;
+  std::set<std::pair<std::string, EpochMs>> want;
+  for (const std::string& id : ids) {
+    for (int64_t m = first_minute; m <= last_minute; ++m) {
+      const MinuteLayout firing = FiringLayout(*layout, m);
+      const EpochMs slot = SlotMs(m, ShardForId(id, firing.shard_count), firing.tick_ms);
+      want.insert({id, slot});
+      ++expected;
+      const auto it = got.find({id, slot});
+      if (it == got.end()) {
+        ++missing;
+        continue;
+      }
+      if (it->second > 1) {
+        duplicates += it->second - 1;
+        // A shard-minute the kill interrupted started before the kill and after its slot - 15 s.
+        if (slot < killed - 15'000 || slot > killed + 1'000) unexplained_duplicates += it->second - 1;
+      }
+    }
+  }
+  int64_t unexpected = 0;
+  for (const auto& [key, n] : got) {
+    if (key.second < first_minute * 60'000 || key.second >= (last_minute + 1) * 60'000) continue;
+    if (!want.count(key)) unexpected += n;
+  }
+  Note("reshard 120 -> 240, cut-over minute " + std::to_string(c) + ": expected " + std::to_string(expected) +
+       ", missing " + std::to_string(missing) + ", duplicates " + std::to_string(duplicates) + " (" +
+       std::to_string(unexplained_duplicates) + " outside the kill), at a wrong slot " + std::to_string(unexpected));
+  EXPECT_GT(expected, static_cast<int64_t>(kJobs) * 3);
+  EXPECT_EQ(missing, 0);
+  EXPECT_EQ(unexplained_duplicates, 0);
+  EXPECT_EQ(unexpected, 0);
+  // The new layout really is in use: new shards fired the cut-over minute.
+  EXPECT_EQ(world->db->Exec("SELECT count(*) FROM shard_state WHERE shard >= 120 AND fired_through >= " +
+                            std::to_string(c))[0][0]
+                .as<int64_t>(),
+            120);
+}
+
+}  // namespace
+}  // namespace belfry
