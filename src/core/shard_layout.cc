@@ -98,6 +98,11 @@ int32_t StoredShard(std::string_view id, const ShardLayout& l) {
   return old_shard;
 }
 
+int32_t FiringShardRow(const ShardLayout& l, int64_t minute, int32_t stored_shard) {
+  if (l.phase == ShardLayout::Phase::kCutover && minute >= l.cutover_minute) return stored_shard;
+  return stored_shard % l.from;
+}
+
 int32_t MaxFiringShards(const ShardLayout& l) { return l.phase == ShardLayout::Phase::kCutover ? l.to : l.from; }
 
 int32_t StoredShardCount(const ShardLayout& l) { return l.phase == ShardLayout::Phase::kStable ? l.from : l.to; }

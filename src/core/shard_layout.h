@@ -32,6 +32,11 @@ StatusOr<ShardLayout> ParseShardLayout(std::string_view json);
 // The shard whose partition holds the job's rows.
 int32_t StoredShard(std::string_view id, const ShardLayout& layout);
 
+// The shard_state row that fires minute `minute` of the jobs stored in `stored_shard`: the
+// stored shard, except while the old layout fires that minute, when the old shard does (the
+// same rule as BELFRY_FIRING_SHARD_STATE_JOIN in pg_queries.h).
+int32_t FiringShardRow(const ShardLayout& layout, int64_t minute, int32_t stored_shard);
+
 // The most shards any minute fires with: `to` once a cut-over is recorded, else `from`.
 int32_t MaxFiringShards(const ShardLayout& layout);
 

@@ -111,7 +111,7 @@ inline constexpr const char kInsertRetriesSql[] =
     "FROM json_to_recordset($1::json) AS a(id text, shard smallint, interval_minutes int, owner text,"
     " topic text, key text, details text, priority int, run_at_ms bigint, run_minute bigint,"
     " scheduled_for_ms bigint, attempt int, retry_of text) "
-    "LEFT JOIN shard_state AS ss ON ss.shard = a.shard "
+    BELFRY_FIRING_SHARD_STATE_JOIN
     "ON CONFLICT DO NOTHING "
     "RETURNING id";
 

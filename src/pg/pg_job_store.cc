@@ -5,6 +5,7 @@
 #include <bitset>
 #include <charconv>
 #include <map>
+#include <set>
 #include <pqxx/nontransaction>
 #include <pqxx/result>
 #include <pqxx/stream_to>
@@ -214,17 +215,13 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, const Shar
 
   ActionParams params;
   JsonArrayChunks deletes, set_paused;
-  int32_t last_one_shot_shard = -1;
+  std::set<int32_t> one_shot_rows;  // the shard_state rows that place the one-shots: locked in order
   for (const auto& [shard, a] : sorted) {
     switch (a->kind) {
       case JobAction::Kind::kUpsert:
         params.upserts.push_back(UpsertStageRow(*a, shard));
         params.any_calendar_slots |= a->spec.calendar_slots();
-        if (a->spec.one_shot() && shard != last_one_shot_shard) {
-          params.one_shot_shards += params.one_shot_shards.empty() ? "{" : ",";
-          params.one_shot_shards += std::to_string(shard);
-          last_one_shot_shard = shard;
-        }
+        if (a->spec.one_shot()) one_shot_rows.insert(FiringShardRow(layout, a->spec.run_minute, shard));
         break;
       case JobAction::Kind::kDelete:
         deletes.BeginObject();
@@ -250,6 +247,10 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, const Shar
   }
   params.deletes = deletes.Finish();
   params.set_paused = set_paused.Finish();
+  for (int32_t row : one_shot_rows) {
+    params.one_shot_shards += params.one_shot_shards.empty() ? "{" : ",";
+    params.one_shot_shards += std::to_string(row);
+  }
   if (!params.one_shot_shards.empty()) params.one_shot_shards += '}';
   return params;
 }

@@ -262,6 +262,15 @@ inline constexpr const char kLockShardStatesSql[] =
 // The first minute a new row of a shard can still be fired in: after what it has fired and after
 // what a live claim covers (that firing's query may already have run). NULL when neither is set.
 // Left defined at the end of this file: pg_execution_queries.h uses it too.
+// The shard_state row whose progress places a row stored in shard a.shard to fire in minute
+// a.run_minute (docs/resharding.md): its stored shard, except while a reshard's old layout fires
+// that minute, when the old shard a.shard % from does. Joined as `ss`.
+#define BELFRY_FIRING_SHARD_STATE_JOIN                                                            \
+  " LEFT JOIN shard_state AS ss ON ss.shard = (SELECT CASE"                                       \
+  "   WHEN l.v->>'phase' = 'cutover' AND a.run_minute >= (l.v->>'cutoverMinute')::bigint"      \
+  "   THEN a.shard ELSE a.shard % (l.v->>'from')::int END"                                      \
+  "   FROM (SELECT value::json AS v FROM belfry_meta WHERE key = 'layout') AS l) "
+
 #define BELFRY_SHARD_NEXT_MINUTE \
   "GREATEST(ss.fired_through + 1, CASE WHEN ss.claim_until > now() THEN ss.claim_through + 1 END)"
 
@@ -296,7 +305,7 @@ inline constexpr const char kInsertStagedJobsSql[] =
     " a.max_fires, 0, " BELFRY_MS_TO_TIMESTAMPTZ("a.fires_from_ms") ", " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_end_ms") ","
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_start_ms") ", a.labels::jsonb "
     "FROM belfry_upsert_stage AS a"
-    " LEFT JOIN shard_state AS ss ON ss.shard = a.shard "
+    BELFRY_FIRING_SHARD_STATE_JOIN
     "ORDER BY a.shard, a.id "  // one partition after another: ~30% faster than id order
     "ON CONFLICT (id, shard) DO NOTHING";
 
@@ -343,7 +352,7 @@ inline constexpr const char kUpdateStagedJobsSql[] =
     " created_at = CASE WHEN a.replace_fresh THEN now() ELSE j.created_at END,"
     " updated_at = now() "
     "FROM belfry_upsert_stage AS a"
-    " LEFT JOIN shard_state AS ss ON ss.shard = a.shard "
+    BELFRY_FIRING_SHARD_STATE_JOIN
     "WHERE j.shard = a.shard AND j.id = a.id"
     " AND NOT (j.src_partition = a.src_partition AND j.src_offset >= a.src_offset)";
 
@@ -454,7 +463,7 @@ inline constexpr const char kInsertManualRowsSql[] =
     "FROM json_to_recordset($1::json) AS a(id text, job_id text, shard smallint, run_minute bigint,"
     " late_limit bigint, step bigint, scheduled_for_ms bigint, src_partition int, src_offset bigint) "
     "JOIN jobs AS j ON j.shard = a.shard AND j.id = a.job_id "
-    "LEFT JOIN shard_state AS ss ON ss.shard = a.shard "
+    BELFRY_FIRING_SHARD_STATE_JOIN
     "ON CONFLICT DO NOTHING "
     "RETURNING id";
 

@@ -204,5 +204,43 @@ TEST_F(PgReshardTest, OnceAReshardHasBegunAnyConfiguredShardCountMayStart) {
   EXPECT_TRUE(CheckSchema(db().url(), BELFRY_MIGRATIONS_DIR, 240).ok());
 }
 
+// A late one-shot of a moved job is placed by the progress of the shard that fires its minute,
+// the old one, not by its new (stored) shard's row, which does not exist yet.
+TEST_F(PgReshardTest, ALateOneShotOfAMovedJobIsPlacedByItsFiringShard) {
+  ASSERT_TRUE(reshard_->Begin(240).ok());
+  for (int s = 0; s < 10; ++s) ASSERT_TRUE(reshard_->MoveNextShard().ok());
+  std::string id;
+  for (int i = 0; id.empty(); ++i) {
+    const std::string candidate = "late-" + std::to_string(i);
+    if (ShardForId(candidate, 120) == 7 && ShardForId(candidate, 240) == 127) id = candidate;
+  }
+  db().Exec("UPDATE shard_state SET fired_through = " + std::to_string(kMinute + 3) + " WHERE shard = 7");
+  JobAction a;
+  a.kind = JobAction::Kind::kUpsert;
+  a.id = id;
+  a.spec.id = id;
+  a.spec.shard = 7;
+  a.spec.topic = "t";
+  a.spec.interval_minutes = 0;
+  a.spec.offset_explicit = true;
+  a.spec.run_at = (kMinute + 1) * 60'000 + 1234;
+  a.spec.run_minute = kMinute + 1;
+  a.spec.scheduled_for_ms = SlotMs(kMinute + 1, 7, 500);
+  a.spec.late_limit_minute = kMinute + 10;
+  a.source = SourcePosition{0, 1, 0};
+  ASSERT_TRUE(store_->ApplyActions({a}).ok());
+  const pqxx::result r = db().Exec("SELECT shard, run_minute FROM jobs WHERE id = '" + id + "'");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0][0].as<int32_t>(), 127);             // stored under the new layout: its shard moved
+  EXPECT_EQ(r[0][1].as<int64_t>(), kMinute + 4);     // after old shard 7's progress
+  // And old shard 7's query of that minute finds it.
+  const ShardLayout l = *reshard_->Read();
+  DueQuery q{7, kMinute + 4, kMinute + 4, 500, TermsForMinute(kIntervals, kMinute + 4)};
+  q.stored_shards = StoredShardsOf(l, kMinute + 4, 7);
+  int found = 0;
+  ASSERT_TRUE(store_->ForEachDueJob(q, [&](const DueJob& j) { found += std::string(j.id) == id; }).ok());
+  EXPECT_EQ(found, 1);
+}
+
 }  // namespace
 }  // namespace belfry
