@@ -40,7 +40,7 @@ TopicPolicy MakeTopicPolicy(const Config& cfg) {
 
 RetryRules MakeRetryRules(const Config& cfg) {
   RetryRules rules;
-  rules.tick_ms = cfg.scheduler.tick_ms;
+  rules.layout = ShardLayout{cfg.scheduler.shard_count};
   rules.max_late_ms = cfg.scheduler.max_catchup_ms;
   return rules;
 }

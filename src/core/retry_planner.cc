@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/retry_policy.h"
+#include "core/shard_layout.h"
 
 namespace belfry {
 
@@ -34,7 +35,7 @@ RetryPlanning PlanRetries(const std::vector<ExecutionReport>& reports,
     s.scheduled_for_ms = r.scheduled_for_ms;
     s.attempt = plan->attempt;
     s.run_at_ms = plan->run_at_ms;
-    s.run_minute = FirstMinuteAtOrAfter(plan->run_at_ms, job.shard, rules.tick_ms);
+    s.run_minute = FirstLayoutMinuteAtOrAfter(rules.layout, plan->run_at_ms, job.shard);
     // Two failure reports of one attempt (say, from two workers) keep the earlier run time.
     auto [it, inserted] = by_id.try_emplace(s.row_id, s);
     if (!inserted && s.run_at_ms < it->second.run_at_ms) it->second = s;

@@ -12,6 +12,7 @@
 #include "belfry/clock.h"
 #include "belfry/execution.h"
 #include "belfry/job.h"
+#include "belfry/shard_layout.h"
 
 namespace belfry {
 
@@ -30,7 +31,9 @@ struct RetryTarget {
 };
 
 struct RetryRules {
-  int64_t tick_ms = 500;
+  // The shard layout the retries' minutes are planned by (docs/resharding.md): the config's, or
+  // during a reshard the database's record (PgExecutionStore reads it per batch).
+  ShardLayout layout;
   // A retry due more than this long ago when its failure is stored (the consumer lagged, or a
   // replay of old reports) is not scheduled, like a missed slot beyond the catch-up window.
   int64_t max_late_ms = 15 * 60 * 1000;

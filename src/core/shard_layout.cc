@@ -103,6 +103,12 @@ int32_t FiringShardRow(const ShardLayout& l, int64_t minute, int32_t stored_shar
   return stored_shard % l.from;
 }
 
+int64_t FirstLayoutMinuteAtOrAfter(const ShardLayout& l, EpochMs t, int32_t stored_shard) {
+  const int64_t m = EpochMinuteOf(t);
+  const EpochMs slot = SlotMs(m, FiringShardRow(l, m, stored_shard), FiringLayout(l, m).tick_ms);
+  return slot >= t ? m : m + 1;
+}
+
 int32_t MaxFiringShards(const ShardLayout& l) { return l.phase == ShardLayout::Phase::kCutover ? l.to : l.from; }
 
 int32_t StoredShardCount(const ShardLayout& l) { return l.phase == ShardLayout::Phase::kStable ? l.from : l.to; }

@@ -37,6 +37,10 @@ int32_t StoredShard(std::string_view id, const ShardLayout& layout);
 // same rule as BELFRY_FIRING_SHARD_STATE_JOIN in pg_queries.h).
 int32_t FiringShardRow(const ShardLayout& layout, int64_t minute, int32_t stored_shard);
 
+// The first minute whose slot of the jobs stored in `stored_shard` is at or after `t`, each
+// minute with its layout's firing shard and tick (retry_policy's FirstMinuteAtOrAfter for one tick).
+int64_t FirstLayoutMinuteAtOrAfter(const ShardLayout& layout, EpochMs t, int32_t stored_shard);
+
 // The most shards any minute fires with: `to` once a cut-over is recorded, else `from`.
 int32_t MaxFiringShards(const ShardLayout& layout);
 

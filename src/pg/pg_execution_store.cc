@@ -15,6 +15,7 @@
 #include "core/execution_report.h"
 #include "core/json_writer.h"
 #include "core/retry_planner.h"
+#include "core/shard_layout.h"
 #include "pg/copy_row.h"
 #include "pg/pg_rows.h"
 #include "pg/json_array_chunks.h"
@@ -250,7 +251,14 @@ void PgExecutionStore::ApplyRetries(pqxx::work& txn, const std::vector<Execution
     targets.emplace(t.id, std::move(t));
   }
   if (targets.empty()) return;
-  const RetryPlanning planning = PlanRetries(fresh, targets, latest_success, retry_rules_, clock_.NowMs());
+  // The retries' minutes follow the database's shard layout, which a reshard changes under a
+  // running node (docs/resharding.md); the config's is the rule when there is no record.
+  RetryRules rules = retry_rules_;
+  const pqxx::result layout = txn.exec(pg_queries::kReadLayoutSql);
+  if (!layout.empty() && !layout[0][0].is_null()) {
+    if (StatusOr<ShardLayout> l = ParseShardLayout(layout[0][0].as<std::string>()); l.ok()) rules.layout = *l;
+  }
+  const RetryPlanning planning = PlanRetries(fresh, targets, latest_success, rules, clock_.NowMs());
   result->retries_too_late += planning.too_late;
   if (planning.retries.empty()) return;
 

@@ -168,5 +168,23 @@ TEST(ShardLayoutTest, ANewShardHasNoSlotBeforeTheCutOver) {
   }
 }
 
+// A retry's minute (or any one-shot row's) is the first whose slot of its firing shard, with
+// that minute's tick, is at or after its time.
+TEST(ShardLayoutTest, ARowsFirstMinuteFollowsItsFiringShardAndTick) {
+  const int64_t c = 29'930'000;
+  const ShardLayout l{120, 240, Phase::kCutover, 119, c};
+  // Stored in 130 (old shard 10): before C it fires at 5 s (old shard 10), from C at 32.5 s.
+  EXPECT_EQ(FirstLayoutMinuteAtOrAfter(l, (c - 1) * 60'000 + 5'000, 130), c - 1);
+  EXPECT_EQ(FirstLayoutMinuteAtOrAfter(l, (c - 1) * 60'000 + 5'001, 130), c);
+  EXPECT_EQ(FirstLayoutMinuteAtOrAfter(l, c * 60'000 + 32'500, 130), c);
+  EXPECT_EQ(FirstLayoutMinuteAtOrAfter(l, c * 60'000 + 32'501, 130), c + 1);
+  EXPECT_EQ(FiringShardRow(l, c - 1, 130), 10);
+  EXPECT_EQ(FiringShardRow(l, c, 130), 130);
+  // Without a reshard, as retry_policy's FirstMinuteAtOrAfter.
+  for (EpochMs t : {c * 60'000, c * 60'000 + 3'500, c * 60'000 + 3'501}) {
+    EXPECT_EQ(FirstLayoutMinuteAtOrAfter(ShardLayout{}, t, 7), c + (t > c * 60'000 + 3'500 ? 1 : 0)) << t;
+  }
+}
+
 }  // namespace
 }  // namespace belfry

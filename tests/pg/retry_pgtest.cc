@@ -87,7 +87,7 @@ class PgRetryTest : public MigratedDatabaseTest {
     if (HasFatalFailure()) return;
     jobs_ = std::make_unique<PgJobStore>(db().url());
     RetryRules rules;
-    rules.tick_ms = kTickMs;
+    rules.layout = ShardLayout{static_cast<int32_t>(60'000 / kTickMs)};
     executions_ = std::make_unique<PgExecutionStore>(db().url(), rules, clock_);
   }
 
