@@ -110,7 +110,7 @@ inline constexpr const char kInsertRetriesSql[] =
     " a.scheduled_for_ms, a.attempt, a.retry_of "
     "FROM json_to_recordset($1::json) AS a(id text, shard smallint, interval_minutes int, owner text,"
     " topic text, key text, details text, priority int, run_at_ms bigint, run_minute bigint,"
-    " scheduled_for_ms bigint, attempt int, retry_of text) "
+    " scheduled_for_ms bigint, attempt int, retry_of text, placement_shard smallint) "
     BELFRY_FIRING_SHARD_STATE_JOIN
     "ON CONFLICT DO NOTHING "
     "RETURNING id";

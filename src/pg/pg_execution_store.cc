@@ -265,7 +265,8 @@ void PgExecutionStore::ApplyRetries(pqxx::work& txn, const std::vector<Execution
   std::set<int32_t> shards;
   JsonArrayChunks retries;
   for (const ScheduledRetry& s : planning.retries) {
-    shards.insert(s.target->shard);
+    const int32_t placement = FiringShardRow(rules.layout, s.run_minute, s.target->shard);
+    shards.insert(placement);
     retries.BeginObject();
     retries.String("id", s.row_id);
     retries.Int("shard", s.target->shard);
@@ -280,6 +281,7 @@ void PgExecutionStore::ApplyRetries(pqxx::work& txn, const std::vector<Execution
     retries.Int("scheduled_for_ms", s.scheduled_for_ms);
     retries.Int("attempt", s.attempt);
     retries.String("retry_of", s.target->id);
+    retries.Int("placement_shard", placement);
     retries.EndObject();
   }
   txn.exec_prepared(pg_queries::kLockShardStatesName, ArrayLiteral(shards));  // sorted: a fixed lock order

@@ -92,8 +92,9 @@ std::vector<PreparedStatement> JobStoreStatements() {
 // One row of the upsert staging table, as COPY text fields in kUpsertStageColumns order.
 using StageRow = CopyRow<std::size(pg_queries::kUpsertStageColumns)>;
 
-// `shard`: the job's stored shard (ActionShard), not spec.shard.
-StageRow UpsertStageRow(const JobAction& a, int32_t shard) {
+// `shard`: the job's stored shard (ActionShard), not spec.shard; `placement_shard`: the
+// shard_state row that places a one-shot (FiringShardRow).
+StageRow UpsertStageRow(const JobAction& a, int32_t shard, int32_t placement_shard) {
   const JobSpec& s = a.spec;
   StageRow row;
   size_t c = 0;  // kUpsertStageColumns order
@@ -150,6 +151,7 @@ StageRow UpsertStageRow(const JobAction& a, int32_t shard) {
   row.SetOptionalInt(c++, s.max_fires ? s.requested_end_at : std::nullopt);
   row.SetOptionalInt(c++, s.max_fires ? s.requested_start_at : std::nullopt);
   row.Set(c++, s.labels_json.empty() ? std::string("{}") : s.labels_json);  // migration 0013
+  row.SetInt(c++, placement_shard);
   return row;
 }
 
@@ -219,9 +221,12 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, const Shar
   for (const auto& [shard, a] : sorted) {
     switch (a->kind) {
       case JobAction::Kind::kUpsert:
-        params.upserts.push_back(UpsertStageRow(*a, shard));
+      {
+        const int32_t placement = FiringShardRow(layout, a->spec.run_minute, shard);
+        params.upserts.push_back(UpsertStageRow(*a, shard, placement));
         params.any_calendar_slots |= a->spec.calendar_slots();
-        if (a->spec.one_shot()) one_shot_rows.insert(FiringShardRow(layout, a->spec.run_minute, shard));
+        if (a->spec.one_shot()) one_shot_rows.insert(placement);
+      }
         break;
       case JobAction::Kind::kDelete:
         deletes.BeginObject();
@@ -307,7 +312,8 @@ struct RowToStore {
 };
 
 // Stores the rows (one set-based statement per chunk); returns the ids that were new.
-std::unordered_set<std::string> InsertManualRows(pqxx::transaction_base& txn, const std::vector<RowToStore>& rows) {
+std::unordered_set<std::string> InsertManualRows(pqxx::transaction_base& txn, const std::vector<RowToStore>& rows,
+                                                 const ShardLayout& layout) {
   JsonArrayChunks chunks;
   for (const RowToStore& r : rows) {
     chunks.BeginObject();
@@ -320,6 +326,7 @@ std::unordered_set<std::string> InsertManualRows(pqxx::transaction_base& txn, co
     chunks.Int("scheduled_for_ms", r.row->scheduled_for_ms);
     chunks.Int("src_partition", r.source.partition);
     chunks.Int("src_offset", r.source.offset);
+    chunks.Int("placement_shard", FiringShardRow(layout, r.row->run_minute, r.shard));
     chunks.EndObject();
   }
   std::unordered_set<std::string> inserted;
@@ -427,7 +434,7 @@ std::vector<size_t> ApplyTriggersSetBased(pqxx::transaction_base& txn, const std
     stored.push_back(i);
   }
   for (size_t k = 0; k < rows.size(); ++k) rows[k].row = &planned[k];  // `planned` no longer grows
-  std::unordered_set<std::string> inserted = rows.empty() ? std::unordered_set<std::string>() : InsertManualRows(txn, rows);
+  std::unordered_set<std::string> inserted = rows.empty() ? std::unordered_set<std::string>() : InsertManualRows(txn, rows, layout);
   for (size_t k = 0; k < planned.size(); ++k) {
     // Two triggers of one job in the same millisecond are one row: the first of them stored it.
     (*results)[stored[k]].slots = inserted.erase(planned[k].row_id) > 0 ? 1 : 0;
@@ -526,7 +533,7 @@ StatusOr<std::vector<ManualFireResult>> PgJobStore::ApplyManualFires(const std::
       for (const ManualRow& row : plan.rows) {
         rows.push_back(RowToStore{&row, job->spec.id, job->spec.shard, f.source, row.run_minute - plan.rows.front().run_minute});
       }
-      const int64_t inserted = rows.empty() ? 0 : static_cast<int64_t>(InsertManualRows(txn, rows).size());
+      const int64_t inserted = rows.empty() ? 0 : static_cast<int64_t>(InsertManualRows(txn, rows, layout_).size());
       results[i].slots = inserted;
       if (f.kind == ManualFire::Kind::kBackfill) {
         txn.exec_prepared(pg_queries::kRecordBackfillName, f.id, f.backfill.from_ms, f.backfill.to_ms, inserted,

@@ -225,7 +225,7 @@ inline constexpr const char* kUpsertStageColumns[] = {
     "retry_initial_ms", "retry_multiplier", "retry_max_ms", "cron_expr", "time_zone", "cron_codes",
     "hour_mask", "dom_mask", "month_mask", "dow_mask", "day_or", "offset_pinned", "pause_reason",
     "pause_actor", "max_fires", "fires_from_ms", "requested_end_ms", "requested_start_ms",
-    "labels"};
+    "labels", "placement_shard"};
 // clang-format on
 inline constexpr const char kCreateUpsertStageSql[] =
     "CREATE TEMPORARY TABLE belfry_upsert_stage (id text, shard smallint, interval_minutes int,"
@@ -236,7 +236,7 @@ inline constexpr const char kCreateUpsertStageSql[] =
     " retry_multiplier double precision, retry_max_ms bigint, cron_expr text, time_zone text,"
     " cron_codes int[], hour_mask int, dom_mask int, month_mask int, dow_mask int, day_or boolean,"
     " offset_pinned boolean, pause_reason text, pause_actor text, max_fires int, fires_from_ms bigint,"
-    " requested_end_ms bigint, requested_start_ms bigint, labels text)"
+    " requested_end_ms bigint, requested_start_ms bigint, labels text, placement_shard smallint)"
     " ON COMMIT DELETE ROWS";
 
 // Run (SET LOCAL: this transaction only) before the staged statements. The staging table's row
@@ -262,14 +262,10 @@ inline constexpr const char kLockShardStatesSql[] =
 // The first minute a new row of a shard can still be fired in: after what it has fired and after
 // what a live claim covers (that firing's query may already have run). NULL when neither is set.
 // Left defined at the end of this file: pg_execution_queries.h uses it too.
-// The shard_state row whose progress places a row stored in shard a.shard to fire in minute
-// a.run_minute (docs/resharding.md): its stored shard, except while a reshard's old layout fires
-// that minute, when the old shard a.shard % from does. Joined as `ss`.
-#define BELFRY_FIRING_SHARD_STATE_JOIN                                                            \
-  " LEFT JOIN shard_state AS ss ON ss.shard = (SELECT CASE"                                       \
-  "   WHEN l.v->>'phase' = 'cutover' AND a.run_minute >= (l.v->>'cutoverMinute')::bigint"      \
-  "   THEN a.shard ELSE a.shard % (l.v->>'from')::int END"                                      \
-  "   FROM (SELECT value::json AS v FROM belfry_meta WHERE key = 'layout') AS l) "
+// The shard_state row whose progress places a one-shot row: a.placement_shard, the row that
+// fires its minute (FiringShardRow, core/shard_layout.h: the stored shard, except while a
+// reshard's old layout fires that minute, when the old shard does; docs/resharding.md).
+#define BELFRY_FIRING_SHARD_STATE_JOIN " LEFT JOIN shard_state AS ss ON ss.shard = a.placement_shard "
 
 #define BELFRY_SHARD_NEXT_MINUTE \
   "GREATEST(ss.fired_through + 1, CASE WHEN ss.claim_until > now() THEN ss.claim_through + 1 END)"
@@ -461,7 +457,8 @@ inline constexpr const char kInsertManualRowsSql[] =
     "  ELSE " BELFRY_RUN_MINUTE " END,"
     " a.scheduled_for_ms, j.id "
     "FROM json_to_recordset($1::json) AS a(id text, job_id text, shard smallint, run_minute bigint,"
-    " late_limit bigint, step bigint, scheduled_for_ms bigint, src_partition int, src_offset bigint) "
+    " late_limit bigint, step bigint, scheduled_for_ms bigint, src_partition int, src_offset bigint,"
+    " placement_shard smallint) "
     "JOIN jobs AS j ON j.shard = a.shard AND j.id = a.job_id "
     BELFRY_FIRING_SHARD_STATE_JOIN
     "ON CONFLICT DO NOTHING "

@@ -49,7 +49,7 @@ std::string UpsertStageRow(const F& f, int64_t src_offset) {
          ", 0, 0, false, 'route', 't', '', '{}', NULL, NULL, 0, NULL, false, 0, " + N(src_offset) +
          ", NULL, NULL, 0, NULL, 0, 60000, 2, 3600000, '0 9 * * MON-FRI', 'Europe/Berlin', '{0}', 512, -2, "
          "8190,"
-         " 62, false, true, '', '', NULL, NULL, NULL, NULL, '{}')";
+         " 62, false, true, '', '', NULL, NULL, NULL, NULL, '{}', " + N(F::kShard) + ")";
 }
 
 std::string ExecutionStageRow(const F& f) {
@@ -329,7 +329,11 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
       .Add("ROLLBACK", "ROLLBACK", {}, Routing::kNoTable, Use::kRouted, "", none);
 
   // ---- The command path: ApplyActions, ApplyManualFires, AcceptBulkOps. ----
-  c.Add("kGetShardCountSql", q::kGetShardCountSql, {}, Routing::kLocal, Use::kRouted, "", command)
+  c.Add("kGetShardCountSql", q::kGetShardCountSql, {}, Routing::kLocal, Use::kRouted, "", none)
+      // The shard layout record (docs/resharding.md): read in every transaction that names a
+      // stored shard, FOR SHARE in writes; belfry_meta is a reference table on Citus.
+      .Add("kShareLayoutSql", q::kShareLayoutSql, {}, Routing::kLocal, Use::kRouted, "", command)
+      .Add("kReadLayoutSql", q::kReadLayoutSql, {}, Routing::kLocal, Use::kRouted, "", executions)
       .Add("kUpsertStageExistsSql", q::kUpsertStageExistsSql, {}, Routing::kNoTable, Use::kRouted, "",
            command)
       .Add("kCreateUpsertStageSql", q::kCreateUpsertStageSql, {}, Routing::kNoTable, Use::kRouted, "",
@@ -391,7 +395,7 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
            {R"([{"id":")" + f.job + "#trigger#" + N(F::kMinute * 60'000) + R"(","job_id":")" + f.job +
             R"(","shard":)" + S + R"(,"run_minute":)" + N(F::kMinute + 1) + R"(,"late_limit":)" +
             N(F::kMinute + 15) + R"(,"step":0,"scheduled_for_ms":)" + N(F::kMinute * 60'000) +
-            R"(,"src_partition":1,"src_offset":5}])"},
+            R"(,"src_partition":1,"src_offset":5,"placement_shard":)" + S + "}]"},
            Routing::kShardPerRow, Use::kKnownGap,
            batch + " (the rows of the batch's trigger and backfill commands)", command)
       .Add("kGetJobInShardSql", q::kGetJobInShardSql, {f.job, S}, Routing::kOneShard, Use::kRouted, "",
@@ -450,7 +454,8 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
           {R"([{"id":")" + f.job + "#retry#" + slot + R"(#1","shard":)" + S +
            R"(,"interval_minutes":5,"owner":"","topic":"t","key":"k","details":"{}","priority":0,"run_at_ms":)" +
            N(F::kMinute * 60'000 + 120'000) + R"(,"run_minute":)" + N(F::kMinute + 2) +
-           R"(,"scheduled_for_ms":)" + slot + R"(,"attempt":1,"retry_of":")" + f.job + R"("}])"},
+           R"(,"scheduled_for_ms":)" + slot + R"(,"attempt":1,"retry_of":")" + f.job + R"(","placement_shard":)" +
+           S + "}]"},
           Routing::kShardPerRow, Use::kKnownGap, "the batch of reports spans shards; " + batch, executions);
 
   // ---- Cluster-wide: admin reads, listings, sweeps, the publisher, bulk walks, migrations. ----
@@ -570,6 +575,8 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
            "", none)
       .Add("kInsertShardCountSql", q::kInsertShardCountSql, {"120"}, Routing::kReferenceWrite, Use::kAllowed,
            "`belfry migrate`: records shard_count in belfry_meta", cluster)
+      .Add("kInsertLayoutSql", q::kInsertLayoutSql, {"120"}, Routing::kReferenceWrite, Use::kAllowed,
+           "`belfry migrate`: records the shard layout in belfry_meta", cluster)
       .Add("kInsertShardStatesSql", q::kInsertShardStatesSql, {"120"}, Routing::kShardPerRow, Use::kAllowed,
            "`belfry migrate`: one shard_state row per shard", cluster, {}, {F::kShard});
   return c.Take();

@@ -198,7 +198,7 @@ TEST_F(StatementRoutingTest, EveryStatementOnTheTriggerAndCommandPathsNamesItsSh
     PgJobStore jobs(capture->role_url());
     PgShardLedger ledger(capture->role_url());
     RetryRules rules;
-    rules.tick_ms = F::kTickMs;
+    rules.layout = ShardLayout{static_cast<int32_t>(60'000 / F::kTickMs)};
     PgExecutionStore executions(capture->role_url(), rules, clock);
 
     const std::string high = IdInShard("route-high", F::kShard);
