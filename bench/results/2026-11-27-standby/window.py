@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""One measurement window of the standby benchmark (issue 19).
+"""One measurement window of the issue 19 benchmarks (the standby's, and the reshard's on the
+branch `reshard`).
 
   window.py SECONDS METRICS_URL   -> one JSON line on stdout
 
@@ -107,6 +108,10 @@ def main():
         "tick_queries": {s: d(f'belfry_tick_queries_total{{server="{s}"}}') for s in ("standby", "primary")},
         "fallbacks": {r: d(f'belfry_standby_fallbacks_total{{reason="{r}"}}') for r in ("behind", "unavailable", "failed")},
         "command_apply_s": round(d("belfry_command_apply_seconds_sum"), 2),
+        "tick_queries_n": d("belfry_tick_query_seconds_count"),
+        "tick_query_mean_ms": round(1000 * d("belfry_tick_query_seconds_sum") / max(1.0, d("belfry_tick_query_seconds_count")), 2),
+        "tick_query_rows_mean": round(d("belfry_tick_query_rows_sum") / max(1.0, d("belfry_tick_query_rows_count")), 1),
+        "tick_duration_mean_ms": round(1000 * d("belfry_tick_duration_seconds_sum") / max(1.0, d("belfry_tick_duration_seconds_count")), 2),
         "loadavg": open("/proc/loadavg").read().split()[:3],
     }))
 
