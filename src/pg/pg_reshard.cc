@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <map>
 #include <pqxx/nontransaction>
 #include <pqxx/result>
+#include <pqxx/except>
 #include <pqxx/transaction>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -75,22 +78,49 @@ StatusOr<ShardLayout> PgReshard::Begin(int32_t to) {
   }
   if (Status st = ValidateReshard(current->from, to); !st.ok()) return st;
   const int32_t from = current->from;
-  // The partitions first, one transaction each: creating one locks jobs exclusively, briefly.
+  // The partitions first, one transaction each. Not CREATE TABLE ... PARTITION OF jobs: that
+  // takes ACCESS EXCLUSIVE on jobs, waits for every running tick query and makes every later
+  // one wait for it (docs/resharding.md). A table made on its own, with a CHECK that spares the
+  // attach a scan, is attached under SHARE UPDATE EXCLUSIVE, which reads and writes do not
+  // conflict with; a short lock_timeout, retried, keeps it from queueing before anything.
   for (int32_t shard = from; shard < to; ++shard) {
-    Status st = session_.Run("create shard partition", [&](pqxx::connection& conn) {
-      pqxx::work txn(conn, "reshard_partition");
-      const std::string name = PartitionName(shard);
-      if (txn.exec_params1(q::kHasShardPartitionSql, name)[0].as<bool>()) return Status::Ok();
-      if (txn.exec1(q::kCountDefaultPartitionSql)[0].as<int64_t>() != 0) {
-        return Status::FailedPrecondition(
-            "jobs_shard_default holds rows: the stored layout is not what the record says; not resharding");
+    bool attached = false;
+    for (int attempt = 0; !attached; ++attempt) {
+      bool lock_timed_out = false;
+      Status st = session_.Run("attach shard partition", [&](pqxx::connection& conn) {
+        pqxx::work txn(conn, "reshard_partition");
+        const std::string name = PartitionName(shard);
+        if (txn.exec_params1(q::kHasShardPartitionSql, name)[0].as<bool>()) {
+          attached = true;
+          return Status::Ok();
+        }
+        if (txn.exec1(q::kCountDefaultPartitionSql)[0].as<int64_t>() != 0) {
+          return Status::FailedPrecondition(
+              "jobs_shard_default holds rows: the stored layout is not what the record says; not resharding");
+        }
+        const std::string quoted = txn.quote_name(name);
+        txn.exec0(fmt::format(
+            "CREATE TABLE IF NOT EXISTS {} (LIKE jobs INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED "
+            "INCLUDING STORAGE, CONSTRAINT {} CHECK (shard = {})) WITH (fillfactor = 90)",
+            quoted, txn.quote_name(name + "_shard"), shard));
+        txn.exec0("SET LOCAL lock_timeout = '200ms'");
+        try {
+          txn.exec0(fmt::format("ALTER TABLE jobs ATTACH PARTITION {} FOR VALUES IN ({})", quoted, shard));
+        } catch (const pqxx::sql_error& e) {
+          if (e.sqlstate() != "55P03") throw;  // lock_not_available: try again
+          lock_timed_out = true;
+          return Status::Ok();
+        }
+        txn.commit();
+        attached = true;
+        return Status::Ok();
+      });
+      if (!st.ok()) return st;
+      if (lock_timed_out) {
+        if (attempt >= 300) return Status::Retryable("could not attach a partition within 300 tries; run again");
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
-      txn.exec0(fmt::format("CREATE TABLE {} PARTITION OF jobs FOR VALUES IN ({}) WITH (fillfactor = 90)",
-                            txn.quote_name(name), shard));
-      txn.commit();
-      return Status::Ok();
-    });
-    if (!st.ok()) return st;
+    }
   }
   StatusOr<ShardLayout> out = Status::Ok();
   Status st = session_.Run("begin reshard", [&](pqxx::connection& conn) {

@@ -86,6 +86,12 @@ TEST_F(PgReshardTest, BeginCreatesThePartitionsAndRecordsTheMoveOnce) {
   EXPECT_EQ(l->moved_through, -1);
   EXPECT_EQ(db().Exec("SELECT count(*) FROM pg_inherits WHERE inhparent = 'jobs'::regclass")[0][0].as<int64_t>(),
             241);  // 240 shards and the default
+  // Attached, not created as a partition: each has the same indexes as an original one.
+  const auto indexes = [&](const std::string& table) {
+    return db().Exec("SELECT count(*) FROM pg_indexes WHERE tablename = '" + table + "'")[0][0].as<int64_t>();
+  };
+  EXPECT_GT(indexes("jobs_shard_007"), 0);
+  EXPECT_EQ(indexes("jobs_shard_200"), indexes("jobs_shard_007"));
   EXPECT_TRUE(reshard_->Begin(240).ok());                  // again: carries on
   StatusOr<ShardLayout> other = reshard_->Begin(480);
   ASSERT_FALSE(other.ok());
