@@ -19,7 +19,10 @@ build/belfry reshard
 build/belfry serve >>"$HERE/node.log" 2>&1 &
 NODE=$!
 for _ in $(seq 120); do curl -sf localhost:18490/healthz >/dev/null && break; sleep 0.5; done
-sleep 75
+# Settle: the node first fires what it missed while it was down; measure the present only.
+sleep 20
+until curl -s "$M" | grep -q '^belfry_catch_up_debt_minutes 0$'; do sleep 5; done
+sleep 30
 python3 bench/results/2026-11-27-standby/window.py 120 "$M" > "$HERE/window-120.json"
 echo "120: $(cat "$HERE/window-120.json")"
 start=$(date +%s.%N)
