@@ -66,9 +66,8 @@ struct ManualFire {
   SourcePosition source;   // its timestamp places the trigger (docs/manual-fires.md)
   std::string actor;       // the command's (Command::actor, Command::reason): for the audit trail
   std::string reason;
-  // The scheduler's tick, and how late a trigger may still fire when the command is applied after
-  // its timestamp (scheduler.max_catchup), from the command rules.
-  int64_t tick_ms = 500;
+  // How late a trigger may still fire when the command is applied after its timestamp
+  // (scheduler.max_catchup), from the command rules. The store plans by its shard layout record.
   int64_t max_late_ms = 15 * 60 * 1000;
 };
 

@@ -155,7 +155,6 @@ PreparedCommandBatch PrepareCommandBatch(const std::vector<RawCommand>& batch, c
         fire.source = parsed->source;
         fire.actor = parsed->actor;
         fire.reason = parsed->reason;
-        fire.tick_ms = rules.one_shot.tick_ms;
         fire.max_late_ms = rules.one_shot.max_catchup_ms;
         out.manual_outcomes.push_back(i);
         outcome.dry_run = parsed->backfill.dry_run;

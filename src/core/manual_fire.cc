@@ -7,15 +7,16 @@
 #include "core/derived_row_id.h"
 #include "core/iso_time.h"
 #include "core/one_shot_placement.h"
-#include "core/retry_policy.h"
+#include "core/shard_layout.h"
 #include "core/slot_math.h"
 
 namespace belfry {
 namespace {
 
-// The first minute a row of `shard` may fire in for a command timestamped `message_ms`.
-int64_t FirstManualMinute(int32_t shard, EpochMs message_ms, int64_t tick_ms) {
-  return FirstMinuteAtOrAfter(message_ms + kOneShotLateMarginMs, shard, tick_ms);
+// The first minute a row of the jobs stored in `shard` may fire in for a command timestamped
+// `message_ms`.
+int64_t FirstManualMinute(int32_t shard, EpochMs message_ms, const ShardLayout& layout) {
+  return FirstLayoutMinuteAtOrAfter(layout, message_ms + kOneShotLateMarginMs, shard);
 }
 
 bool Covered(EpochMs slot, const std::vector<std::pair<EpochMs, EpochMs>>& covered) {
@@ -46,8 +47,8 @@ ManualRow PlanManualTrigger(std::string_view job_id, int32_t shard, EpochMs mess
   ManualRow row;
   row.scheduled_for_ms = message_ms;
   // The one instant of the minute that is also a slot of this job's shard: step off it.
-  if (SlotMs(EpochMinuteOf(message_ms), shard, rules.tick_ms) == message_ms) ++row.scheduled_for_ms;
-  row.run_minute = FirstManualMinute(shard, message_ms, rules.tick_ms);
+  if (StoredShardSlotMs(rules.layout, EpochMinuteOf(message_ms), shard) == message_ms) ++row.scheduled_for_ms;
+  row.run_minute = FirstManualMinute(shard, message_ms, rules.layout);
   row.late_limit_minute = row.run_minute + rules.max_late_ms / 60'000;
   row.row_id = DerivedRowId(job_id, DerivedKind::kTrigger, row.scheduled_for_ms);
   return row;
@@ -65,9 +66,14 @@ BackfillPlan PlanBackfill(const JobSpec& job, const BackfillRange& range,
   }
   // The slots in [from, to): strictly after from - 1 ms, and the range's end as the job's end
   // (so that a sparse calendar is searched no further than the range).
+  // The job's slots by the layout that fires the command's minute (docs/resharding.md: a range
+  // before a cut-over is computed at the newer layout's offsets within each minute).
+  const int64_t now_minute = EpochMinuteOf(message_ms);
   JobSpec within = job;
   within.end_at = job.end_at ? std::min(*job.end_at, range.to_ms) : range.to_ms;
-  const std::vector<EpochMs> times = NextJobTriggerTimes(within, rules.tick_ms, range.from_ms - 1, kMaxBackfillSlots + 1);
+  within.shard = FiringShardRow(rules.layout, now_minute, job.shard);
+  const std::vector<EpochMs> times = NextJobTriggerTimes(within, FiringLayout(rules.layout, now_minute).tick_ms,
+                                                         range.from_ms - 1, kMaxBackfillSlots + 1);
   if (static_cast<int64_t>(times.size()) > kMaxBackfillSlots) {
     plan.status = Status::Invalid(
         "invalid_backfill",
@@ -85,7 +91,7 @@ BackfillPlan PlanBackfill(const JobSpec& job, const BackfillRange& range,
   }
   plan.slots = static_cast<int64_t>(slots.size());
   if (range.dry_run) return plan;
-  const int64_t first = FirstManualMinute(job.shard, message_ms, rules.tick_ms);
+  const int64_t first = FirstManualMinute(job.shard, message_ms, rules.layout);
   const int64_t rate = std::max<int32_t>(1, range.rate_per_minute);
   plan.rows.reserve(slots.size());
   for (size_t i = 0; i < slots.size(); ++i) {

@@ -12,12 +12,14 @@
 #include "belfry/clock.h"
 #include "belfry/command.h"
 #include "belfry/job.h"
+#include "belfry/shard_layout.h"
 #include "belfry/status.h"
 
 namespace belfry {
 
 struct ManualFireRules {
-  int64_t tick_ms = 500;
+  // The database's shard layout record: each minute's firing shard and tick of the job's rows.
+  ShardLayout layout;
   // A trigger command applied later than this after its timestamp (the consumer lagged, or a
   // replay of an old command) stores its row in its own, past, minute, where it never fires.
   int64_t max_late_ms = 15 * 60 * 1000;

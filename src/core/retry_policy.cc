@@ -34,11 +34,6 @@ std::optional<RetryPlan> PlanRetry(int32_t max_retries, const RetryBackoff& b, i
   return RetryPlan{next, failed_at_ms + RetryDelayMs(b, next)};
 }
 
-int64_t FirstMinuteAtOrAfter(EpochMs run_at_ms, int32_t shard, int64_t tick_ms) {
-  const int64_t minute = LastSlotMinuteAtOrBefore(run_at_ms, shard, tick_ms);
-  return SlotMs(minute, shard, tick_ms) == run_at_ms ? minute : minute + 1;
-}
-
 std::string RetryRowId(std::string_view job_id, EpochMs scheduled_for_ms, int32_t attempt) {
   return DerivedRowId(job_id, DerivedKind::kRetry, scheduled_for_ms, attempt);
 }

@@ -32,10 +32,6 @@ std::optional<RetryPlan> PlanRetry(int32_t max_retries, const RetryBackoff& b, i
                                    EpochMs failed_at_ms, EpochMs scheduled_for_ms,
                                    const std::optional<EpochMs>& latest_success_scheduled_for_ms);
 
-// The first minute M whose slot of `shard` (M * 60000 + shard * tick_ms) is at or after
-// run_at_ms: a retry never fires before its backoff has elapsed. REQUIRES: tick_ms > 0.
-int64_t FirstMinuteAtOrAfter(EpochMs run_at_ms, int32_t shard, int64_t tick_ms);
-
 // The limits a job's retry settings must respect (checked at ingestion).
 inline constexpr int32_t kMaxRetriesLimit = 100;
 inline constexpr int64_t kMaxRetryDelayMs = 7LL * 24 * 3600 * 1000;  // 7 days

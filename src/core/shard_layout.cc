@@ -103,10 +103,24 @@ int32_t FiringShardRow(const ShardLayout& l, int64_t minute, int32_t stored_shar
   return stored_shard % l.from;
 }
 
+std::optional<int64_t> PendingCutoverMinute(const ShardLayout& l) {
+  if (l.phase != ShardLayout::Phase::kCutover) return std::nullopt;
+  return l.cutover_minute;
+}
+
+std::vector<int32_t> PlacingShardRows(const ShardLayout& l, int32_t stored_shard) {
+  const int32_t old_row = stored_shard % l.from;
+  if (l.phase != ShardLayout::Phase::kCutover || old_row == stored_shard) return {old_row};
+  return {old_row, stored_shard};
+}
+
+EpochMs StoredShardSlotMs(const ShardLayout& l, int64_t minute, int32_t stored_shard) {
+  return SlotMs(minute, FiringShardRow(l, minute, stored_shard), FiringLayout(l, minute).tick_ms);
+}
+
 int64_t FirstLayoutMinuteAtOrAfter(const ShardLayout& l, EpochMs t, int32_t stored_shard) {
   const int64_t m = EpochMinuteOf(t);
-  const EpochMs slot = SlotMs(m, FiringShardRow(l, m, stored_shard), FiringLayout(l, m).tick_ms);
-  return slot >= t ? m : m + 1;
+  return StoredShardSlotMs(l, m, stored_shard) >= t ? m : m + 1;
 }
 
 int32_t MaxFiringShards(const ShardLayout& l) { return l.phase == ShardLayout::Phase::kCutover ? l.to : l.from; }

@@ -37,8 +37,22 @@ int32_t StoredShard(std::string_view id, const ShardLayout& layout);
 // same rule as BELFRY_FIRING_SHARD_STATE_JOIN in pg_queries.h).
 int32_t FiringShardRow(const ShardLayout& layout, int64_t minute, int32_t stored_shard);
 
+// The cut-over minute while one is recorded (kCutover), else nullopt: the statements that place
+// one-shot rows take it, so that a row moved past it follows the new shard's progress.
+std::optional<int64_t> PendingCutoverMinute(const ShardLayout& layout);
+
+// The shard_state rows whose progress may place a one-shot row of the jobs stored in
+// `stored_shard` (FiringShardRow of any minute; both during a cut-over), ascending: the rows a
+// writer locks, in that order, from before its placement reads until its commit.
+std::vector<int32_t> PlacingShardRows(const ShardLayout& layout, int32_t stored_shard);
+
+// The slot of minute `minute` of the jobs stored in `stored_shard`: their firing shard's, with
+// the minute's tick.
+EpochMs StoredShardSlotMs(const ShardLayout& layout, int64_t minute, int32_t stored_shard);
+
 // The first minute whose slot of the jobs stored in `stored_shard` is at or after `t`, each
-// minute with its layout's firing shard and tick (retry_policy's FirstMinuteAtOrAfter for one tick).
+// minute with its layout's firing shard and tick: where a retry, a manual trigger or a late
+// one-shot row goes, so that it never fires before its time.
 int64_t FirstLayoutMinuteAtOrAfter(const ShardLayout& layout, EpochMs t, int32_t stored_shard);
 
 // The most shards any minute fires with: `to` once a cut-over is recorded, else `from`.

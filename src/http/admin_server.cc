@@ -766,7 +766,6 @@ void AdminServer::HandleBackfillDryRun(const std::string& id, const httplib::Req
   ManualFire fire;
   fire.kind = ManualFire::Kind::kBackfill;
   fire.id = id;
-  fire.tick_ms = options_.scheduler.tick_ms;
   fire.source.timestamp_ms = deps_.clock->NowMs();
   fire.backfill.dry_run = true;
   for (const char* name : {"from", "to"}) {

@@ -1,7 +1,7 @@
 // The SQL of PgExecutionStore (src/pg/pg_execution_store.cc): named constants, $n parameters.
 #pragma once
 
-#include "pg/pg_queries.h"  // BELFRY_SHARD_NEXT_MINUTE, kLockShardStates
+#include "pg/pg_queries.h"  // BELFRY_ACROSS_CUTOVER, BELFRY_SHARD_NEXT_MINUTE, kLockShardStates
 
 #define BELFRY_MS_TO_TIMESTAMPTZ(ms) \
   "(to_timestamp((" ms ") / 1000) + ((" ms ") % 1000) * interval '1 millisecond')"
@@ -106,11 +106,13 @@ inline constexpr const char kInsertRetriesSql[] =
     " src_partition, src_offset, run_at, run_minute, scheduled_for_ms, attempt, retry_of) "
     "SELECT a.id, a.shard, a.interval_minutes, 0, a.owner, a.topic, a.key, a.details, a.priority, -1, -1,"
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ","
-    " GREATEST(a.run_minute, " BELFRY_SHARD_NEXT_MINUTE "),"
+    " " BELFRY_ACROSS_CUTOVER("GREATEST(a.run_minute, " BELFRY_SHARD_NEXT_MINUTE ")",
+                              BELFRY_STORED_SHARD_NEXT_MINUTE) ","
     " a.scheduled_for_ms, a.attempt, a.retry_of "
     "FROM json_to_recordset($1::json) AS a(id text, shard smallint, interval_minutes int, owner text,"
     " topic text, key text, details text, priority int, run_at_ms bigint, run_minute bigint,"
-    " scheduled_for_ms bigint, attempt int, retry_of text, placement_shard smallint) "
+    " scheduled_for_ms bigint, attempt int, retry_of text, placement_shard smallint,"
+    " cutover_minute bigint) "
     BELFRY_FIRING_SHARD_STATE_JOIN
     "ON CONFLICT DO NOTHING "
     "RETURNING id";

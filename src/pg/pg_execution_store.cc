@@ -266,7 +266,7 @@ void PgExecutionStore::ApplyRetries(pqxx::work& txn, const std::vector<Execution
   JsonArrayChunks retries;
   for (const ScheduledRetry& s : planning.retries) {
     const int32_t placement = FiringShardRow(rules.layout, s.run_minute, s.target->shard);
-    shards.insert(placement);
+    for (int32_t row : PlacingShardRows(rules.layout, s.target->shard)) shards.insert(row);
     retries.BeginObject();
     retries.String("id", s.row_id);
     retries.Int("shard", s.target->shard);
@@ -282,6 +282,7 @@ void PgExecutionStore::ApplyRetries(pqxx::work& txn, const std::vector<Execution
     retries.Int("attempt", s.attempt);
     retries.String("retry_of", s.target->id);
     retries.Int("placement_shard", placement);
+    retries.OptionalInt("cutover_minute", PendingCutoverMinute(rules.layout));
     retries.EndObject();
   }
   txn.exec_prepared(pg_queries::kLockShardStatesName, ArrayLiteral(shards));  // sorted: a fixed lock order

@@ -93,8 +93,9 @@ std::vector<PreparedStatement> JobStoreStatements() {
 using StageRow = CopyRow<std::size(pg_queries::kUpsertStageColumns)>;
 
 // `shard`: the job's stored shard (ActionShard), not spec.shard; `placement_shard`: the
-// shard_state row that places a one-shot (FiringShardRow).
-StageRow UpsertStageRow(const JobAction& a, int32_t shard, int32_t placement_shard) {
+// shard_state row that places a one-shot (FiringShardRow); `cutover_minute`: PendingCutoverMinute.
+StageRow UpsertStageRow(const JobAction& a, int32_t shard, int32_t placement_shard,
+                        std::optional<int64_t> cutover_minute) {
   const JobSpec& s = a.spec;
   StageRow row;
   size_t c = 0;  // kUpsertStageColumns order
@@ -152,6 +153,7 @@ StageRow UpsertStageRow(const JobAction& a, int32_t shard, int32_t placement_sha
   row.SetOptionalInt(c++, s.max_fires ? s.requested_start_at : std::nullopt);
   row.Set(c++, s.labels_json.empty() ? std::string("{}") : s.labels_json);  // migration 0013
   row.SetInt(c++, placement_shard);
+  row.SetOptionalInt(c++, cutover_minute);
   return row;
 }
 
@@ -223,9 +225,11 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, const Shar
       case JobAction::Kind::kUpsert:
       {
         const int32_t placement = FiringShardRow(layout, a->spec.run_minute, shard);
-        params.upserts.push_back(UpsertStageRow(*a, shard, placement));
+        params.upserts.push_back(UpsertStageRow(*a, shard, placement, PendingCutoverMinute(layout)));
         params.any_calendar_slots |= a->spec.calendar_slots();
-        if (a->spec.one_shot()) one_shot_rows.insert(placement);
+        if (a->spec.one_shot()) {
+          for (int32_t row : PlacingShardRows(layout, shard)) one_shot_rows.insert(row);
+        }
       }
         break;
       case JobAction::Kind::kDelete:
@@ -284,13 +288,14 @@ struct ManualPlan {
   std::vector<ManualRow> rows;
 };
 
-ManualPlan PlanManualFire(pqxx::transaction_base& txn, const ManualFire& f, const std::optional<StoredJob>& job) {
+ManualPlan PlanManualFire(pqxx::transaction_base& txn, const ManualFire& f, const std::optional<StoredJob>& job,
+                          const ShardLayout& layout) {
   ManualPlan plan;
   if (!job) {
     plan.result.status = Status::NotFound(fmt::format("job {} does not exist", f.id));
     return plan;
   }
-  const ManualFireRules rules{f.tick_ms, f.max_late_ms};
+  const ManualFireRules rules{layout, f.max_late_ms};
   if (f.kind == ManualFire::Kind::kTrigger) {
     plan.rows.push_back(PlanManualTrigger(job->spec.id, job->spec.shard, f.source.timestamp_ms, rules));
     plan.result.slots = 1;
@@ -327,6 +332,7 @@ std::unordered_set<std::string> InsertManualRows(pqxx::transaction_base& txn, co
     chunks.Int("src_partition", r.source.partition);
     chunks.Int("src_offset", r.source.offset);
     chunks.Int("placement_shard", FiringShardRow(layout, r.row->run_minute, r.shard));
+    chunks.OptionalInt("cutover_minute", PendingCutoverMinute(layout));
     chunks.EndObject();
   }
   std::unordered_set<std::string> inserted;
@@ -429,7 +435,7 @@ std::vector<size_t> ApplyTriggersSetBased(pqxx::transaction_base& txn, const std
       continue;
     }
     const int32_t shard = StoredShard(f.id, layout);
-    planned.push_back(PlanManualTrigger(f.id, shard, f.source.timestamp_ms, ManualFireRules{f.tick_ms, f.max_late_ms}));
+    planned.push_back(PlanManualTrigger(f.id, shard, f.source.timestamp_ms, ManualFireRules{layout, f.max_late_ms}));
     rows.push_back(RowToStore{nullptr, f.id, shard, f.source, 0});
     stored.push_back(i);
   }
@@ -512,21 +518,25 @@ StatusOr<std::vector<ManualFireResult>> PgJobStore::ApplyManualFires(const std::
     results.assign(fires.size(), ManualFireResult{});
     pqxx::work txn(conn, "apply_manual_fires");
     if (Status st = LoadLayout(txn, true); !st.ok()) return st;
-    // The rows are placed by their shard's progress, like one-shots: hold the shards' rows, in
+    // The rows are placed by their firing shards' progress, like one-shots: hold those rows, in
     // shard order, from before that read until the commit (ApplyActions does the same).
     std::vector<int32_t> shards;
-    for (const ManualFire& f : fires) shards.push_back(StoredShard(f.id, layout_));
+    for (const ManualFire& f : fires) {
+      for (int32_t row : PlacingShardRows(layout_, StoredShard(f.id, layout_))) shards.push_back(row);
+    }
     std::sort(shards.begin(), shards.end());
     shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
     txn.exec_prepared(pg_queries::kLockShardStatesName, IntArrayLiteral(shards));
     for (size_t i : ApplyTriggersSetBased(txn, fires, layout_, &results)) {
       const ManualFire& f = fires[i];
       const std::optional<StoredJob> job = ReadJobInTxn(txn, f.id, layout_);
-      ManualPlan plan = PlanManualFire(txn, f, job);
+      ManualPlan plan = PlanManualFire(txn, f, job, layout_);
       results[i] = plan.result;
       if (!plan.result.status.ok() || f.backfill.dry_run) continue;
-      if (!std::binary_search(shards.begin(), shards.end(), job->spec.shard)) {  // stored under another shard
-        txn.exec_prepared(pg_queries::kLockShardStatesName, IntArrayLiteral({job->spec.shard}));
+      for (int32_t row : PlacingShardRows(layout_, job->spec.shard)) {
+        if (!std::binary_search(shards.begin(), shards.end(), row)) {  // stored under another shard
+          txn.exec_prepared(pg_queries::kLockShardStatesName, IntArrayLiteral({row}));
+        }
       }
       std::vector<RowToStore> rows;
       rows.reserve(plan.rows.size());
@@ -567,7 +577,7 @@ StatusOr<ManualFireResult> PgJobStore::CountBackfill(const ManualFire& fire) {
     if (Status st = LoadLayout(txn, false); !st.ok()) return st;
     ManualFire dry = fire;
     dry.backfill.dry_run = true;
-    result = PlanManualFire(txn, dry, ReadJobInTxn(txn, fire.id, layout_)).result;
+    result = PlanManualFire(txn, dry, ReadJobInTxn(txn, fire.id, layout_), layout_).result;
     return Status::Ok();
   });
   if (!st.ok()) return st;

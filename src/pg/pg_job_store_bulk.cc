@@ -92,10 +92,9 @@ int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int
       f.kind = ManualFire::Kind::kTrigger;
       f.id = row[0].as<std::string>();
       f.source = SourcePosition{op.source.partition, op.source.offset, now};
-      f.tick_ms = LatestTickMs(layout);
     }
     if (fires.empty()) return 0;
-    txn.exec_prepared(q::kLockShardStatesName, IntArrayLiteral({shard}));
+    txn.exec_prepared(q::kLockShardStatesName, IntArrayLiteral(PlacingShardRows(layout, shard)));
     std::vector<ManualFireResult> results(fires.size());
     ApplyTriggersSetBased(txn, fires, layout, &results);  // the jobs are locked: all found
     int64_t stored = 0;

@@ -225,7 +225,7 @@ inline constexpr const char* kUpsertStageColumns[] = {
     "retry_initial_ms", "retry_multiplier", "retry_max_ms", "cron_expr", "time_zone", "cron_codes",
     "hour_mask", "dom_mask", "month_mask", "dow_mask", "day_or", "offset_pinned", "pause_reason",
     "pause_actor", "max_fires", "fires_from_ms", "requested_end_ms", "requested_start_ms",
-    "labels", "placement_shard"};
+    "labels", "placement_shard", "cutover_minute"};
 // clang-format on
 inline constexpr const char kCreateUpsertStageSql[] =
     "CREATE TEMPORARY TABLE belfry_upsert_stage (id text, shard smallint, interval_minutes int,"
@@ -236,8 +236,8 @@ inline constexpr const char kCreateUpsertStageSql[] =
     " retry_multiplier double precision, retry_max_ms bigint, cron_expr text, time_zone text,"
     " cron_codes int[], hour_mask int, dom_mask int, month_mask int, dow_mask int, day_or boolean,"
     " offset_pinned boolean, pause_reason text, pause_actor text, max_fires int, fires_from_ms bigint,"
-    " requested_end_ms bigint, requested_start_ms bigint, labels text, placement_shard smallint)"
-    " ON COMMIT DELETE ROWS";
+    " requested_end_ms bigint, requested_start_ms bigint, labels text, placement_shard smallint,"
+    " cutover_minute bigint) ON COMMIT DELETE ROWS";
 
 // Run (SET LOCAL: this transaction only) before the staged statements. The staging table's row
 // count is known to the planner (json_to_recordset's was a fixed guess of 100), and for a batch
@@ -265,10 +265,23 @@ inline constexpr const char kLockShardStatesSql[] =
 // The shard_state row whose progress places a one-shot row: a.placement_shard, the row that
 // fires its minute (FiringShardRow, core/shard_layout.h: the stored shard, except while a
 // reshard's old layout fires that minute, when the old shard does; docs/resharding.md).
-#define BELFRY_FIRING_SHARD_STATE_JOIN " LEFT JOIN shard_state AS ss ON ss.shard = a.placement_shard "
+// During a cut-over (a.cutover_minute, NULL otherwise) the row of the stored shard, a.shard,
+// fires the minutes from the cut-over on: `sn`.
+#define BELFRY_FIRING_SHARD_STATE_JOIN                               \
+  " LEFT JOIN shard_state AS ss ON ss.shard = a.placement_shard"     \
+  " LEFT JOIN shard_state AS sn ON sn.shard = a.shard AND a.cutover_minute IS NOT NULL "
 
-#define BELFRY_SHARD_NEXT_MINUTE \
-  "GREATEST(ss.fired_through + 1, CASE WHEN ss.claim_until > now() THEN ss.claim_through + 1 END)"
+#define BELFRY_NEXT_MINUTE_OF(s) \
+  "GREATEST(" s ".fired_through + 1, CASE WHEN " s ".claim_until > now() THEN " s ".claim_through + 1 END)"
+#define BELFRY_SHARD_NEXT_MINUTE BELFRY_NEXT_MINUTE_OF("ss")
+#define BELFRY_STORED_SHARD_NEXT_MINUTE BELFRY_NEXT_MINUTE_OF("sn")
+
+// A minute `x` placed by the progress of the row that fires the planned minute, `ss`. When that
+// was the old layout's row and `x` reached the cut-over, the new row fires it: `x` moves on by
+// that row's progress too (`y`), so that a row is never stored in a minute its firing shard has
+// already fired (docs/resharding.md).
+#define BELFRY_ACROSS_CUTOVER(x, y) \
+  "CASE WHEN a.cutover_minute IS NOT NULL AND " x " >= a.cutover_minute THEN GREATEST(" x ", " y ") ELSE " x " END"
 
 // A one-shot's run_minute: the action's, unless its shard has fired that minute, or is firing it,
 // by the time the command is applied, and the shard's next minute is within the action's
@@ -276,10 +289,12 @@ inline constexpr const char kLockShardStatesSql[] =
 // (kLockShardStates) from before this read until the commit.
 // (Like a retry's GREATEST(run_minute, next minute), but only a next minute within late_limit;
 // GREATEST ignores the NULL of one that is not.)
-#define BELFRY_RUN_MINUTE                                                                   \
-  "CASE WHEN a.run_minute IS NULL THEN NULL"                                                \
-  " ELSE GREATEST(a.run_minute, CASE WHEN " BELFRY_SHARD_NEXT_MINUTE " <= a.late_limit"      \
-  "   THEN " BELFRY_SHARD_NEXT_MINUTE " END) END"
+#define BELFRY_WITHIN_LATE_LIMIT(next) "CASE WHEN " next " <= a.late_limit THEN " next " END"
+#define BELFRY_RUN_MINUTE                                                                               \
+  "CASE WHEN a.run_minute IS NULL THEN NULL ELSE "                                                      \
+  BELFRY_ACROSS_CUTOVER("GREATEST(a.run_minute, " BELFRY_WITHIN_LATE_LIMIT(BELFRY_SHARD_NEXT_MINUTE) ")", \
+                        BELFRY_WITHIN_LATE_LIMIT(BELFRY_STORED_SHARD_NEXT_MINUTE))                      \
+  " END"
 
 // Step 1 of an upsert: insert the jobs that do not exist yet. Existing ids are left to step 2.
 // Prepared per session, after the staging table exists (PgJobStore::ApplyActions).
@@ -453,18 +468,21 @@ inline constexpr const char kInsertManualRowsSql[] =
     " src_partition, src_offset, run_at, run_minute, scheduled_for_ms, retry_of) "
     "SELECT a.id, j.shard, j.interval_minutes, 0, j.owner, j.topic, j.key, j.details, j.priority,"
     " a.src_partition, a.src_offset, " BELFRY_MS_TO_TIMESTAMPTZ("a.scheduled_for_ms") ","
-    " CASE WHEN a.late_limit < 0 THEN GREATEST(a.run_minute, " BELFRY_SHARD_NEXT_MINUTE " + a.step)"
+    " CASE WHEN a.late_limit < 0 THEN "
+    BELFRY_ACROSS_CUTOVER("GREATEST(a.run_minute, " BELFRY_SHARD_NEXT_MINUTE " + a.step)",
+                          BELFRY_STORED_SHARD_NEXT_MINUTE " + a.step")
     "  ELSE " BELFRY_RUN_MINUTE " END,"
     " a.scheduled_for_ms, j.id "
     "FROM json_to_recordset($1::json) AS a(id text, job_id text, shard smallint, run_minute bigint,"
     " late_limit bigint, step bigint, scheduled_for_ms bigint, src_partition int, src_offset bigint,"
-    " placement_shard smallint) "
+    " placement_shard smallint, cutover_minute bigint) "
     "JOIN jobs AS j ON j.shard = a.shard AND j.id = a.job_id "
     BELFRY_FIRING_SHARD_STATE_JOIN
     "ON CONFLICT DO NOTHING "
     "RETURNING id";
 
 #undef BELFRY_RUN_MINUTE
+#undef BELFRY_WITHIN_LATE_LIMIT
 
 
 // A bulk operation's step (docs/bulk-operations.md) passes src_partition -1: the rows keep their

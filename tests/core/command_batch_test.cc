@@ -214,7 +214,7 @@ TEST_F(PrepareCommandBatchTest, TriggersAndBackfillsAreAppliedAfterTheJobActions
   EXPECT_EQ(p.manual_outcomes, (std::vector<size_t>{1, 2, 3}));
   EXPECT_EQ(p.manual[0].kind, ManualFire::Kind::kTrigger);
   EXPECT_EQ(p.manual[0].source.offset, 11);
-  EXPECT_EQ(p.manual[0].tick_ms, rules_.one_shot.tick_ms);
+  EXPECT_EQ(p.manual[0].max_late_ms, rules_.one_shot.max_catchup_ms);
   EXPECT_EQ(p.manual[1].kind, ManualFire::Kind::kBackfill);
   EXPECT_TRUE(p.manual[1].backfill.dry_run);
   EXPECT_EQ(p.manual[2].id, "j3");

@@ -24,7 +24,7 @@ namespace {
 
 constexpr int64_t kTick = 500;
 constexpr int64_t kMinute = 29'931'187;  // 2026-11-28T13:07Z
-const ManualFireRules kRules{kTick, 15 * 60'000};
+const ManualFireRules kRules{ShardLayout{120}, 15 * 60'000};
 
 TEST(DerivedRowIdTest, EachKindRoundTrips) {
   const std::string retry = DerivedRowId("a#b", DerivedKind::kRetry, 1'795'354'652'500, 3);
@@ -76,6 +76,24 @@ TEST(ManualTriggerTest, FiresAtTheFirstSlotASecondAfterTheCommandWithItsOwnInsta
     EXPECT_GE(SlotMs(r.run_minute, shard, kTick), t + kOneShotLateMarginMs) << t;
     EXPECT_LT(SlotMs(r.run_minute, shard, kTick), t + kOneShotLateMarginMs + 60'000) << t;
   }
+}
+
+// During a reshard a trigger of a job stored in new shard 130 fires with the shard that fires
+// its minute: old shard 10 (second 5, 500 ms tick) before the cut-over, shard 130 (second 32.5,
+// 250 ms tick) from it. By the stored shard at the old tick its slot would be 65 s into the
+// minute: it would be planned a minute early.
+TEST(ManualTriggerTest, FollowsTheFiringShardAndTickOfItsMinuteDuringAReshard) {
+  const ShardLayout moving{120, 240, ShardLayout::Phase::kMoving, 40, 0};
+  const ManualFireRules during{moving, 15 * 60'000};
+  EXPECT_EQ(PlanManualTrigger("j", 130, kMinute * 60'000 + 3'000, during).run_minute, kMinute);
+  EXPECT_EQ(PlanManualTrigger("j", 130, kMinute * 60'000 + 5'000, during).run_minute, kMinute + 1);
+  const int64_t c = kMinute + 1;
+  const ManualFireRules cut{ShardLayout{120, 240, ShardLayout::Phase::kCutover, 119, c}, 15 * 60'000};
+  EXPECT_EQ(PlanManualTrigger("j", 130, kMinute * 60'000 + 5'000, cut).run_minute, c);  // 32.5 s in C
+  EXPECT_EQ(PlanManualTrigger("j", 130, c * 60'000 + 31'500, cut).run_minute, c);
+  EXPECT_EQ(PlanManualTrigger("j", 130, c * 60'000 + 31'501, cut).run_minute, c + 1);
+  // The instant of the stored shard's slot in C is stepped off, as in one layout.
+  EXPECT_EQ(PlanManualTrigger("j", 130, c * 60'000 + 32'500, cut).scheduled_for_ms, c * 60'000 + 32'501);
 }
 
 TEST(ManualTriggerTest, NeverTakesTheInstantOfOneOfTheJobsSlots) {

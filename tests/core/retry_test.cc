@@ -10,6 +10,7 @@
 #include "core/command_parser.h"
 #include "core/retry_planner.h"
 #include "core/retry_policy.h"
+#include "core/shard_layout.h"
 #include "core/shard_firer.h"
 #include "core/slot_math.h"
 #include "core/trigger_encoder.h"
@@ -20,15 +21,15 @@ namespace {
 
 constexpr int64_t kTick = 500;
 
-TEST(RetryPlacementTest, FirstMinuteAtOrAfterNeverFiresEarly) {
+TEST(RetryPlacementTest, FirstLayoutMinuteAtOrAfterNeverFiresEarly) {
   for (int32_t shard : {0, 1, 59, 119}) {
     for (EpochMs t = 1'795'354'600'000; t < 1'795'354'600'000 + 180'000; t += 250) {
-      const int64_t m = FirstMinuteAtOrAfter(t, shard, kTick);
+      const int64_t m = FirstLayoutMinuteAtOrAfter(ShardLayout{}, t, shard);
       EXPECT_GE(SlotMs(m, shard, kTick), t);
       EXPECT_LT(SlotMs(m - 1, shard, kTick), t);  // and not a minute later than needed
     }
   }
-  EXPECT_EQ(FirstMinuteAtOrAfter(SlotMs(100, 7, kTick), 7, kTick), 100);  // exactly on a slot
+  EXPECT_EQ(FirstLayoutMinuteAtOrAfter(ShardLayout{}, SlotMs(100, 7, kTick), 7), 100);  // exactly on a slot
 }
 
 TEST(RetryRowIdTest, RoundTripsAndRejectsOtherIds) {
@@ -83,7 +84,7 @@ TEST_F(RetryPlannerTest, BackoffTimesUpToMaxRetries) {
     ASSERT_EQ(p.retries.size(), 1u) << attempt;
     EXPECT_EQ(p.retries[0].attempt, attempt + 1);
     EXPECT_EQ(p.retries[0].run_at_ms, failed + delays[attempt]);
-    EXPECT_EQ(p.retries[0].run_minute, FirstMinuteAtOrAfter(failed + delays[attempt], 7, kTick));
+    EXPECT_EQ(p.retries[0].run_minute, FirstLayoutMinuteAtOrAfter(ShardLayout{}, failed + delays[attempt], 7));
     EXPECT_EQ(p.retries[0].scheduled_for_ms, slot_);
     EXPECT_EQ(p.retries[0].row_id, RetryRowId("j", slot_, attempt + 1));
   }

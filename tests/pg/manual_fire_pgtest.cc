@@ -58,7 +58,6 @@ class PgManualFireTest : public MigratedDatabaseTest {
     f.kind = kind;
     f.id = id;
     f.source = SourcePosition{1, src_offset, at};
-    f.tick_ms = kTickMs;
     return f;
   }
 

@@ -248,5 +248,60 @@ TEST_F(PgReshardTest, ALateOneShotOfAMovedJobIsPlacedByItsFiringShard) {
   EXPECT_EQ(found, 1);
 }
 
+// Rows placed late across the cut-over C. Old shard 7 fired C-1, then (its row shared with new
+// shard 7) C and C+1; new shard 127, which fires the moved job from C on, has fired through C+5.
+// A late one-shot and a manual trigger planned for C-1 would be moved by old shard 7's progress
+// to C+2, a minute that shard 127 has already fired: they go on to C+6, by shard 127's progress.
+TEST_F(PgReshardTest, ALateRowMovedPastTheCutOverFollowsTheNewShardsProgress) {
+  std::string job;
+  for (const std::string& id : InsertJobs(600)) {
+    if (ShardForId(id, 240) == 127) job = id;
+  }
+  ASSERT_FALSE(job.empty());
+  ASSERT_TRUE(reshard_->Begin(240).ok());
+  for (int s = 0; s < 120; ++s) ASSERT_TRUE(reshard_->MoveNextShard().ok());
+  const StatusOr<ShardLayout> cut = reshard_->CutOver(kMinute * 60'000, 60'000);
+  ASSERT_TRUE(cut.ok()) << cut.status().ToString();
+  const int64_t c = cut->cutover_minute;
+  ASSERT_EQ(c, kMinute + 1);
+  db().Exec("UPDATE shard_state SET fired_through = " + std::to_string(c + 1) + " WHERE shard = 7");
+  db().Exec("UPDATE shard_state SET fired_through = " + std::to_string(c + 5) + " WHERE shard = 127");
+
+  std::string one_shot;
+  for (int i = 0; one_shot.empty(); ++i) {
+    const std::string candidate = "late-" + std::to_string(i);
+    if (ShardForId(candidate, 240) == 127) one_shot = candidate;
+  }
+  JobAction a;
+  a.kind = JobAction::Kind::kUpsert;
+  a.id = one_shot;
+  a.spec.id = one_shot;
+  a.spec.shard = 127;
+  a.spec.topic = "t";
+  a.spec.interval_minutes = 0;
+  a.spec.offset_explicit = true;
+  a.spec.run_at = (c - 1) * 60'000 + 3'500;
+  a.spec.run_minute = c - 1;
+  a.spec.scheduled_for_ms = (c - 1) * 60'000 + 3'500;
+  a.spec.late_limit_minute = c + 10;
+  a.source = SourcePosition{0, 1, 0};
+  ASSERT_TRUE(store_->ApplyActions({a}).ok());
+
+  ManualFire f;
+  f.kind = ManualFire::Kind::kTrigger;
+  f.id = job;
+  f.source = SourcePosition{1, 5, (c - 1) * 60'000 + 1'000};  // old shard 7's slot at 3.5 s: C-1
+  const StatusOr<std::vector<ManualFireResult>> fired = store_->ApplyManualFires({f});
+  ASSERT_TRUE(fired.ok()) << fired.status().ToString();
+  ASSERT_EQ((*fired)[0].slots, 1);
+
+  for (const std::string& id : {one_shot, job + "#trigger#" + std::to_string((c - 1) * 60'000 + 1'000)}) {
+    const pqxx::result r = db().Exec("SELECT shard, run_minute FROM jobs WHERE id = '" + id + "'");
+    ASSERT_EQ(r.size(), 1u) << id;
+    EXPECT_EQ(r[0][0].as<int32_t>(), 127) << id;
+    EXPECT_EQ(r[0][1].as<int64_t>(), c + 6) << id << ": after shard 127's progress, not old shard 7's";
+  }
+}
+
 }  // namespace
 }  // namespace belfry

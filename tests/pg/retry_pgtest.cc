@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/retry_policy.h"
+#include "core/shard_layout.h"
 #include "core/shard_hash.h"
 #include "core/slot_math.h"
 #include "fakes/fake_clock.h"
@@ -136,7 +137,7 @@ TEST_F(PgRetryTest, FailureSchedulesTheNextAttemptWhereTheTickQueryFindsIt) {
   EXPECT_EQ(r.retries_scheduled, 1);
   const std::vector<RetryRow> rows = Retries();
   ASSERT_EQ(rows.size(), 1u);
-  const int64_t minute = FirstMinuteAtOrAfter(failed_at + 60'000, kShard, kTickMs);
+  const int64_t minute = FirstLayoutMinuteAtOrAfter(ShardLayout{}, failed_at + 60'000, kShard);
   ASSERT_EQ(minute, kMinute + 2);
   EXPECT_EQ(rows[0].id, RetryRowId("j", kSlot, 1));
   EXPECT_EQ(rows[0].run_minute, minute);
@@ -152,7 +153,7 @@ TEST_F(PgRetryTest, FailureSchedulesTheNextAttemptWhereTheTickQueryFindsIt) {
   // The retry fails too: attempt 2, after 2 minutes of backoff.
   const EpochMs second_failure = SlotMs(minute, kShard, kTickMs) + 3'000;
   EXPECT_EQ(Report({Failed("j", kSlot, 1, second_failure, 11)}).retries_scheduled, 1);
-  const int64_t minute2 = FirstMinuteAtOrAfter(second_failure + 120'000, kShard, kTickMs);
+  const int64_t minute2 = FirstLayoutMinuteAtOrAfter(ShardLayout{}, second_failure + 120'000, kShard);
   ASSERT_EQ(minute2, kMinute + 5);
   EXPECT_EQ(Due(minute2), std::vector<std::string>{RetryRowId("j", kSlot, 2)});
 }
@@ -232,7 +233,7 @@ TEST_F(PgRetryTest, PausedJobsAreNotRetriedAndDeletingAJobCancelsItsRetries) {
 
 TEST_F(PgRetryTest, ARetryIsNeverPlacedInAMinuteTheShardFiredOrIsFiring) {
   Apply({Job("j", 3, 1), Job(kK, 3, 2)});
-  const int64_t planned = FirstMinuteAtOrAfter(kSlot + 4'000 + 60'000, kShard, kTickMs);
+  const int64_t planned = FirstLayoutMinuteAtOrAfter(ShardLayout{}, kSlot + 4'000 + 60'000, kShard);
   // The shard already fired two minutes past the planned one (the consumer lagged).
   db().Exec("UPDATE shard_state SET fired_through = " + std::to_string(planned + 2) +
             " WHERE shard = " + std::to_string(kShard));
@@ -248,7 +249,7 @@ TEST_F(PgRetryTest, ARetryIsNeverPlacedInAMinuteTheShardFiredOrIsFiring) {
   db().Exec("UPDATE shard_state SET claim_until = now() - interval '1 second' WHERE shard = " +
             std::to_string(kShard));
   ASSERT_EQ(Report({Failed(kK, kSlot, 1, kSlot + 4'000, 12)}).retries_scheduled, 1);
-  const int64_t planned2 = FirstMinuteAtOrAfter(kSlot + 4'000 + 120'000, kShard, kTickMs);
+  const int64_t planned2 = FirstLayoutMinuteAtOrAfter(ShardLayout{}, kSlot + 4'000 + 120'000, kShard);
   EXPECT_EQ(Retries()[2].run_minute, std::max(planned2, planned + 3));
 }
 
@@ -278,7 +279,6 @@ TEST_F(PgRetryTest, ASuccessSupersedesRetriesButNotBackfillRows) {
   backfill.kind = ManualFire::Kind::kBackfill;
   backfill.id = "j";
   backfill.source = SourcePosition{1, 7, kNow};
-  backfill.tick_ms = kTickMs;
   backfill.backfill.from_ms = (kMinute - 120) * 60'000;
   backfill.backfill.to_ms = kMinute * 60'000;
   StatusOr<std::vector<ManualFireResult>> stored = jobs_->ApplyManualFires({backfill});

@@ -159,7 +159,6 @@ ManualFire Fire(ManualFire::Kind kind, const std::string& id, int64_t src_offset
   f.kind = kind;
   f.id = id;
   f.source = SourcePosition{1, src_offset, F::kMinute * 60'000 + 100};
-  f.tick_ms = F::kTickMs;
   return f;
 }
 
