@@ -114,6 +114,10 @@ std::vector<int32_t> PlacingShardRows(const ShardLayout& l, int32_t stored_shard
   return {old_row, stored_shard};
 }
 
+FiringBasis FiringBasisOf(const ShardLayout& l, int64_t minute, int32_t stored_shard) {
+  return FiringBasis{FiringShardRow(l, minute, stored_shard), FiringLayout(l, minute).tick_ms};
+}
+
 EpochMs StoredShardSlotMs(const ShardLayout& l, int64_t minute, int32_t stored_shard) {
   return SlotMs(minute, FiringShardRow(l, minute, stored_shard), FiringLayout(l, minute).tick_ms);
 }

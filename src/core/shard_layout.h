@@ -46,6 +46,14 @@ std::optional<int64_t> PendingCutoverMinute(const ShardLayout& layout);
 // writer locks, in that order, from before its placement reads until its commit.
 std::vector<int32_t> PlacingShardRows(const ShardLayout& layout, int32_t stored_shard);
 
+// A job as one tick's slot arithmetic sees it in `minute` (fire limits count a job's slots by
+// one shard and tick, core/fire_limit.h): its firing shard then, with that minute's tick.
+struct FiringBasis {
+  int32_t shard = 0;
+  int64_t tick_ms = 500;
+};
+FiringBasis FiringBasisOf(const ShardLayout& layout, int64_t minute, int32_t stored_shard);
+
 // The slot of minute `minute` of the jobs stored in `stored_shard`: their firing shard's, with
 // the minute's tick.
 EpochMs StoredShardSlotMs(const ShardLayout& layout, int64_t minute, int32_t stored_shard);

@@ -366,7 +366,6 @@ int64_t DeleteJobsAndTheirRows(pqxx::transaction_base& txn, const std::string& c
 
 void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed, const ShardLayout& layout) {
   if (resumed.empty()) return;
-  const int64_t tick_ms = LatestTickMs(layout);
   std::map<std::pair<int32_t, std::string>, std::pair<EpochMs, EpochMs>> pause_and_resume;
   JsonArrayChunks keys;
   for (const pqxx::row& r : resumed) {
@@ -384,7 +383,16 @@ void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed,
       JobSpec spec = StoredJobFromRow(row).spec;
       const auto it = pause_and_resume.find({spec.shard, spec.id});
       if (!spec.max_fires || it == pause_and_resume.end()) continue;
-      ResumeFireLimit(&spec, it->second.first, it->second.second, tick_ms);
+      // Counted by the job's firing shard and tick of the resume's minute (docs/resharding.md: a
+      // count whose window began under an older layout may be one off at that boundary).
+      const FiringBasis basis = FiringBasisOf(layout, EpochMinuteOf(it->second.second), spec.shard);
+      JobSpec counted = spec;
+      counted.shard = basis.shard;
+      ResumeFireLimit(&counted, it->second.first, it->second.second, basis.tick_ms);
+      spec.fires_before = counted.fires_before;
+      spec.fires_from_ms = counted.fires_from_ms;
+      spec.start_at = counted.start_at;
+      spec.end_at = counted.end_at;
       limits.BeginObject();
       limits.String("id", spec.id);
       limits.Int("shard", spec.shard);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/calendar_schedule.h"
+#include "core/shard_layout.h"
 #include "core/slot_math.h"
 #include "interval_job_oracle.h"
 
@@ -108,6 +109,26 @@ TEST(FireLimitTest, APauseStopsTheCountAndAResumeFiresTheRest) {
   EXPECT_EQ(t.fires_from_ms, paused_at);
   EXPECT_EQ(t.start_at, paused_at) << "the new window opens at the pause";
   EXPECT_EQ(OracleFires(t, kMinute * 60'000, 30).size(), 3u) << "the 3 left after the 2 before the pause";
+}
+
+// During a reshard's move a job stored in new shard 130 still fires with old shard 10 (second 5,
+// 500 ms tick). A resume counts by that basis: by shard 130 at the old tick its slot would be
+// 65 s into each minute, and the window would end a minute late, one fire too many.
+TEST(FireLimitTest, AResumeDuringAReshardCountsByTheJobsFiringShard) {
+  const ShardLayout moving{120, 240, ShardLayout::Phase::kMoving, 40, 0};
+  JobSpec s = IntervalJob(1, 0, 130);
+  s.max_fires = 3;
+  s.fires_from_ms = kMinute * 60'000 + 3'000;
+  const EpochMs paused_at = kMinute * 60'000 + 30'000;  // one fire (second 5 of kMinute) before it
+  const EpochMs resume_at = (kMinute + 61) * 60'000 + 4'000;
+  const FiringBasis b = FiringBasisOf(moving, EpochMinuteOf(resume_at), s.shard);
+  EXPECT_EQ(b.shard, 10);
+  EXPECT_EQ(b.tick_ms, 500);
+  s.shard = b.shard;
+  ResumeFireLimit(&s, paused_at, resume_at, b.tick_ms);
+  EXPECT_EQ(s.fires_before, 1);
+  EXPECT_EQ(s.end_at, (kMinute + 63) * 60'000) << "the two fires left: seconds 5 of minutes +61 and +62";
+  EXPECT_EQ(OracleFires(s, resume_at, 10).size(), 2u);
 }
 
 TEST(FireLimitTest, AJobThatUsedEveryFireStaysStopped) {
