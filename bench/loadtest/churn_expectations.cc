@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "core/shard_hash.h"
+#include "core/shard_layout.h"
 #include "core/slot_math.h"
 
 namespace belfry::loadtest {
@@ -41,7 +42,7 @@ uint32_t ChurnExpectations::Track(std::string_view id) {
     job.shard = loaded->shard;
     base_->Release(id, &job.seen);
   } else {
-    job.shard = ShardForId(id, base_->shard_count());
+    job.shard = StoredShard(id, base_->layout());
     job.seen.assign((static_cast<size_t>(base_->window_minutes()) + 63) / 64, 0);
   }
   job.history.push_back(first);
@@ -92,7 +93,7 @@ ChurnExpectations::Verdict ChurnExpectations::Record(std::string_view job_id, Ep
   if (scheduled_for_ms < base_->first_ms() || scheduled_for_ms > base_->last_ms())
     return Verdict::kOutsideWindow;
   const int64_t minute = EpochMinuteOf(scheduled_for_ms);
-  if (scheduled_for_ms != SlotMs(minute, job.shard, base_->tick_ms())) return Verdict::kNotDue;
+  if (scheduled_for_ms != base_->SlotOf(minute, job.shard)) return Verdict::kNotDue;
   if (ExpectSlot(job.history, minute, scheduled_for_ms, margin_ms_, received_ms) ==
       SlotExpectation::kForbidden)
     return Verdict::kNotDue;
@@ -109,7 +110,7 @@ ChurnExpectations::Totals ChurnExpectations::Finish(
   for (const TrackedJob& job : jobs_) {
     for (int64_t k = 0; k < base_->window_minutes(); ++k) {
       const int64_t minute = base_->first_minute() + k;
-      const EpochMs slot = SlotMs(minute, job.shard, base_->tick_ms());
+      const EpochMs slot = base_->SlotOf(minute, job.shard);
       if (slot < base_->first_ms() || slot > base_->last_ms()) continue;
       const bool seen = SeenBit(job, k);
       switch (ExpectSlot(job.history, minute, slot, margin_ms_)) {

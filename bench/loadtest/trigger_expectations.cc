@@ -11,6 +11,7 @@
 
 #include "core/calendar_schedule.h"
 #include "core/shard_hash.h"
+#include "core/shard_layout.h"
 #include "core/slot_math.h"
 
 namespace belfry::loadtest {
@@ -87,6 +88,17 @@ void TriggerExpectations::Load(PgConnection& conn, const std::string& topic_pref
     throw std::runtime_error("belfry_meta: shard_count must divide 60000 ms");
   }
   tick_ms_ = 60'000 / shard_count_;
+  // A reshard's record (migration 0016): each minute's slots follow its layout, and every job is
+  // checked at the shard it is stored in once the move is done (so a window may span the move).
+  layout_ = ShardLayout{shard_count_};
+  const std::string record = conn.ExecScalar("SELECT COALESCE((SELECT value FROM belfry_meta WHERE key = 'layout'), '')");
+  if (!record.empty()) {
+    StatusOr<ShardLayout> parsed = ParseShardLayout(record);
+    if (!parsed.ok()) throw std::runtime_error("belfry_meta layout: " + parsed.status().ToString());
+    layout_ = *parsed;
+    shard_count_ = StoredShardCount(layout_);
+    tick_ms_ = LatestTickMs(layout_);
+  }
 
   const int64_t approx = std::max<int64_t>(
       1024, ParseNumber<int64_t>(conn.ExecScalar("SELECT GREATEST(reltuples, 0)::bigint FROM pg_class "
@@ -136,6 +148,10 @@ void TriggerExpectations::Load(PgConnection& conn, const std::string& topic_pref
     if (f.size() != 10) throw std::runtime_error("jobs table: unexpected COPY row");
     JobInfo job;
     job.shard = ParseNumber<int16_t>(f[1], "shard");
+    if (layout_.phase != ShardLayout::Phase::kStable) {  // where the move puts it
+      job.shard = static_cast<int16_t>(
+          ShardForId(f[0].find('\\') == std::string_view::npos ? std::string(f[0]) : CopyUnescape(f[0]), layout_.to));
+    }
     job.interval = ParseNumber<int16_t>(f[2], "interval_minutes");
     job.offset = ParseNumber<int16_t>(f[3], "offset_minutes");
     job.paused = f[4] == "t" ? 1 : 0;
@@ -260,7 +276,7 @@ void TriggerExpectations::ComputeCronDue() {
       std::optional<EpochMs> end_at;
       DatesOf(index, &start_at, &end_at);
       for (const CalendarFire& fire : fires) {
-        const EpochMs slot = SlotMs(fire.utc_minute, job.shard, tick_ms_);
+        const EpochMs slot = SlotOf(fire.utc_minute, job.shard);
         // Interval 1, offset 0: due in every minute, so this checks start/end at the slot alone.
         if (slot < first_ms_ || slot > last_ms_ ||
             !IsDueAtSlot(1, 0, start_at, end_at, false, fire.utc_minute, slot)) {
@@ -281,7 +297,7 @@ void TriggerExpectations::ForEachDueSlot(size_t index, Fn fn) const {
   const int64_t last_minute = first_minute_ + minutes_ - 1;
   for (int64_t m = first_minute_ + PositiveMod(job.offset - first_minute_, job.interval); m <= last_minute;
        m += job.interval) {
-    const EpochMs slot = SlotMs(m, job.shard, tick_ms_);
+    const EpochMs slot = SlotOf(m, job.shard);
     if (slot >= first_ms_ && slot <= last_ms_ && DueAt(index, m, slot)) fn(m, slot);
   }
 }
@@ -294,9 +310,13 @@ void TriggerExpectations::ForEachCronDueSlot(size_t position, Fn fn) const {
     const uint64_t bit = position * minutes + k;
     if ((cron_due_[bit / 64] >> (bit % 64)) & 1) {
       const int64_t minute = first_minute_ + static_cast<int64_t>(k);
-      fn(minute, SlotMs(minute, shard, tick_ms_));
+      fn(minute, SlotOf(minute, shard));
     }
   }
+}
+
+EpochMs TriggerExpectations::SlotOf(int64_t minute, int32_t stored_shard) const {
+  return StoredShardSlotMs(layout_, minute, stored_shard);
 }
 
 void TriggerExpectations::SetWindow(EpochMs first_ms, EpochMs last_ms) {
@@ -318,7 +338,7 @@ TriggerExpectations::Verdict TriggerExpectations::Record(std::string_view job_id
   if (scheduled_for_ms < first_ms_ || scheduled_for_ms > last_ms_) return Verdict::kOutsideWindow;
   const JobInfo& job = jobs_[static_cast<size_t>(index)];
   const int64_t minute = EpochMinuteOf(scheduled_for_ms);
-  if (scheduled_for_ms != SlotMs(minute, job.shard, tick_ms_)) return Verdict::kNotDue;
+  if (scheduled_for_ms != SlotOf(minute, job.shard)) return Verdict::kNotDue;
   if (job.cron) {
     const uint64_t due_bit = CronPosition(static_cast<size_t>(index)) * static_cast<uint64_t>(minutes_) +
                              static_cast<uint64_t>(minute - first_minute_);

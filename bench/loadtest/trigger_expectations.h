@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "belfry/clock.h"
+#include "belfry/shard_layout.h"
 #include "core/cron_expression.h"
 #include "loadtest/pg_connection.h"
 
@@ -100,7 +101,13 @@ class TriggerExpectations final {
   int64_t cron_unknown_zone_jobs() const { return cron_unknown_zone_jobs_; }
   int64_t cron_invalid_jobs() const { return cron_invalid_jobs_; }
   size_t cron_expressions() const { return expressions_.size(); }
+  // The newest firing layout's tick; a minute's own is in layout() (docs/resharding.md).
   int64_t tick_ms() const { return tick_ms_; }
+  // The database's shard layout record (a stable layout of shard_count when it has none): the
+  // firing shard and tick of each minute while a reshard is under way.
+  const ShardLayout& layout() const { return layout_; }
+  // The slot in `minute` of a job whose rows are stored in `stored_shard`, by that minute's layout.
+  EpochMs SlotOf(int64_t minute, int32_t stored_shard) const;
   // Distinct topics of the loaded jobs, sorted.
   const std::vector<std::string>& topics() const { return topics_; }
   // The number of expected triggers per minute over the window.
@@ -161,6 +168,7 @@ class TriggerExpectations final {
   std::vector<std::string> topics_;
   int64_t paused_jobs_ = 0;
   int32_t shard_count_ = 120;
+  ShardLayout layout_;
   int64_t tick_ms_ = 500;
 
   EpochMs first_ms_ = 0;

@@ -53,6 +53,19 @@ std::string TextArray(const std::vector<std::string>& ids) {
   return out;
 }
 
+// Ok once no firing will use the cut-over record's old layout again (kShardsBeforeCutoverSql);
+// else FailedPrecondition naming the shards that still hold a minute before the cut-over.
+Status CutoverSettled(pqxx::transaction_base& txn, const ShardLayout& cutover) {
+  const pqxx::result r = txn.exec_params(q::kShardsBeforeCutoverSql, cutover.cutover_minute, cutover.from);
+  if (r.empty()) return Status::Ok();
+  std::string shards;
+  for (const pqxx::row& row : r) shards += (shards.empty() ? "" : ", ") + row[0].as<std::string>();
+  return Status::FailedPrecondition(fmt::format(
+      "the reshard to {} cut over at minute {}, and shard(s) {}{} still hold a minute before it (not fired "
+      "through it, or owed in catch-up debt); run again once the cluster has fired past the cut-over",
+      cutover.to, cutover.cutover_minute, shards, r.size() == 10 ? " (and maybe more)" : ""));
+}
+
 }  // namespace
 
 PgReshard::PgReshard(std::string database_url) : session_(std::move(database_url), {}) {}
@@ -73,11 +86,20 @@ StatusOr<ShardLayout> PgReshard::Begin(int32_t to) {
   if (!current.ok()) return current;
   if (current->phase != ShardLayout::Phase::kStable) {
     if (current->to == to) return current;  // under way already: carry on
-    return Status::FailedPrecondition(
-        fmt::format("a reshard to {} is under way; finish it before starting another", current->to));
+    if (current->phase != ShardLayout::Phase::kCutover) {
+      return Status::FailedPrecondition(
+          fmt::format("a reshard to {} is under way; finish it before starting another", current->to));
+    }
   }
-  if (Status st = ValidateReshard(current->from, to); !st.ok()) return st;
-  const int32_t from = current->from;
+  const int32_t from = StoredShardCount(*current);  // a cut-over's `to`
+  if (Status st = ValidateReshard(from, to); !st.ok()) return st;
+  if (current->phase == ShardLayout::Phase::kCutover) {
+    Status settled = session_.Run("check the last cut-over", [&](pqxx::connection& conn) {
+      pqxx::nontransaction txn(conn);
+      return CutoverSettled(txn, *current);
+    });
+    if (!settled.ok()) return settled;
+  }
   // The partitions first, one transaction each. Not CREATE TABLE ... PARTITION OF jobs: that
   // takes ACCESS EXCLUSIVE on jobs, waits for every running tick query and makes every later
   // one wait for it (docs/resharding.md). A table made on its own, with a CHECK that spares the
@@ -127,8 +149,11 @@ StatusOr<ShardLayout> PgReshard::Begin(int32_t to) {
     pqxx::work txn(conn, "reshard_begin");
     StatusOr<ShardLayout> locked = LayoutFrom(txn.exec(q::kLockLayoutSql));
     if (!locked.ok()) return locked.status();
-    if (locked->phase != ShardLayout::Phase::kStable || locked->from != from) {
+    if (EncodeShardLayout(*locked) != EncodeShardLayout(*current)) {
       return Status::FailedPrecondition("the shard layout changed while the partitions were created; run again");
+    }
+    if (locked->phase == ShardLayout::Phase::kCutover) {
+      if (Status st = CutoverSettled(txn, *locked); !st.ok()) return st;
     }
     ShardLayout next{from, to, ShardLayout::Phase::kMoving, -1, 0};
     txn.exec_params0(q::kWriteLayoutSql, EncodeShardLayout(next));

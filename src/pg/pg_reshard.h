@@ -22,7 +22,11 @@ class PgReshard final {
 
   // Step 1: validates `to`, creates jobs' partitions for the new shards (one transaction each,
   // so each holds jobs' lock briefly), then records the move (phase "moving"). Idempotent for
-  // the same `to`; FailedPrecondition when another reshard is under way.
+  // the same `to`; FailedPrecondition when another reshard is under way. A reshard may begin from
+  // a cut-over record (120 -> 240, then 240 -> 480) once every minute before its cut-over minute
+  // has been fired: every old shard has fired through it and no shard owes a minute before it.
+  // The new reshard's `from` is the cut-over's `to`; FailedPrecondition, naming the shards, until
+  // then.
   StatusOr<ShardLayout> Begin(int32_t to);
 
   // Step 2: moves the next old shard's rows (jobs and cron_slots) to their new shards, in one

@@ -36,4 +36,11 @@ inline constexpr const char kInsertNewShardStatesSql[] =
     "INSERT INTO shard_state (shard, fired_through) SELECT s, $3::bigint FROM generate_series($1::int, $2::int) AS s "
     "ON CONFLICT (shard) DO NOTHING";
 
+// $1 the cut-over minute, $2 the old layout's shard count: the shards that still hold a minute
+// before the cut-over (an old shard not fired through $1 - 1, or any shard owing one in its
+// debt). None: no firing will ever use the old layout again, and a next reshard may begin.
+inline constexpr const char kShardsBeforeCutoverSql[] =
+    "SELECT shard FROM shard_state WHERE (shard < $2::int AND (fired_through IS NULL OR fired_through < $1::bigint - 1))"
+    " OR debt && int8multirange(int8range(NULL, $1::bigint)) ORDER BY shard LIMIT 10";
+
 }  // namespace belfry::pg_queries

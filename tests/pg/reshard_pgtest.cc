@@ -248,6 +248,53 @@ TEST_F(PgReshardTest, ALateOneShotOfAMovedJobIsPlacedByItsFiringShard) {
   EXPECT_EQ(found, 1);
 }
 
+// Reshards chain: 120 -> 240, then 240 -> 480 from the cut-over record, but only once no firing
+// can use the 120-shard layout again (every old shard fired through C - 1, no debt before C).
+TEST_F(PgReshardTest, ASecondReshardBeginsOnceEveryMinuteBeforeTheFirstCutOverIsFired) {
+  const std::vector<std::string> ids = InsertJobs(1200);
+  ASSERT_TRUE(reshard_->Begin(240).ok());
+  for (int s = 0; s < 120; ++s) ASSERT_TRUE(reshard_->MoveNextShard().ok());
+  const StatusOr<ShardLayout> cut = reshard_->CutOver(kMinute * 60'000, 60'000);
+  ASSERT_TRUE(cut.ok()) << cut.status().ToString();
+  const int64_t c = cut->cutover_minute;
+  EXPECT_EQ(reshard_->Begin(480).status().code(), Status::Code::kFailedPrecondition) << "old shards not fired yet";
+
+  db().Exec("UPDATE shard_state SET fired_through = " + std::to_string(c - 1) + " WHERE shard < 120 AND shard <> 5");
+  Status refused = reshard_->Begin(480).status();
+  EXPECT_EQ(refused.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("shard(s) 5 "), std::string::npos) << refused.ToString();
+  db().Exec("UPDATE shard_state SET fired_through = " + std::to_string(c + 4) + " WHERE shard = 5");
+  db().Exec("UPDATE shard_state SET debt = int8multirange(int8range(" + std::to_string(c - 3) + ", " +
+            std::to_string(c - 2) + ")) WHERE shard = 200");
+  refused = reshard_->Begin(480).status();
+  EXPECT_NE(refused.message().find("shard(s) 200 "), std::string::npos) << "a minute before C owed in debt";
+  // Debt from C on belongs to the new layout and does not hold the next reshard back.
+  db().Exec("UPDATE shard_state SET debt = int8multirange(int8range(" + std::to_string(c) + ", " +
+            std::to_string(c + 1) + ")) WHERE shard = 200");
+
+  StatusOr<ShardLayout> second = reshard_->Begin(480);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->from, 240);
+  EXPECT_EQ(second->to, 480);
+  EXPECT_EQ(second->phase, ShardLayout::Phase::kMoving);
+  // Halfway through the second move, firing shard 200 of the 240 layout sees each of its jobs once.
+  std::multiset<std::string> of_200;
+  for (const std::string& id : ids) {
+    if (ShardForId(id, 240) == 200) of_200.insert(id);
+  }
+  for (int s = 0; s < 210; ++s) ASSERT_TRUE(reshard_->MoveNextShard().ok()) << s;
+  const StatusOr<ShardLayout> half = reshard_->Read();
+  ASSERT_TRUE(half.ok());
+  EXPECT_EQ(Due(200, StoredShardsOf(*half, c + 5, 200)), of_200);
+  for (int s = 210; s < 240; ++s) ASSERT_TRUE(reshard_->MoveNextShard().ok()) << s;
+  const StatusOr<ShardLayout> cut2 = reshard_->CutOver((c + 10) * 60'000, 60'000);
+  ASSERT_TRUE(cut2.ok()) << cut2.status().ToString();
+  EXPECT_EQ(cut2->to, 480);
+  for (const auto& [id, shard] : StoredShards()) ASSERT_EQ(shard, ShardForId(id, 480)) << id;
+  EXPECT_EQ(db().Exec("SELECT count(*) FROM shard_state")[0][0].as<int64_t>(), 480);
+  EXPECT_EQ(db().Exec("SELECT value FROM belfry_meta WHERE key = 'shard_count'")[0][0].as<std::string>(), "480");
+}
+
 // Rows placed late across the cut-over C. Old shard 7 fired C-1, then (its row shared with new
 // shard 7) C and C+1; new shard 127, which fires the moved job from C on, has fired through C+5.
 // A late one-shot and a manual trigger planned for C-1 would be moved by old shard 7's progress
