@@ -142,8 +142,12 @@ def check_promql_parses(promtool, queries):
         {"record": f"dashboard:query_{i}", "expr": strip_grafana_vars(expr)} for i, (_, expr, _) in enumerate(queries)]}]}
     with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as f:
         yaml.safe_dump(rules, f)
-    run = subprocess.run([promtool, "check", "rules", f.name], capture_output=True, text=True)
-    pathlib.Path(f.name).unlink()
+    try:
+        run = subprocess.run([promtool, "check", "rules", f.name], capture_output=True, text=True)
+    except FileNotFoundError:
+        return [f"promtool {promtool!r} not found (Debian package prometheus; scripts/setup installs it)"]
+    finally:
+        pathlib.Path(f.name).unlink()
     if run.returncode == 0:
         return []
     problems = []
