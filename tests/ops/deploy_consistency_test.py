@@ -209,7 +209,7 @@ def belfry_args(argv, where, problems):
 
 
 def flatten(config, prefix=""):
-    """(BELFRY_* variable, value as text) for every scalar key of a config map."""
+    """(key, BELFRY_* variable, value as text) for every scalar key of a config map."""
     out = []
     for k, v in (config or {}).items():
         path = f"{prefix}{k}"
@@ -217,7 +217,7 @@ def flatten(config, prefix=""):
             out += flatten(v, path + ".")
         elif not isinstance(v, list) and v is not None:
             text = ("true" if v else "false") if isinstance(v, bool) else str(v)
-            out.append(("BELFRY_" + path.replace(".", "_").upper(), text))
+            out.append((path, "BELFRY_" + path.replace(".", "_").upper(), text))
     return out
 
 
@@ -336,7 +336,7 @@ def main():
             target = str(p.get("target")) if isinstance(p, dict) else str(p).split(":")[-1].split("/")[0]
             if target != admin_port:
                 problems.append(f"{where}: publishes container port {target}, but the admin API listens on {admin_port}")
-        if admin_port not in exposed:
+        if bargs and bargs[-1:] == ["serve"] and admin_port not in exposed:
             problems.append(f"{where}: the admin port {admin_port} is not EXPOSEd by the Dockerfile ({sorted(exposed)})")
         if bargs and bargs[-1:] == ["serve"]:
             serve_envs[name] = env
@@ -358,10 +358,10 @@ def main():
     if reason:
         problems.append(f"{config_file.name}: {reason}")
     # The file says compose sets the same values through BELFRY_* variables: hold it to that.
-    for var, value in flatten(config):
+    for key, var, value in flatten(config):
         for name, env in serve_envs.items():
             if var in env and env[var] != value:
-                problems.append(f"{config_file.name}: {var[len('BELFRY_'):].lower()} is {value!r}, "
+                problems.append(f"{config_file.name}: {key} is {value!r}, "
                                 f"but compose service {name} sets {var}={env[var]!r}")
 
     for c in checked:

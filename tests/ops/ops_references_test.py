@@ -153,7 +153,7 @@ def check_promql_parses(promtool, queries):
     problems = []
     text = run.stdout + run.stderr
     for i, (where, expr, _) in enumerate(queries):
-        if f"dashboard:query_{i}" in text or f"group \"dashboard\", rule {i + 1}," in text:
+        if f'"dashboard:query_{i}"' in text:
             problems.append(f"{where}: does not parse as PromQL: {expr}")
     return problems or [f"promtool check rules failed on the dashboard's queries: {text.strip()}"]
 
