@@ -8,6 +8,8 @@
   its series in src/, or job/instance (added by Prometheus) or le (histogram buckets);
 - every dashboard query (with Grafana's variables filled in) parses as PromQL (`promtool check
   rules` on a generated rule file; the alert rules themselves are parsed by ops_alert_rules);
+- the dashboard defines the datasource, job and instance variables, every panel reads the
+  datasource variable, and every $variable its queries use is defined;
 - every alert's runbook_url points at a heading of docs/operations.md.
 
 Usage: ops_references_test.py --source-dir DIR --promtool PATH [--dashboard F] [--rules F]
@@ -137,6 +139,39 @@ def anchors(markdown):
     return result
 
 
+def check_variables(dashboard):
+    """Every $variable a query or a data source uses is defined; every panel reads the datasource
+    variable (so that the dashboard works with any Prometheus), and the job and instance
+    variables exist."""
+    defined = {v.get("name") for v in dashboard.get("templating", {}).get("list", [])}
+    problems = [f"no {n!r} variable" for n in ("datasource", "job", "instance") if n not in defined]
+
+    def uses(text):
+        return {m for m in re.findall(r"\$\{?(\w+)", text) if not m.startswith("__")}
+
+    def walk(panels):
+        for p in panels:
+            for obj in [p] + p.get("targets", []):
+                ds = obj.get("datasource")
+                if ds is not None and (not isinstance(ds, dict) or ds.get("uid") != "${datasource}"):
+                    problems.append(f"panel {p.get('title')!r}: data source {ds!r} is not ${{datasource}}")
+            for t in p.get("targets", []):
+                for v in sorted(uses(t.get("expr", "")) - defined):
+                    problems.append(f"panel {p.get('title')!r} target {t.get('refId')}: undefined variable ${v}")
+            walk(p.get("panels", []))
+
+    walk(dashboard.get("panels", []))
+    for v in dashboard.get("templating", {}).get("list", []):
+        ds = v.get("datasource")
+        if v.get("type") == "query" and (not isinstance(ds, dict) or ds.get("uid") != "${datasource}"):
+            problems.append(f"variable {v.get('name')!r}: data source {ds!r} is not ${{datasource}}")
+        q = v.get("query")
+        q = q.get("query", "") if isinstance(q, dict) else (q or "")
+        for u in sorted(uses(q) - defined):
+            problems.append(f"variable {v.get('name')!r}: undefined variable ${u}")
+    return problems
+
+
 def check_promql_parses(promtool, queries):
     rules = {"groups": [{"name": "dashboard", "rules": [
         {"record": f"dashboard:query_{i}", "expr": strip_grafana_vars(expr)} for i, (_, expr, _) in enumerate(queries)]}]}
@@ -193,6 +228,7 @@ def main():
             problems.append(f"{dashboard_path.name}: {where}: unknown label {lab!r}")
         used |= metrics
     problems += [f"{dashboard_path.name}: {p}" for p in check_promql_parses(args.promtool, queries)]
+    problems += [f"{dashboard_path.name}: {p}" for p in check_variables(dashboard)]
 
     rules = yaml.safe_load(rules_path.read_text())
     docs = root / "docs/operations.md"
