@@ -220,6 +220,27 @@ TEST_F(CommandVectorsTest, InvalidCommandsAreRejectedWithTheExpectedReason) {
   }
 }
 
+// The outcome of a rejected command: op "unknown", the error "<reason>: <message>", under the
+// Kafka key (no record when the key cannot be an id).
+TEST_F(CommandVectorsTest, InvalidCommandsHaveARejectedOutcome) {
+  for (const element c : file_.Cases("invalid")) {
+    SCOPED_TRACE(Str(c, "name"));
+    RawCommand raw;
+    raw.key = OptStr(c, "key");
+    raw.value = RecordValue(c);
+    raw.source = SourcePosition{3, 100, Int(file_.root()["defaults"].value(), "timestampMs")};
+    if (Has(c, "headers")) raw.actor_header = OptStr(c["headers"].value(), "belfry-actor").value_or("");
+    const PreparedCommandBatch prepared = PrepareCommandBatch({raw}, rules_);
+    ASSERT_EQ(prepared.outcomes.size(), 1u);
+    const CommandOutcome& o = prepared.outcomes[0];
+    EXPECT_FALSE(o.applied);
+    EXPECT_EQ(o.op, "unknown");
+    EXPECT_EQ(o.error.rfind(Str(c, "reason") + ": ", 0), 0u) << o.error;
+    EXPECT_EQ(o.id.empty() || (raw.key && o.id == *raw.key), true) << o.id;
+    EXPECT_EQ(prepared.rejections.size(), 1u);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Triggers.
 
