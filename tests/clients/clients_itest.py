@@ -13,11 +13,13 @@ usage: clients_itest.py --belfry BIN --source-dir DIR [--maven-build-dir DIR] [-
 
 import argparse
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
-from datetime import datetime, timezone
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -99,8 +101,9 @@ def main():
                        BELFRY_IT_EXECUTIONS_TOPIC=node.topics["executions"], BELFRY_IT_ADMIN_URL=node.base_url)
             cmd = ["mvn", "-o", "-q", "-B", "-f", os.path.join(args.source_dir, "clients", "java", "pom.xml"), "test",
                    "-Dgroups=integration", "-DexcludedGroups=none", "-Dsurefire.failIfNoSpecifiedTests=false"]
-            if args.maven_build_dir:
-                cmd.append(f"-Dbelfry.build.directory={args.maven_build_dir}")
+            build_dir = args.maven_build_dir or tempfile.mkdtemp(prefix="belfry-clients-itest-")
+            shutil.rmtree(os.path.join(build_dir, "surefire-reports"), ignore_errors=True)
+            cmd.append(f"-Dbelfry.build.directory={build_dir}")
             java = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             python_client(node, topics["py"])
@@ -112,6 +115,13 @@ def main():
                     print(out)
                     print(node.log_tail())
         check(java is None or java.returncode == 0, "the Java client's integration test failed (output above)")
+        if java is not None:  # it ran, and ran the test (a tag filter that matches nothing also exits 0)
+            report = os.path.join(build_dir, "surefire-reports", "TEST-dev.belfry.client.IntegrationTest.xml")
+            with open(report, encoding="utf-8") as f:
+                head = f.read(2000)
+            m = re.search(r'time="([0-9.]+)" tests="(\d+)" errors="(\d+)" skipped="(\d+)" failures="(\d+)"', head)
+            check(m and m.group(2) == "1" and m.group(3, 4, 5) == ("0", "0", "0"), f"the Java test report: {head[:600]}")
+            log(f"java: IntegrationTest passed in {m.group(1)}s")
     log(f"passed in {time.monotonic() - started:.1f}s")
     return 0
 
