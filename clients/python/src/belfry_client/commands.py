@@ -214,7 +214,7 @@ class Upsert(Command):
             if isinstance(b.multiplier, bool) or not isinstance(b.multiplier, (int, float)) or not 1 <= b.multiplier <= 10:
                 raise ValidationError("invalid_retry_backoff", f"multiplier {b.multiplier!r} must be a number in [1, 10]")
         initial = b.initial_seconds if b.initial_seconds is not None else 60
-        maximum = b.max_seconds if b.max_seconds is not None else 3600
+        maximum = b.max_seconds if b.max_seconds is not None else max(3600, initial)  # belfry's default
         if maximum < initial:
             raise ValidationError("invalid_retry_backoff", f"maxSeconds {maximum} is below initialSeconds {initial}")
 

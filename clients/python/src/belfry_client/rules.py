@@ -265,6 +265,15 @@ def check_cron(expr: str) -> None:
                     raise ValidationError("invalid_cron", f"{name} field: step {step} is not in 1-{last - lo + 1}")
 
 
+def normalize_cron(expr: str) -> str:
+    """The expression as belfry stores and shows it: a macro expanded, the five fields
+    single-spaced, names and case as given."""
+    tokens = expr.split()
+    if len(tokens) == 1 and tokens[0].lower() in _MACROS:
+        return _MACROS[tokens[0].lower()]
+    return " ".join(tokens)
+
+
 def check_time_zone(zone: str) -> None:
     """An IANA zone this host's tz database knows (belfry checks against its own host's)."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError

@@ -153,7 +153,7 @@ public record Upsert(
       throw new ValidationException("invalid_retry_backoff", "multiplier " + b.multiplier() + " must be a number in [1, 10]");
     }
     int initial = b.initialSeconds() != null ? b.initialSeconds() : 60;
-    int max = b.maxSeconds() != null ? b.maxSeconds() : 3600;
+    int max = b.maxSeconds() != null ? b.maxSeconds() : Math.max(3600, initial); // belfry's default
     if (max < initial) {
       throw new ValidationException("invalid_retry_backoff", "maxSeconds " + max + " is below initialSeconds " + initial);
     }

@@ -121,6 +121,8 @@ public final class Validation {
           new CronField("day-of-week", 0, 7, 6, List.of("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")));
   private static final List<String> MACROS =
       List.of("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly");
+  private static final List<String> MACRO_EXPANSIONS =
+      List.of("0 0 1 1 *", "0 0 1 1 *", "0 0 1 * *", "0 0 * * 0", "0 0 * * *", "0 0 * * *", "0 * * * *");
   private static final Pattern CRON_ITEM = Pattern.compile("(\\*|[0-9]+|[A-Za-z]+)(?:-([0-9]+|[A-Za-z]+))?(?:/(.*))?");
 
   private static int cronValue(String text, CronField f) {
@@ -186,6 +188,20 @@ public final class Validation {
         }
       }
     }
+  }
+
+  /**
+   * The expression as belfry stores and shows it: a macro expanded, the five fields
+   * single-spaced, names and case as given.
+   */
+  public static String normalizeCron(String expr) {
+    String trimmed = expr.strip();
+    String[] tokens = trimmed.isEmpty() ? new String[0] : trimmed.split("[ \t]+");
+    if (tokens.length == 1) {
+      int i = MACROS.indexOf(tokens[0].toLowerCase(Locale.ROOT));
+      if (i >= 0) return MACRO_EXPANSIONS.get(i);
+    }
+    return String.join(" ", tokens);
   }
 
   /** An IANA zone this JVM's tz database knows (belfry checks against its host's). */
