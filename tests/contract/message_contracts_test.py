@@ -15,6 +15,8 @@
 5. The messages belfry's own tests embed: every JSON object in a raw string literal of
    tests/**/*.cc that has the fields of a trigger, a command outcome or a change event must
    validate against that schema.
+With --dump FILE, instead: every record the integration tests consumed from belfry's topics
+(tests/integration/message_dump.cc) against its schema.
 
 Exit 0 when everything holds; otherwise every violation is printed and the exit code is 1.
 Run by ctest (tests/contract/CMakeLists.txt, label unit) with the venv that scripts/setup creates:
@@ -23,6 +25,7 @@ Run by ctest (tests/contract/CMakeLists.txt, label unit) with the venv that scri
 
 import argparse
 import json
+from collections import Counter
 import pathlib
 import re
 import sys
@@ -40,6 +43,7 @@ class Checker:
         self.failures = []
         self.checked = 0
         self.schemas = {}
+        self.validators = {}
         for path in sorted((root / "contracts" / "schemas").glob("*.schema.json")):
             self.schemas[path.name] = json.loads(path.read_text(encoding="utf-8"))
         self.registry = referencing.Registry().with_resources(
@@ -51,8 +55,12 @@ class Checker:
         self.failures.append(f"{where}: {message}")
 
     def validator(self, name, pointer=""):
-        schema_id = self.schemas[name]["$id"]
-        return DRAFT({"$ref": schema_id + ("#" + pointer if pointer else "")}, registry=self.registry)
+        key = (name, pointer)
+        if key not in self.validators:
+            schema_id = self.schemas[name]["$id"]
+            self.validators[key] = DRAFT({"$ref": schema_id + ("#" + pointer if pointer else "")},
+                                         registry=self.registry)
+        return self.validators[key]
 
     def errors(self, name, instance, pointer=""):
         self.checked += 1
@@ -407,11 +415,76 @@ class Checker:
         return found
 
 
+    # ------------------------------------------------------------------------------------------
+    # 6. The records the integration tests consumed from belfry's topics (--dump; written by
+    # tests/integration/message_dump.cc when BELFRY_MESSAGE_DUMP is set).
+
+    @staticmethod
+    def dump_kind(record):
+        topic = record["topic"]
+        if record["kind"] == "trigger" or topic.endswith(".triggers"):
+            return "trigger"
+        if ".dlq" in topic:
+            return "dlq"
+        if topic.endswith(".results"):
+            return "outcome"
+        if topic.endswith(".changes"):
+            return "change"
+        return None
+
+    def check_dump(self, path):
+        import base64
+        if not path.exists():
+            print(f"{path}: no records were dumped")
+            return Counter()
+        seen = Counter()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            where = f"{path.name} line {number}"
+            try:
+                record = json.loads(line)
+                value = None if record["value"] is None else base64.b64decode(record["value"])
+                headers = {k: base64.b64decode(v).decode("utf-8", errors="replace")
+                           for k, v in record["headers"].items()}
+            except (ValueError, KeyError) as e:
+                self.fail(where, f"not a dump record: {e}")
+                continue
+            where += f" ({record['topic']})"
+            kind = self.dump_kind(record)
+            seen[kind] += 1
+            if kind is None:
+                self.fail(where, "a topic of no known kind: name it in dump_kind()")
+                continue
+            if kind == "dlq":
+                self.expect_valid(where, "dlq-headers.schema.json", headers)
+                continue
+            parsed = None if value is None else self.parse_json(value)
+            if parsed is None:
+                self.fail(where, f"the {kind} value is not JSON")
+                continue
+            if kind == "trigger":
+                self.expect_valid(where, "trigger.schema.json", parsed[0])
+                self.expect_valid(where + " headers", "trigger-headers.schema.json", headers)
+            elif kind == "outcome":
+                self.expect_valid(where, "command-outcome.schema.json", parsed[0])
+            else:
+                self.expect_valid(where, "change-event.schema.json", parsed[0])
+        return seen
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--source-dir", default=pathlib.Path(__file__).resolve().parents[2], type=pathlib.Path)
+    parser.add_argument("--dump", type=pathlib.Path,
+                        help="check only the records the integration tests dumped to this file")
     args = parser.parse_args()
     c = Checker(args.source_dir.resolve())
+    if args.dump is not None:
+        seen = c.check_dump(args.dump)
+        for failure in c.failures:
+            print("FAIL", failure)
+        print(f"{sum(seen.values())} dumped records: " + ", ".join(f"{n} {k}" for k, n in sorted(seen.items(), key=str))
+              + f"; {len(c.failures)} failures")
+        return 1 if c.failures else 0
     c.check_schemas()
     if c.failures:  # nothing else can be judged with a broken schema
         for failure in c.failures:
