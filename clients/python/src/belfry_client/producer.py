@@ -149,7 +149,16 @@ class BelfryProducer:
             raise OutcomeTimeout(f"results topic {self.results_topic!r} does not exist (run belfry migrate)")
         assignment = []
         for p in topic.partitions:
-            _low, high = c.get_watermark_offsets(TopicPartition(self.results_topic, p), timeout=10)
+            while True:  # a topic just created may have no leader yet: retry until the deadline
+                try:
+                    _low, high = c.get_watermark_offsets(
+                        TopicPartition(self.results_topic, p), timeout=max(0.5, min(5.0, deadline - time.monotonic())))
+                    break
+                except KafkaException as e:
+                    if time.monotonic() >= deadline:
+                        c.close()
+                        raise OutcomeTimeout(f"cannot read the end of {self.results_topic!r} partition {p}: {e}") from e
+                    time.sleep(0.2)
             assignment.append(TopicPartition(self.results_topic, p, high))
         c.assign(assignment)
         self._results = c
