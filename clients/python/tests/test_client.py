@@ -235,6 +235,19 @@ class Consumer(unittest.TestCase):
         self.assertEqual(reports[1]["error"], "carrier said 503")
         self.assertEqual(log[-1], ("commit", 5))
 
+    def test_a_commit_refused_after_a_rebalance_is_not_the_triggers_failure(self):
+        from confluent_kafka import KafkaError, KafkaException
+
+        log = []
+        c = self.consumer([FakeMessage(TRIGGER % 4, 8)], log)
+
+        def refuse(message, asynchronous):
+            raise KafkaException(KafkaError(KafkaError.REBALANCE_IN_PROGRESS))
+
+        c._consumer.commit = refuse
+        self.assertIsNotNone(c.poll(lambda t: None))
+        self.assertEqual([e[3]["status"] for e in log if e[0] == "produce"], ["running", "succeeded"])
+
     def test_a_value_that_is_not_a_trigger_is_committed_unhandled(self):
         log = []
         c = self.consumer([FakeMessage(b"not json", 3)], log)

@@ -69,10 +69,10 @@ class TriggerConsumer:
             trigger = Trigger.parse(msg.value(), msg.key(), msg.topic(), msg.partition(), msg.offset())
         except ValidationError as e:
             log.error("not a trigger at %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), e)
-            self._consumer.commit(message=msg, asynchronous=False)
+            self._commit(msg)
             return None
         if self.dedupe.seen(trigger.dedupe_key):
-            self._consumer.commit(message=msg, asynchronous=False)
+            self._commit(msg)
             return None
         started = _now_ms()
         if self.report_running:
@@ -87,7 +87,7 @@ class TriggerConsumer:
         self._report(report)
         self._flush()
         self.dedupe.remember(trigger.dedupe_key)
-        self._consumer.commit(message=msg, asynchronous=False)
+        self._commit(msg)
         return trigger
 
     def run(self, handler: Callable[[Trigger], Any], stop: Callable[[], bool] = lambda: False) -> None:
@@ -105,6 +105,15 @@ class TriggerConsumer:
     def __exit__(self, *exc):
         self.close()
         return False
+
+    def _commit(self, msg) -> None:
+        # A commit refused because the partition moved to another member (a rebalance) is not an
+        # error of this trigger: the new owner reads it again (at-least-once; its dedupe key is the same).
+        try:
+            self._consumer.commit(message=msg, asynchronous=False)
+        except KafkaException as e:
+            log.warning("could not commit %s[%d]@%d (it will be delivered again): %s",
+                        msg.topic(), msg.partition(), msg.offset(), e)
 
     def _report(self, report: ExecutionReport) -> None:
         self._producer.produce(self.executions_topic, key=report.job_id.encode("utf-8"), value=report.to_json())

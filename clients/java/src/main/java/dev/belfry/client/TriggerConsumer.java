@@ -14,8 +14,10 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.BooleanSupplier;
+import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -26,6 +28,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -92,7 +95,16 @@ public final class TriggerConsumer implements AutoCloseable {
     this.options = options;
     this.consumer = consumer;
     this.producer = producer;
-    consumer.subscribe(options.topics());
+    consumer.subscribe(options.topics(), new ConsumerRebalanceListener() {
+      @Override
+      public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
+        // Their next owner reads them from the committed offset: do not handle them here too.
+        buffered.removeIf(r -> revoked.contains(new TopicPartition(r.topic(), r.partition())));
+      }
+
+      @Override
+      public void onPartitionsAssigned(Collection<TopicPartition> assigned) {}
+    });
     this.dedupe = new Deduper<>(options.dedupeWindow(), 100_000);
   }
 
@@ -172,7 +184,13 @@ public final class TriggerConsumer implements AutoCloseable {
   }
 
   private void commit(ConsumerRecord<byte[], byte[]> r) {
-    consumer.commitSync(Map.of(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1)));
+    try {
+      consumer.commitSync(Map.of(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1)));
+    } catch (CommitFailedException | RebalanceInProgressException e) {
+      // The partition moved to another member: it reads the trigger again (at-least-once, same dedupe key).
+      System.getLogger("dev.belfry.client").log(System.Logger.Level.WARNING,
+          "could not commit " + r.topic() + "[" + r.partition() + "]@" + r.offset() + " (it will be delivered again): " + e);
+    }
   }
 
   private static String defaultWorker() {
