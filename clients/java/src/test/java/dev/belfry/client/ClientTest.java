@@ -247,4 +247,17 @@ class ClientTest {
     TopicPartition tp = new TopicPartition("jobs", 0);
     assertNull(mc.committed(java.util.Set.of(tp)).get(tp));
   }
+
+  @Test
+  void recordsOfARevokedPartitionAreNotHandled() {
+    MockConsumer<byte[], byte[]> mc = new MockConsumer<>(OffsetResetStrategy.EARLIEST);
+    MockProducer<byte[], byte[]> mp = new MockProducer<>(true, new ByteArraySerializer(), new ByteArraySerializer());
+    TriggerConsumer c = consumer(mc, mp, String.format(TRIGGER, 5),
+        String.format(TRIGGER, 6).replace("13:37:32.500Z", "13:38:32.500Z")); // the next slot, not a repeat
+    List<Integer> handled = new ArrayList<>();
+    c.poll(t -> handled.add(t.jobDetails().get("n").asInt()), Duration.ofMillis(100)); // buffers both, handles n=5
+    mc.rebalance(List.of()); // partition 0 moves to another member
+    assertNull(c.poll(t -> handled.add(t.jobDetails().get("n").asInt()), Duration.ofMillis(100)));
+    assertEquals(List.of(5), handled);
+  }
 }
