@@ -256,5 +256,64 @@ class Consumer(unittest.TestCase):
         self.assertFalse([e for e in log if e[0] == "produce"])
 
 
+class FakeCommandProducer:
+    """Acknowledges each command at the next offset of partition 2."""
+
+    def __init__(self):
+        self.sent, self.next_offset = [], 40
+
+    def produce(self, topic, key, value, headers, on_delivery):
+        self.sent.append((topic, key, json.loads(value), headers))
+        msg = FakeMessage(value, self.next_offset, key, topic, 2)
+        self.next_offset += 1
+        self.pending = lambda: on_delivery(None, msg)
+
+    def poll(self, timeout):
+        if getattr(self, "pending", None):
+            self.pending, deliver = None, self.pending
+            deliver()
+        return 0
+
+    def flush(self, timeout):
+        return 0
+
+
+class FakeResults:
+    def __init__(self, outcomes):
+        self.messages = [FakeMessage(json.dumps(o).encode(), i, o["id"].encode(), "results", 0) for i, o in enumerate(outcomes)]
+
+    def poll(self, timeout):
+        return self.messages.pop(0) if self.messages else None
+
+    def close(self):
+        pass
+
+
+class Producer(unittest.TestCase):
+    def test_the_outcome_is_the_one_for_this_commands_partition_and_offset(self):
+        from belfry_client import BelfryProducer, OutcomeTimeout
+
+        def outcome(job_id, offset, status="applied", error=None):
+            return {"id": job_id, "op": "pause", "status": status, "error": error, "partition": 2, "offset": offset}
+
+        results = FakeResults([
+            outcome("j", 39, "rejected", "invalid_reason: an earlier command"),  # same job, earlier command
+            outcome("other", 40),  # same position, another id (cannot happen; still not ours)
+            outcome("j", 40),
+        ])
+        p = BelfryProducer("unused:9092", commands_topic="cmds", actor="svc@host",
+                           _clients=(FakeCommandProducer(), results))
+        got = p.pause("j", reason="maintenance", wait=True, timeout=5)
+        self.assertEqual((got.id, got.status, got.partition, got.offset, got.error), ("j", "applied", 2, 40, None))
+        topic, key, value, headers = p._producer.sent[0]
+        self.assertEqual((topic, key, value, headers),
+                         ("cmds", b"j", {"op": "pause", "id": "j", "reason": "maintenance"}, [("belfry-actor", b"svc@host")]))
+        with self.assertRaises(OutcomeTimeout):  # nothing for the next command (offset 41)
+            p.resume("j", wait=True, timeout=0.3)
+        with self.assertRaises(ValidationError):  # refused before anything is sent
+            p.pause("bad#retry#id")
+        self.assertEqual(len(p._producer.sent), 2)
+
+
 if __name__ == "__main__":
     unittest.main()

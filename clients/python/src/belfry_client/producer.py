@@ -54,17 +54,21 @@ class BelfryProducer:
 
     def __init__(self, brokers: str, *, commands_topic: str = "belfry.commands",
                  results_topic: str = "belfry.command-results", rules: Rules = DEFAULT_RULES,
-                 actor: Optional[str] = None, config: Optional[Dict[str, Any]] = None):
+                 actor: Optional[str] = None, config: Optional[Dict[str, Any]] = None, _clients=None):
         """``config``: extra librdkafka settings for both clients (TLS, SASL, ...).
         ``actor``: sent as the ``belfry-actor`` header (the audit trail's who) unless a command
-        names its own."""
+        names its own. ``_clients``: a (producer, results consumer) pair instead of new
+        confluent-kafka ones (tests)."""
         self.commands_topic = commands_topic
         self.results_topic = results_topic
         self.rules = rules
         self.actor = actor
         self._base = {"bootstrap.servers": brokers, **(config or {})}
-        self._producer = Producer({**self._base, "enable.idempotence": True, "acks": "all", "linger.ms": 5})
         self._results: Optional[Consumer] = None
+        if _clients is not None:
+            self._producer, self._results = _clients
+        else:
+            self._producer = Producer({**self._base, "enable.idempotence": True, "acks": "all", "linger.ms": 5})
         self._outcomes: Dict[Tuple[str, int, int], Outcome] = {}
         self._pending_ids: Dict[str, int] = {}
 
