@@ -11,10 +11,12 @@ import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
@@ -36,13 +38,13 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * command is published (no consumer group, nothing committed). Not thread-safe.
  */
 public final class BelfryProducer implements AutoCloseable {
-  private final KafkaProducer<byte[], byte[]> producer;
+  private final Producer<byte[], byte[]> producer;
   private final Properties base;
   private final String commandsTopic;
   private final String resultsTopic;
   private final Rules rules;
   private final String actor;
-  private KafkaConsumer<byte[], byte[]> results;
+  private Consumer<byte[], byte[]> results;
   private final Map<String, Integer> pendingIds = new HashMap<>();
   private final Map<String, Outcome> outcomes = new HashMap<>();
 
@@ -68,6 +70,11 @@ public final class BelfryProducer implements AutoCloseable {
   }
 
   public BelfryProducer(Options options) {
+    this(options, null, null);
+  }
+
+  /** With the given clients (tests: Kafka's MockProducer, and a MockConsumer already assigned). */
+  BelfryProducer(Options options, Producer<byte[], byte[]> producer, Consumer<byte[], byte[]> results) {
     this.commandsTopic = options.commandsTopic();
     this.resultsTopic = options.resultsTopic();
     this.rules = options.rules();
@@ -75,12 +82,17 @@ public final class BelfryProducer implements AutoCloseable {
     this.base = new Properties();
     base.putAll(options.kafka());
     base.put("bootstrap.servers", options.brokers());
+    this.producer = producer != null ? producer : newProducer(base);
+    this.results = results;
+  }
+
+  private static Producer<byte[], byte[]> newProducer(Properties base) {
     Properties p = new Properties();
     p.putAll(base);
     p.put(ProducerConfig.ACKS_CONFIG, "all");
     p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
     p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
-    this.producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+    return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
   }
 
   /** Publishes an upsert (no wait). */

@@ -260,4 +260,36 @@ class ClientTest {
     assertNull(c.poll(t -> handled.add(t.jobDetails().get("n").asInt()), Duration.ofMillis(100)));
     assertEquals(List.of(5), handled);
   }
+
+  @Test
+  void theAwaitedOutcomeIsTheOneForThisCommandsPartitionAndOffset() throws Exception {
+    MockProducer<byte[], byte[]> mp = new MockProducer<>(true, new ByteArraySerializer(), new ByteArraySerializer());
+    MockConsumer<byte[], byte[]> results = new MockConsumer<>(OffsetResetStrategy.EARLIEST);
+    TopicPartition rp = new TopicPartition("results", 0);
+    results.assign(List.of(rp));
+    results.updateBeginningOffsets(Map.of(rp, 0L));
+    String[] outcomes = {
+      // the same job's earlier command, then another id, then this command's (MockProducer: partition 0, offset 0)
+      "{\"id\":\"j\",\"op\":\"pause\",\"status\":\"rejected\",\"error\":\"invalid_reason: earlier\",\"partition\":0,\"offset\":7}",
+      "{\"id\":\"other\",\"op\":\"pause\",\"status\":\"applied\",\"error\":null,\"partition\":0,\"offset\":0}",
+      "{\"id\":\"j\",\"op\":\"pause\",\"status\":\"applied\",\"error\":null,\"partition\":0,\"offset\":0}",
+    };
+    for (int i = 0; i < outcomes.length; i++) {
+      results.addRecord(new ConsumerRecord<>("results", 0, i, "j".getBytes(StandardCharsets.UTF_8),
+          outcomes[i].getBytes(StandardCharsets.UTF_8)));
+    }
+    BelfryProducer p = new BelfryProducer(
+        BelfryProducer.Options.of("unused:9092").topics("cmds", "results").actor("svc@host"), mp, results);
+    Outcome got = p.pause("j", "maintenance", Duration.ofSeconds(5));
+    assertEquals("applied", got.status());
+    assertEquals(0, got.offset());
+    var sent = mp.history().get(0);
+    assertEquals("cmds", sent.topic());
+    assertEquals("j", new String(sent.key(), StandardCharsets.UTF_8));
+    assertEquals("{\"op\":\"pause\",\"id\":\"j\",\"reason\":\"maintenance\"}", json(sent.value()));
+    assertEquals("svc@host", new String(sent.headers().lastHeader("belfry-actor").value(), StandardCharsets.UTF_8));
+    assertThrows(OutcomeTimeoutException.class, () -> p.resume("j", Duration.ofMillis(300)));
+    assertThrows(ValidationException.class, () -> p.pause("bad#retry#id", null));
+    assertEquals(2, mp.history().size());
+  }
 }
