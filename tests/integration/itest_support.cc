@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "belfry_process.h"
+#include "message_dump.h"
 #include "core/shard_hash.h"
 #include "plain_producer.h"
 #include "trigger_verifier.h"
@@ -103,6 +104,7 @@ TopicCollector::TopicCollector(const std::string& brokers, std::vector<std::stri
   tail_ = std::move(tail.value());
   thread_ = std::thread([this] {
     tail_->Run(stop_, [this](const TailRecord& r) {
+      DumpConsumedRecord("", r.topic, r.key, r.value, r.headers);
       std::lock_guard<std::mutex> lock(mu_);
       records_.push_back(r);
     });

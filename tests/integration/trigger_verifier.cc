@@ -7,11 +7,13 @@
 #include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
 
 #include "core/slot_math.h"
+#include "message_dump.h"
 
 namespace belfry {
 namespace {
@@ -147,14 +149,22 @@ void TriggerVerifier::OnMessage(RdKafka::Message& m) {
       m.topic_name() + "/" + std::to_string(m.partition()) + "/" + std::to_string(m.offset());
   std::optional<std::string> job_id;
   std::optional<int64_t> scheduled_for;
+  std::map<std::string, std::string> dumped_headers;
   if (RdKafka::Headers* headers = m.headers(); headers != nullptr) {
     for (const RdKafka::Headers::Header& h : headers->get_all()) {
       if (h.value() == nullptr) continue;
       const std::string value(static_cast<const char*>(h.value()), h.value_size());
+      dumped_headers[h.key()] = value;
       if (h.key() == "belfry-job-id") job_id = value;
       if (h.key() == "belfry-scheduled-for") scheduled_for = ParseInt64(value);
     }
   }
+  DumpConsumedRecord("trigger", m.topic_name(),
+                     m.key() != nullptr ? std::optional<std::string>(*m.key()) : std::nullopt,
+                     m.payload() != nullptr
+                         ? std::optional<std::string>(std::string(static_cast<const char*>(m.payload()), m.len()))
+                         : std::nullopt,
+                     dumped_headers);
   const EpochMs timestamp = m.timestamp().timestamp;
   std::lock_guard<std::mutex> lock(mu_);
   if (!positions_.insert(std::move(position)).second) {

@@ -1,0 +1,508 @@
+#!/usr/bin/env python3
+"""Keeps belfry's message contracts (contracts/, docs/contracts.md) true, without a server.
+
+1. Every schema in contracts/schemas is a valid JSON Schema 2020-12 document.
+2. Every shared vector (contracts/vectors) against its schema: a valid message passes; an invalid
+   one fails, unless it names a rule of docs/contracts.md's table ("rule"), and then it passes
+   (the rule must list its reason), so that no annotation goes stale. Expected encodings
+   (triggers, outcomes, change events, normalised jobs) pass their schemas too.
+3. Every case of the hostile corpora (tests/corpus/hostile*/MANIFEST.tsv; belfry rejects each)
+   is explained: its value is not JSON, or it fails its schema (a tombstone: its key fails the id
+   rule), or its reason is one of a rule of docs/contracts.md that the schema cannot express.
+4. contracts/asyncapi.yaml: every $ref resolves (inside the document, or to a schema file), every
+   schema file is used, every topic of the config has a channel at its default name (README and
+   include/belfry/config.h), and the direction of each operation.
+5. The messages belfry's own tests embed: every JSON object in a raw string literal of
+   tests/**/*.cc that has the fields of a trigger, a command outcome or a change event must
+   validate against that schema.
+With --dump FILE, instead: every record the integration tests consumed from belfry's topics
+(tests/integration/message_dump.cc) against its schema.
+
+Exit 0 when everything holds; otherwise every violation is printed and the exit code is 1.
+Run by ctest (tests/contract/CMakeLists.txt, label unit) with the venv that scripts/setup creates:
+  .venv/bin/python tests/contract/message_contracts_test.py --source-dir .
+"""
+
+import argparse
+import json
+from collections import Counter
+import pathlib
+import re
+import sys
+
+import jsonschema
+import referencing
+import yaml
+
+DRAFT = jsonschema.Draft202012Validator
+
+
+class Checker:
+    def __init__(self, root):
+        self.root = root
+        self.failures = []
+        self.checked = 0
+        self.schemas = {}
+        self.validators = {}
+        for path in sorted((root / "contracts" / "schemas").glob("*.schema.json")):
+            self.schemas[path.name] = json.loads(path.read_text(encoding="utf-8"))
+        self.registry = referencing.Registry().with_resources(
+            (s["$id"], referencing.Resource.from_contents(s)) for s in self.schemas.values()
+        )
+        self.rules = self.load_rules()
+
+    def fail(self, where, message):
+        self.failures.append(f"{where}: {message}")
+
+    def validator(self, name, pointer=""):
+        key = (name, pointer)
+        if key not in self.validators:
+            schema_id = self.schemas[name]["$id"]
+            self.validators[key] = DRAFT({"$ref": schema_id + ("#" + pointer if pointer else "")},
+                                         registry=self.registry)
+        return self.validators[key]
+
+    def errors(self, name, instance, pointer=""):
+        self.checked += 1
+        return [e.message for e in self.validator(name, pointer).iter_errors(instance)]
+
+    def expect_valid(self, where, name, instance, pointer=""):
+        errors = self.errors(name, instance, pointer)
+        if errors:
+            self.fail(where, f"does not conform to {name}{pointer}: {errors[0][:300]}")
+
+    # docs/contracts.md, "Rules the schemas cannot express": | `rule` | `reason`, ... | why |
+    def load_rules(self):
+        rules = {}
+        text = (self.root / "docs" / "contracts.md").read_text(encoding="utf-8")
+        section = text.split("## Rules the schemas cannot express", 1)[-1].split("\n## ", 1)[0]
+        for line in section.splitlines():
+            m = re.match(r"^\| `([a-z0-9_]+)` \| ([^|]+) \|", line)
+            if m:
+                rules[m.group(1)] = set(re.findall(r"`([a-z0-9_]+)`", m.group(2)))
+        if not rules:
+            self.fail("docs/contracts.md", "no table of rules the schemas cannot express")
+        return rules
+
+    def reasons_with_rules(self):
+        return set().union(*self.rules.values()) if self.rules else set()
+
+    # ------------------------------------------------------------------------------------------
+    # 1. The schemas themselves.
+
+    def check_schemas(self):
+        if not self.schemas:
+            self.fail("contracts/schemas", "no *.schema.json")
+        for name, schema in self.schemas.items():
+            self.checked += 1
+            try:
+                DRAFT.check_schema(schema)
+            except jsonschema.SchemaError as e:
+                self.fail(name, f"is not a valid 2020-12 schema: {e.message}")
+            if schema.get("$schema") != "https://json-schema.org/draft/2020-12/schema":
+                self.fail(name, "does not declare $schema 2020-12")
+            if not schema.get("$id", "").endswith("/" + name):
+                self.fail(name, f"$id {schema.get('$id')!r} does not end in its file name")
+
+    # ------------------------------------------------------------------------------------------
+    # Raw messages: bytes to a JSON value, as far as a schema can judge one.
+
+    @staticmethod
+    def parse_json(raw):
+        """The JSON value of `raw` (bytes or str), or None when it is not a JSON document."""
+        try:
+            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+            return (json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c))),)
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            return None
+
+    def explain_rejection(self, where, schema_name, key, raw, reason, rule=None, annotated=False):
+        """Checks that a message belfry rejects is explained by the schema or by a rule.
+
+        An annotated case (a vector) must fail the schema unless it names its rule. A hostile
+        corpus case carries no annotation: a reason that some rule lists explains it."""
+        if raw is None:  # a tombstone
+            if schema_name == "command.schema.json":
+                fails = key is None or bool(self.errors(schema_name, key, "/$defs/id"))
+            else:
+                fails = True  # a report must have a value
+        else:
+            parsed = self.parse_json(raw)
+            fails = parsed is None or bool(self.errors(schema_name, parsed[0]))
+        if rule is not None:
+            if rule not in self.rules:
+                self.fail(where, f"names rule {rule!r}, which docs/contracts.md does not list")
+            elif reason not in self.rules[rule]:
+                self.fail(where, f"rule {rule!r} does not list reason {reason!r} in docs/contracts.md")
+            if fails:
+                self.fail(where, f"names rule {rule!r} but its schema already rejects it")
+            return
+        if not fails and annotated:
+            self.fail(where, f"belfry rejects it ({reason}) but it conforms to {schema_name}; "
+                             "name the rule of docs/contracts.md that rejects it, or tighten the schema")
+        elif not fails and reason not in self.reasons_with_rules():
+            self.fail(where, f"belfry rejects it ({reason}) but it conforms to {schema_name}, "
+                             "and no rule of docs/contracts.md lists that reason")
+
+    # ------------------------------------------------------------------------------------------
+    # 2. The shared vectors.
+
+    def vector_file(self, name):
+        return json.loads((self.root / "contracts" / "vectors" / name).read_text(encoding="utf-8"))
+
+    @staticmethod
+    def raw_value(case):
+        if "valueText" in case:
+            return case["valueText"]
+        if case.get("value") is None:
+            return None
+        return json.dumps(case["value"], ensure_ascii=False, separators=(",", ":"))
+
+    def check_message_vectors(self, file_name, schema_name):
+        vectors = self.vector_file(file_name)
+        for case in vectors["valid"]:
+            where = f"{file_name} valid {case['name']}"
+            raw = self.raw_value(case)
+            if raw is None:
+                self.expect_valid(where + " (tombstone key)", schema_name, case["key"], "/$defs/id")
+            else:
+                self.expect_valid(where, schema_name, json.loads(raw))
+            job = case.get("expect", {}).get("job")
+            if job is not None:
+                self.expect_valid(where + " expect.job", "change-event.schema.json", job, "/$defs/job")
+        for case in vectors["invalid"]:
+            self.explain_rejection(f"{file_name} invalid {case['name']}", schema_name, case.get("key"),
+                                   self.raw_value(case), case["reason"], case.get("rule"), annotated=True)
+
+    def check_encoding_vectors(self):
+        for case in self.vector_file("triggers.json")["cases"]:
+            where = f"triggers.json {case['name']}"
+            self.expect_valid(where, "trigger.schema.json", json.loads(case["expect"]["value"]))
+            self.expect_valid(where + " headers", "trigger-headers.schema.json", case["expect"]["headers"])
+        for case in self.vector_file("command-outcomes.json")["cases"]:
+            self.expect_valid(f"command-outcomes.json {case['name']}", "command-outcome.schema.json",
+                              json.loads(case["value"]))
+        for case in self.vector_file("change-events.json")["cases"]:
+            self.expect_valid(f"change-events.json {case['name']}", "change-event.schema.json",
+                              json.loads(case["value"]))
+
+    # ------------------------------------------------------------------------------------------
+    # 3. The hostile corpora (the format: the header of tests/corpus/hostile/MANIFEST.tsv; the
+    # loader this mirrors: tests/corpus/hostile_corpus.cc).
+
+    @staticmethod
+    def decode_key(field):
+        if field == "-":
+            return None
+        out, i = bytearray(), 0
+        raw = field.encode("utf-8")
+        while i < len(raw):
+            c = raw[i]
+            if c != 0x5C or i + 1 >= len(raw):
+                out.append(c)
+                i += 1
+                continue
+            e = chr(raw[i + 1])
+            if e == "n":
+                out.append(0x0A)
+                i += 2
+            elif e == "t":
+                out.append(0x09)
+                i += 2
+            elif e == "x" and re.fullmatch(rb"[0-9a-fA-F]{2}", raw[i + 2:i + 4] or b""):
+                out.append(int(raw[i + 2:i + 4], 16))
+                i += 4
+            else:
+                out.append(raw[i + 1])
+                i += 2
+        return out.decode("utf-8", errors="surrogateescape")
+
+    @staticmethod
+    def generated(name):
+        def padded(job_id, field, open_, fill, n, close):
+            return (f'{{"id":"{job_id}","topic":"tracking.poll","intervalMinutes":5,"{field}":'
+                    f'{open_}"{fill * n}"{close}}}')
+
+        def report(job_id, error):
+            return f'{{"jobId":"{job_id}","scheduledFor":0,"status":"failed","error":{error}}}'
+
+        def nested(levels, objects):
+            return ('{"a":' * levels + "1" + "}" * levels) if objects else ("[" * levels + "]" * levels)
+
+        if name == "@gen:key_string_200k":
+            return padded("h-key-200k", "key", "", "k", 200 * 1024, "")
+        if name == "@gen:details_70k":
+            return padded("h-details-70k", "jobDetails", '{"pad":', "d", 70 * 1024, "}")
+        if name == "@gen:value_1mb":
+            overhead = len(padded("h-1mb", "jobDetails", '{"pad":', "x", 0, "}"))
+            return padded("h-1mb", "jobDetails", '{"pad":', "x", 1_000_000 - overhead, "}")
+        if name == "@gen:report_arrays_10000":
+            return report("r-deep-arrays", nested(10_000, False))
+        if name == "@gen:report_objects_10000":
+            return report("r-deep-objects", nested(10_000, True))
+        if name == "@gen:report_value_70k":
+            return report("r-70k", '"' + "e" * (70 * 1024) + '"')
+        return None
+
+    def check_hostile(self, corpus, schema_name):
+        directory = self.root / "tests" / "corpus" / corpus
+        cases = 0
+        for number, line in enumerate((directory / "MANIFEST.tsv").read_text(encoding="utf-8").splitlines(), 1):
+            if not line or line.startswith("#"):
+                continue
+            fields = line.split("\t")
+            where = f"tests/corpus/{corpus}/MANIFEST.tsv line {number}"
+            if len(fields) < 3:
+                self.fail(where, "malformed line")
+                continue
+            file, key, reason = fields[0], self.decode_key(fields[1]), fields[2]
+            if file == "@tombstone":
+                raw = None
+            elif file.startswith("@gen:"):
+                raw = self.generated(file)
+                if raw is None:
+                    self.fail(where, f"unknown generated case {file}")
+                    continue
+            else:
+                raw = (directory / file).read_bytes()
+            cases += 1
+            self.explain_rejection(f"{where} ({file})", schema_name, key, raw, reason)
+        if cases == 0:
+            self.fail(f"tests/corpus/{corpus}", "no cases")
+
+    # ------------------------------------------------------------------------------------------
+    # 4. The AsyncAPI document.
+
+    # channel -> (config key under kafka:, what belfry does)
+    CHANNELS = {
+        "commands": ("commands_topic", "receive"),
+        "commandResults": ("results_topic", "send"),
+        "commandsDlq": ("dlq_topic", "send"),
+        "executions": ("executions_topic", "receive"),
+        "executionsDlq": ("executions_dlq_topic", "send"),
+        "changes": ("changes_topic", "send"),
+        "triggers": (None, "send"),
+    }
+
+    def readme_kafka_config(self):
+        text = (self.root / "README.md").read_text(encoding="utf-8")
+        section = text.split("## Configuration", 1)[1]
+        block = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+        return yaml.safe_load(block)["kafka"]
+
+    def code_topic_defaults(self):
+        text = (self.root / "include" / "belfry" / "config.h").read_text(encoding="utf-8")
+        return dict(re.findall(r'std::string (\w+_topic) = "([^"]*)";', text))
+
+    def check_asyncapi(self):
+        where = "contracts/asyncapi.yaml"
+        doc = yaml.safe_load((self.root / "contracts" / "asyncapi.yaml").read_text(encoding="utf-8"))
+        self.checked += 1
+        if not str(doc.get("asyncapi", "")).startswith("3."):
+            self.fail(where, f"asyncapi is {doc.get('asyncapi')!r}, not 3.x")
+
+        used_files = set()
+
+        def resolve(ref, at):
+            file, _, pointer = ref.partition("#")
+            if file:
+                path = (self.root / "contracts" / file).resolve()
+                if not path.is_file():
+                    self.fail(where, f"{at}: $ref {ref!r} names no file")
+                    return
+                if path.parent != (self.root / "contracts" / "schemas").resolve():
+                    self.fail(where, f"{at}: $ref {ref!r} is not a file of contracts/schemas")
+                used_files.add(path.name)
+                target = json.loads(path.read_text(encoding="utf-8"))
+            else:
+                target = doc
+            for part in [p for p in pointer.split("/") if p]:
+                part = part.replace("~1", "/").replace("~0", "~")
+                if not isinstance(target, dict) or part not in target:
+                    self.fail(where, f"{at}: $ref {ref!r} does not resolve")
+                    return
+                target = target[part]
+
+        def walk(node, at):
+            if isinstance(node, dict):
+                for k, v in node.items():
+                    if k == "$ref":
+                        self.checked += 1
+                        resolve(v, at)
+                    else:
+                        walk(v, f"{at}/{k}")
+            elif isinstance(node, list):
+                for i, v in enumerate(node):
+                    walk(v, f"{at}/{i}")
+
+        walk(doc, "")
+        for name in self.schemas:
+            if name not in used_files:
+                self.fail(where, f"no message uses schemas/{name}")
+
+        readme = self.readme_kafka_config()
+        code = self.code_topic_defaults()
+        topic_keys = {k for k in list(readme) + list(code) if k.endswith("_topic")}
+        channels = doc.get("channels", {})
+        covered = set()
+        for channel, (config_key, action) in self.CHANNELS.items():
+            ch = channels.get(channel)
+            if ch is None:
+                self.fail(where, f"no channel {channel}")
+                continue
+            if config_key is None:
+                if ch.get("address") != "{topic}" or "topic" not in ch.get("parameters", {}):
+                    self.fail(where, f"channel {channel} is not parameterised by the job's topic")
+            else:
+                covered.add(config_key)
+                for source, defaults in (("README", readme), ("include/belfry/config.h", code)):
+                    if defaults.get(config_key) != ch.get("address"):
+                        self.fail(where, f"channel {channel} is {ch.get('address')!r}; the default "
+                                         f"kafka.{config_key} in {source} is {defaults.get(config_key)!r}")
+            ops = [op for op in doc.get("operations", {}).values()
+                   if op.get("channel", {}).get("$ref") == f"#/channels/{channel}"]
+            if not ops:
+                self.fail(where, f"no operation on channel {channel}")
+            for op in ops:
+                if op.get("action") != action:
+                    self.fail(where, f"belfry should {action} on {channel}, the document says {op.get('action')}")
+        for key in sorted(topic_keys - covered):
+            self.fail(where, f"config topic kafka.{key} has no channel")
+        extra = set(channels) - set(self.CHANNELS)
+        for channel in sorted(extra):
+            self.fail(where, f"channel {channel} is not known to this test")
+
+    # ------------------------------------------------------------------------------------------
+    # 5. The messages belfry's own tests embed in raw string literals.
+
+    # A message kind by its required fields, and how many the tests embed at least (the change
+    # event tests parse the encoder's output instead of comparing it with a literal).
+    KINDS = [
+        ("trigger.schema.json", {"jobId", "scheduledFor", "intervalMinutes", "jobDetails"}, 1),
+        ("command-outcome.schema.json", {"id", "op", "status", "error", "partition", "offset"}, 1),
+        ("change-event.schema.json", {"version", "changeId", "jobId", "op", "before", "after"}, 0),
+    ]
+
+    def embedded_messages(self):
+        """(where, value) for every JSON object that adjacent raw string literals R"(...)" form."""
+        literal = re.compile(r'R"\((.*?)\)"', re.S)
+        for path in sorted((self.root / "tests").rglob("*.cc")):
+            text = path.read_text(encoding="utf-8", errors="replace")
+            matches = list(literal.finditer(text))
+            i = 0
+            while i < len(matches):
+                parts, end, j = [matches[i].group(1)], matches[i].end(), i + 1
+                while j < len(matches) and re.fullmatch(r"\s*", text[end:matches[j].start()]):
+                    parts.append(matches[j].group(1))
+                    end = matches[j].end()
+                    j += 1
+                line = text.count("\n", 0, matches[i].start()) + 1
+                value = self.parse_json("".join(parts))
+                if value is not None and isinstance(value[0], dict):
+                    yield f"{path.relative_to(self.root)}:{line}", value[0]
+                i = j
+
+    def check_embedded(self):
+        found = {name: 0 for name, _, _ in self.KINDS}
+        for where, value in self.embedded_messages():
+            for name, fields, _ in self.KINDS:
+                if fields <= set(value):
+                    found[name] += 1
+                    self.expect_valid(where, name, value)
+        for name, _, least in self.KINDS:
+            if found[name] < least:
+                self.fail("tests/**/*.cc", f"{found[name]} embedded messages of {name} found, fewer than {least}: is the scan broken?")
+        return found
+
+
+    # ------------------------------------------------------------------------------------------
+    # 6. The records the integration tests consumed from belfry's topics (--dump; written by
+    # tests/integration/message_dump.cc when BELFRY_MESSAGE_DUMP is set).
+
+    @staticmethod
+    def dump_kind(record):
+        topic = record["topic"]
+        if record["kind"] == "trigger" or topic.endswith(".triggers"):
+            return "trigger"
+        if ".dlq" in topic:
+            return "dlq"
+        if topic.endswith(".results"):
+            return "outcome"
+        if topic.endswith(".changes"):
+            return "change"
+        return None
+
+    def check_dump(self, path):
+        import base64
+        if not path.exists():
+            print(f"{path}: no records were dumped")
+            return Counter()
+        seen = Counter()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            where = f"{path.name} line {number}"
+            try:
+                record = json.loads(line)
+                value = None if record["value"] is None else base64.b64decode(record["value"])
+                headers = {k: base64.b64decode(v).decode("utf-8", errors="replace")
+                           for k, v in record["headers"].items()}
+            except (ValueError, KeyError) as e:
+                self.fail(where, f"not a dump record: {e}")
+                continue
+            where += f" ({record['topic']})"
+            kind = self.dump_kind(record)
+            seen[kind] += 1
+            if kind is None:
+                self.fail(where, "a topic of no known kind: name it in dump_kind()")
+                continue
+            if kind == "dlq":
+                self.expect_valid(where, "dlq-headers.schema.json", headers)
+                continue
+            parsed = None if value is None else self.parse_json(value)
+            if parsed is None:
+                self.fail(where, f"the {kind} value is not JSON")
+                continue
+            if kind == "trigger":
+                self.expect_valid(where, "trigger.schema.json", parsed[0])
+                self.expect_valid(where + " headers", "trigger-headers.schema.json", headers)
+            elif kind == "outcome":
+                self.expect_valid(where, "command-outcome.schema.json", parsed[0])
+            else:
+                self.expect_valid(where, "change-event.schema.json", parsed[0])
+        return seen
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--source-dir", default=pathlib.Path(__file__).resolve().parents[2], type=pathlib.Path)
+    parser.add_argument("--dump", type=pathlib.Path,
+                        help="check only the records the integration tests dumped to this file")
+    args = parser.parse_args()
+    c = Checker(args.source_dir.resolve())
+    if args.dump is not None:
+        seen = c.check_dump(args.dump)
+        for failure in c.failures:
+            print("FAIL", failure)
+        print(f"{sum(seen.values())} dumped records: " + ", ".join(f"{n} {k}" for k, n in sorted(seen.items(), key=str))
+              + f"; {len(c.failures)} failures")
+        return 1 if c.failures else 0
+    c.check_schemas()
+    if c.failures:  # nothing else can be judged with a broken schema
+        for failure in c.failures:
+            print("FAIL", failure)
+        return 1
+    c.check_message_vectors("commands.json", "command.schema.json")
+    c.check_message_vectors("execution-reports.json", "execution-report.schema.json")
+    c.check_encoding_vectors()
+    c.check_hostile("hostile", "command.schema.json")
+    c.check_hostile("hostile_reports", "execution-report.schema.json")
+    c.check_asyncapi()
+    embedded = c.check_embedded()
+    for failure in c.failures:
+        print("FAIL", failure)
+    print(f"{c.checked} checks; embedded messages validated: "
+          + ", ".join(f"{n} {k}" for k, n in embedded.items()) + f"; {len(c.failures)} failures")
+    return 1 if c.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
