@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
@@ -252,10 +253,24 @@ int RunServe(const Config& cfg) {
     read_sessions.push_back({admin_stores.back().get(), admin_ledgers.back().get(), admin_executions.back().get()});
   }
   ReaderPool readers(std::move(read_sessions), std::chrono::milliseconds(cfg.admin.read_wait_ms));
-  metrics.SetSampler([&sink, &catch_up_sink, &consumer](MetricsRegistry& m) {
+  // GET /readyz, and belfry_ready at each scrape.
+  const std::function<Status()> readiness = [&]() -> Status {
+    if (Status st = CheckSchema(cfg.database_url, migrations_dir, cfg.scheduler.shard_count); !st.ok()) return st;
+    if (health.consecutive_failures() >= 10) {
+      return Status::Retryable("the last 10 shard firings failed (is Kafka reachable?)");
+    }
+    return Status::Ok();
+  };
+  metrics.SetSampler([&sink, &catch_up_sink, &consumer, &readiness](MetricsRegistry& m) {
     m.SetProducerQueue(sink->queue_length());
     m.SetCatchUpProducerQueue(catch_up_sink->queue_length());
     m.SetConsumerLag(consumer->Stats().consumer_lag);
+    bool ready = false;
+    try {
+      ready = readiness().ok();
+    } catch (const std::exception&) {
+    }
+    m.SetReady(ready);
   });
   AdminServerOptions admin_options;
   admin_options.listen = cfg.admin.listen;
@@ -269,13 +284,7 @@ int RunServe(const Config& cfg) {
   deps.clock = &clock;
   deps.node_id = node_id;
   deps.version = kBelfryVersion;
-  deps.readiness = [&]() -> Status {
-    if (Status st = CheckSchema(cfg.database_url, migrations_dir, cfg.scheduler.shard_count); !st.ok()) return st;
-    if (health.consecutive_failures() >= 10) {
-      return Status::Retryable("the last 10 shard firings failed (is Kafka reachable?)");
-    }
-    return Status::Ok();
-  };
+  deps.readiness = readiness;
   auto admin_or = AdminServer::Start(admin_options, deps);
   if (!admin_or.ok()) {
     spdlog::error("cannot start the admin server: {}", admin_or.status().ToString());

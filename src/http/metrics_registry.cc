@@ -181,7 +181,13 @@ struct MetricsRegistry::Metrics {
                .Name("belfry_up")
                .Help("Always 1 while the process serves metrics.")
                .Register(*registry)
-               .Add({})) {
+               .Add({})),
+        ready(prometheus::BuildGauge()
+                  .Name("belfry_ready")
+                  .Help("1 when the node is ready, as GET /readyz answers at the scrape: its schema and config "
+                        "agree with the database and its last 10 shard firings did not all fail; else 0.")
+                  .Register(*registry)
+                  .Add({})) {
     for (const char* op : {"upsert", "delete", "pause", "resume"}) {
       commands_family.Add({{"op", op}, {"status", "applied"}});
       known_ops.insert(op);
@@ -232,6 +238,7 @@ struct MetricsRegistry::Metrics {
   Gauge& catch_up_rate;
   Gauge& build_info;
   Gauge& up;
+  Gauge& ready;
 
   std::mutex label_mu;
   std::set<std::string> known_ops;      // guarded by label_mu
@@ -306,6 +313,8 @@ void MetricsRegistry::SetConsumerLag(int64_t messages) {
 void MetricsRegistry::SetProducerQueue(int64_t messages) {
   m_->producer_queue.Set(static_cast<double>(std::max<int64_t>(messages, 0)));
 }
+
+void MetricsRegistry::SetReady(bool ready) { m_->ready.Set(ready ? 1 : 0); }
 
 void MetricsRegistry::SetCatchUpProducerQueue(int64_t messages) {
   m_->catch_up_producer_queue.Set(static_cast<double>(std::max<int64_t>(messages, 0)));

@@ -53,6 +53,7 @@ class MetricsRegistry final : public SchedulerObserver {
   void SetConsumerLag(int64_t messages);
   void SetProducerQueue(int64_t messages);
   void SetCatchUpProducerQueue(int64_t messages);
+  void SetReady(bool ready);  // belfry_ready: what GET /readyz would answer now
 
   // Replaces the sampler (an empty function removes it). The sampler must not call
   // Serialize() or SetSampler().
