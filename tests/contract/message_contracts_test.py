@@ -24,6 +24,7 @@ Run by ctest (tests/contract/CMakeLists.txt, label unit) with the venv that scri
 """
 
 import argparse
+import base64
 import json
 from collections import Counter
 import pathlib
@@ -416,12 +417,24 @@ class Checker:
 
 
     # ------------------------------------------------------------------------------------------
-    # 6. The records the integration tests consumed from belfry's topics (--dump; written by
-    # tests/integration/message_dump.cc when BELFRY_MESSAGE_DUMP is set).
+    # 6. The records the integration tests consumed from belfry's topics, and those they produced
+    # (--dump; written by tests/integration/message_dump.cc when BELFRY_MESSAGE_DUMP is set).
+
+    @staticmethod
+    def produced_kind(topic):
+        """What a produced record is, by its topic: ItestWorld's "<t>.commands", and the
+        executions topics "it.executions.<run>" of executions_itest and retry_itest."""
+        if topic.endswith(".commands"):
+            return "command"
+        if topic.startswith("it.executions.") and not topic.startswith("it.executions.dlq."):
+            return "report"
+        return None
 
     @staticmethod
     def dump_kind(record):
         topic = record["topic"]
+        if record["kind"] == "produced":
+            return "produced"
         if record["kind"] == "trigger" or topic.endswith(".triggers"):
             return "trigger"
         if ".dlq" in topic:
@@ -433,11 +446,12 @@ class Checker:
         return None
 
     def check_dump(self, path):
-        import base64
         if not path.exists():
             print(f"{path}: no records were dumped")
             return Counter()
         seen = Counter()
+        produced = []  # (where, record, value bytes)
+        verdicts = {}  # (source topic, partition, offset) -> (status, op, error)
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             where = f"{path.name} line {number}"
             try:
@@ -454,8 +468,22 @@ class Checker:
             if kind is None:
                 self.fail(where, "a topic of no known kind: name it in dump_kind()")
                 continue
+            if kind == "produced":
+                produced.append((where, record, value))
+                continue
             if kind == "dlq":
                 self.expect_valid(where, "dlq-headers.schema.json", headers)
+                # A rejected command's or report's record names its source: belfry's verdict on a
+                # produced record (below).
+                source = (record["topic"].replace(".dlq.", ".", 1) if record["topic"].startswith("it.executions.dlq.")
+                          else record["topic"][:-len(".dlq")] + ".commands" if record["topic"].endswith(".dlq")
+                          else None)
+                try:
+                    position = (source, int(headers["belfry-source-partition"]), int(headers["belfry-source-offset"]))
+                except (KeyError, ValueError):
+                    position = None
+                if source is not None and position is not None:
+                    verdicts.setdefault(position, ("rejected", "unknown", headers.get("belfry-error", "")))
                 continue
             parsed = None if value is None else self.parse_json(value)
             if parsed is None:
@@ -466,9 +494,51 @@ class Checker:
                 self.expect_valid(where + " headers", "trigger-headers.schema.json", headers)
             elif kind == "outcome":
                 self.expect_valid(where, "command-outcome.schema.json", parsed[0])
+                o = parsed[0]
+                if isinstance(o, dict) and isinstance(o.get("partition"), int) and isinstance(o.get("offset"), int):
+                    source = record["topic"][:-len(".results")] + ".commands"
+                    # An outcome is the verdict; it wins over the same command's DLQ record.
+                    verdicts[(source, o["partition"], o["offset"])] = (o.get("status"), o.get("op"), o.get("error") or "")
             else:
                 self.expect_valid(where, "change-event.schema.json", parsed[0])
+        seen.update(self.judge_produced(produced, verdicts))
         return seen
+
+    def judge_produced(self, produced, verdicts):
+        """Each command or report a test produced, by belfry's verdict on it: an applied command
+        conforms to its schema (a tombstone: its key is an id); one belfry rejected as a message
+        (op "unknown", or a report's DLQ record) fails its schema or is explained by a rule of
+        docs/contracts.md; one rejected by the stored state (a real op: not_found, ...) conforms.
+        A record with no verdict in the dump (its test read no outcome for it) is only counted."""
+        judged = Counter()
+        for where, record, value in produced:
+            kind = self.produced_kind(record["topic"])
+            if kind is None:
+                judged["produced, other topic"] += 1
+                continue
+            key = None if record["key"] is None else base64.b64decode(record["key"]).decode("utf-8", errors="replace")
+            verdict = verdicts.get((record["topic"], record["partition"], record["offset"]))
+            if verdict is None:
+                judged[f"produced {kind}, no verdict"] += 1
+                continue
+            status, op, error = verdict
+            schema = "command.schema.json" if kind == "command" else "execution-report.schema.json"
+            where += f" offset {record['partition']}/{record['offset']}, {status}"
+            if status == "applied" or (status == "rejected" and op not in (None, "unknown")):
+                if value is None:
+                    if kind != "command" or key is None or self.errors(schema, key, "/$defs/id"):
+                        self.fail(where, "belfry accepted a tombstone whose key is not an id")
+                else:
+                    parsed = self.parse_json(value)
+                    if parsed is None:
+                        self.fail(where, "belfry accepted a value that is not JSON")
+                    else:
+                        self.expect_valid(where, schema, parsed[0])
+            else:
+                reason = error.split(":", 1)[0]
+                self.explain_rejection(where, schema, key, value, reason)
+            judged[f"produced {kind}, {status}"] += 1
+        return judged
 
 
 def main():

@@ -37,16 +37,25 @@ void AppendBase64OrNull(std::string* out, const std::optional<std::string>& byte
   out->push_back('"');
 }
 
-}  // namespace
-
-void DumpConsumedRecord(std::string_view kind, std::string_view topic, const std::optional<std::string>& key,
-                        const std::optional<std::string>& value, const std::map<std::string, std::string>& headers) {
+const char* DumpPath() {
   static const char* const path = std::getenv("BELFRY_MESSAGE_DUMP");
-  if (path == nullptr || *path == '\0') return;
+  return path != nullptr && *path != '\0' ? path : nullptr;
+}
+
+// One dump line; `position` is the produced record's (partition, offset), if it is one.
+void AppendRecord(std::string_view kind, std::string_view topic, std::optional<std::pair<int32_t, int64_t>> position,
+                  const std::optional<std::string>& key, const std::optional<std::string>& value,
+                  const std::map<std::string, std::string>& headers) {
+  const char* path = DumpPath();
+  if (path == nullptr) return;
   std::string line = "{\"kind\":";
   AppendJsonString(&line, kind);
   line.append(",\"topic\":");
   AppendJsonString(&line, topic);
+  if (position) {
+    line.append(",\"partition\":" + std::to_string(position->first));
+    line.append(",\"offset\":" + std::to_string(position->second));
+  }
   line.append(",\"key\":");
   AppendBase64OrNull(&line, key);
   line.append(",\"value\":");
@@ -76,6 +85,21 @@ void DumpConsumedRecord(std::string_view kind, std::string_view topic, const std
     reported = true;
     std::fprintf(stderr, "BELFRY_MESSAGE_DUMP: cannot append to %s\n", path);
   }
+}
+
+}  // namespace
+
+void DumpConsumedRecord(std::string_view kind, std::string_view topic, const std::optional<std::string>& key,
+                        const std::optional<std::string>& value, const std::map<std::string, std::string>& headers) {
+  AppendRecord(kind, topic, std::nullopt, key, value, headers);
+}
+
+void DumpProducedRecord(std::string_view topic, int32_t partition, int64_t offset,
+                        const std::optional<std::string>& key, const std::optional<std::string>& value,
+                        const std::vector<std::pair<std::string, std::string>>& headers) {
+  if (DumpPath() == nullptr) return;
+  AppendRecord("produced", topic, std::make_pair(partition, offset), key, value,
+               std::map<std::string, std::string>(headers.begin(), headers.end()));
 }
 
 }  // namespace belfry

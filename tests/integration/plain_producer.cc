@@ -5,6 +5,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "message_dump.h"
+
 namespace belfry {
 namespace {
 
@@ -60,6 +62,7 @@ std::pair<int32_t, int64_t> PlainProducer::Send(
     return {-1, -1};
   }
   for (int i = 0; i < 300 && result.first == -1 && result.second == -1; ++i) producer_->poll(100);
+  if (result.first >= 0 && result.second >= 0) DumpProducedRecord(topic, result.first, result.second, key, value, headers);
   return result;
 }
 
@@ -100,6 +103,10 @@ std::vector<std::pair<int32_t, int64_t>> PlainProducer::SendBatch(const std::str
   producer_->poll(0);
   for (size_t i = 0; i < results.size(); ++i) {
     if (!produced[i] || results[i].first < 0) results[i] = {-1, -1};
+    if (results[i].first >= 0 && results[i].second >= 0) {
+      DumpProducedRecord(topic, results[i].first, results[i].second, messages[i].key, messages[i].value,
+                         messages[i].headers);
+    }
   }
   return results;
 }
