@@ -2,9 +2,8 @@
 // on plain values: where a job's rows are stored, which shards fire a minute and when, and which
 // stored partitions a firing's due query reads. Growing the shard count online (issue 19, part
 // 2) keeps every (job, minute) fired by exactly one firing through these functions; the test
-// checks that over every phase of a reshard.
-//
-// Not wired into the firing and command paths yet: docs/resharding.md says how it will be.
+// checks that over every phase of a reshard. The firer, the ticker, the catch-up planner, the
+// job store and the retries all plan by them, with the record their claim or transaction read.
 #pragma once
 
 #include <cstdint>
@@ -69,9 +68,8 @@ int32_t MaxFiringShards(const ShardLayout& layout);
 // How many stored shards (partitions) hold rows: `from`, or `to` once a reshard has begun.
 int32_t StoredShardCount(const ShardLayout& layout);
 
-// The tick of the newest firing layout: `to`'s from the cut-over on, else `from`'s. For the
-// fire-limit and manual-fire arithmetic that plans future slots (exact but for slots before the
-// cut-over minute while one is under way).
+// The tick of the newest firing layout: `to`'s from the cut-over on, else `from`'s (what a tool
+// that reads the record once, such as tick_timer, takes as the database's tick).
 int64_t LatestTickMs(const ShardLayout& layout);
 
 // The firing layout of `minute`: how many shards fire it, one every tick_ms.
