@@ -68,12 +68,12 @@ BackfillPlan PlanBackfill(const JobSpec& job, const BackfillRange& range,
   // (so that a sparse calendar is searched no further than the range).
   // The job's slots by the layout that fires the command's minute (docs/resharding.md: a range
   // before a cut-over is computed at the newer layout's offsets within each minute).
-  const int64_t now_minute = EpochMinuteOf(message_ms);
+  const FiringBasis basis = FiringBasisOf(rules.layout, EpochMinuteOf(message_ms), job.shard);
   JobSpec within = job;
   within.end_at = job.end_at ? std::min(*job.end_at, range.to_ms) : range.to_ms;
-  within.shard = FiringShardRow(rules.layout, now_minute, job.shard);
-  const std::vector<EpochMs> times = NextJobTriggerTimes(within, FiringLayout(rules.layout, now_minute).tick_ms,
-                                                         range.from_ms - 1, kMaxBackfillSlots + 1);
+  within.shard = basis.shard;
+  const std::vector<EpochMs> times =
+      NextJobTriggerTimes(within, basis.tick_ms, range.from_ms - 1, kMaxBackfillSlots + 1);
   if (static_cast<int64_t>(times.size()) > kMaxBackfillSlots) {
     plan.status = Status::Invalid(
         "invalid_backfill",

@@ -119,7 +119,8 @@ FiringBasis FiringBasisOf(const ShardLayout& l, int64_t minute, int32_t stored_s
 }
 
 EpochMs StoredShardSlotMs(const ShardLayout& l, int64_t minute, int32_t stored_shard) {
-  return SlotMs(minute, FiringShardRow(l, minute, stored_shard), FiringLayout(l, minute).tick_ms);
+  const FiringBasis b = FiringBasisOf(l, minute, stored_shard);
+  return SlotMs(minute, b.shard, b.tick_ms);
 }
 
 int64_t FirstLayoutMinuteAtOrAfter(const ShardLayout& l, EpochMs t, int32_t stored_shard) {

@@ -385,14 +385,11 @@ void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed,
       if (!spec.max_fires || it == pause_and_resume.end()) continue;
       // Counted by the job's firing shard and tick of the resume's minute (docs/resharding.md: a
       // count whose window began under an older layout may be one off at that boundary).
-      const FiringBasis basis = FiringBasisOf(layout, EpochMinuteOf(it->second.second), spec.shard);
-      JobSpec counted = spec;
-      counted.shard = basis.shard;
-      ResumeFireLimit(&counted, it->second.first, it->second.second, basis.tick_ms);
-      spec.fires_before = counted.fires_before;
-      spec.fires_from_ms = counted.fires_from_ms;
-      spec.start_at = counted.start_at;
-      spec.end_at = counted.end_at;
+      const int32_t stored_shard = spec.shard;
+      const FiringBasis basis = FiringBasisOf(layout, EpochMinuteOf(it->second.second), stored_shard);
+      spec.shard = basis.shard;
+      ResumeFireLimit(&spec, it->second.first, it->second.second, basis.tick_ms);
+      spec.shard = stored_shard;  // the row's key
       limits.BeginObject();
       limits.String("id", spec.id);
       limits.Int("shard", spec.shard);

@@ -70,6 +70,26 @@ class PgReshardTest : public MigratedDatabaseTest {
     return out;
   }
 
+  // An upsert of a one-shot due at `run_at` (in its minute), that may fire late up to
+  // `late_limit_minute`.
+  static JobAction OneShot(const std::string& id, int32_t shard, EpochMs run_at, EpochMs scheduled_for_ms,
+                           int64_t late_limit_minute) {
+    JobAction a;
+    a.kind = JobAction::Kind::kUpsert;
+    a.id = id;
+    a.spec.id = id;
+    a.spec.shard = shard;
+    a.spec.topic = "t";
+    a.spec.interval_minutes = 0;
+    a.spec.offset_explicit = true;
+    a.spec.run_at = run_at;
+    a.spec.run_minute = EpochMinuteOf(run_at);
+    a.spec.scheduled_for_ms = scheduled_for_ms;
+    a.spec.late_limit_minute = late_limit_minute;
+    a.source = SourcePosition{0, 1, 0};
+    return a;
+  }
+
   std::unique_ptr<PgJobStore> store_;
   std::unique_ptr<PgReshard> reshard_;
 };
@@ -221,19 +241,7 @@ TEST_F(PgReshardTest, ALateOneShotOfAMovedJobIsPlacedByItsFiringShard) {
     if (ShardForId(candidate, 120) == 7 && ShardForId(candidate, 240) == 127) id = candidate;
   }
   db().Exec("UPDATE shard_state SET fired_through = " + std::to_string(kMinute + 3) + " WHERE shard = 7");
-  JobAction a;
-  a.kind = JobAction::Kind::kUpsert;
-  a.id = id;
-  a.spec.id = id;
-  a.spec.shard = 7;
-  a.spec.topic = "t";
-  a.spec.interval_minutes = 0;
-  a.spec.offset_explicit = true;
-  a.spec.run_at = (kMinute + 1) * 60'000 + 1234;
-  a.spec.run_minute = kMinute + 1;
-  a.spec.scheduled_for_ms = SlotMs(kMinute + 1, 7, 500);
-  a.spec.late_limit_minute = kMinute + 10;
-  a.source = SourcePosition{0, 1, 0};
+  const JobAction a = OneShot(id, 7, (kMinute + 1) * 60'000 + 1234, SlotMs(kMinute + 1, 7, 500), kMinute + 10);
   ASSERT_TRUE(store_->ApplyActions({a}).ok());
   const pqxx::result r = db().Exec("SELECT shard, run_minute FROM jobs WHERE id = '" + id + "'");
   ASSERT_EQ(r.size(), 1u);
@@ -319,19 +327,7 @@ TEST_F(PgReshardTest, ALateRowMovedPastTheCutOverFollowsTheNewShardsProgress) {
     const std::string candidate = "late-" + std::to_string(i);
     if (ShardForId(candidate, 240) == 127) one_shot = candidate;
   }
-  JobAction a;
-  a.kind = JobAction::Kind::kUpsert;
-  a.id = one_shot;
-  a.spec.id = one_shot;
-  a.spec.shard = 127;
-  a.spec.topic = "t";
-  a.spec.interval_minutes = 0;
-  a.spec.offset_explicit = true;
-  a.spec.run_at = (c - 1) * 60'000 + 3'500;
-  a.spec.run_minute = c - 1;
-  a.spec.scheduled_for_ms = (c - 1) * 60'000 + 3'500;
-  a.spec.late_limit_minute = c + 10;
-  a.source = SourcePosition{0, 1, 0};
+  const JobAction a = OneShot(one_shot, 127, (c - 1) * 60'000 + 3'500, (c - 1) * 60'000 + 3'500, c + 10);
   ASSERT_TRUE(store_->ApplyActions({a}).ok());
 
   ManualFire f;
