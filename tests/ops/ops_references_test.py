@@ -193,6 +193,21 @@ def check_promql_parses(promtool, queries):
     return problems or [f"promtool check rules failed on the dashboard's queries: {text.strip()}"]
 
 
+def reference_problems(file_name, where, expr, labels, known_series, known_labels):
+    """The metrics `expr` reads, and what is wrong with them and with `labels` (the labels it and
+    its legend use): no metric at all, a series belfry does not export, a label it does not set."""
+    metrics, expr_labels = references(expr)
+    labels = labels | expr_labels
+    problems = []
+    if not metrics:
+        problems.append(f"{file_name}: {where}: no metric in {expr!r}")
+    for m in sorted(metrics - known_series):
+        problems.append(f"{file_name}: {where}: unknown metric {m!r} (belfry exports no such series)")
+    for lab in sorted(labels - known_labels):
+        problems.append(f"{file_name}: {where}: unknown label {lab!r}")
+    return metrics, problems
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--source-dir", required=True, type=pathlib.Path)
@@ -218,14 +233,9 @@ def main():
     if not queries:
         problems.append(f"{dashboard_path}: no queries found")
     for where, expr, legend in queries:
-        metrics, labels = references(expr)
-        labels |= set(re.findall(r"\{\{\s*(\w+)\s*\}\}", legend))
-        if not metrics:
-            problems.append(f"{dashboard_path.name}: {where}: no metric in {expr!r}")
-        for m in sorted(metrics - known_series):
-            problems.append(f"{dashboard_path.name}: {where}: unknown metric {m!r} (belfry exports no such series)")
-        for lab in sorted(labels - known_labels):
-            problems.append(f"{dashboard_path.name}: {where}: unknown label {lab!r}")
+        legend_labels = set(re.findall(r"\{\{\s*(\w+)\s*\}\}", legend))
+        metrics, found = reference_problems(dashboard_path.name, where, expr, legend_labels, known_series, known_labels)
+        problems += found
         used |= metrics
     problems += [f"{dashboard_path.name}: {p}" for p in check_promql_parses(args.promtool, queries)]
     problems += [f"{dashboard_path.name}: {p}" for p in check_variables(dashboard)]
@@ -237,13 +247,8 @@ def main():
     if not rq:
         problems.append(f"{rules_path}: no rules found")
     for where, expr, rule in rq:
-        metrics, labels = references(expr)
-        if not metrics:
-            problems.append(f"{rules_path.name}: {where}: no metric in {expr!r}")
-        for m in sorted(metrics - known_series):
-            problems.append(f"{rules_path.name}: {where}: unknown metric {m!r} (belfry exports no such series)")
-        for lab in sorted(labels - known_labels):
-            problems.append(f"{rules_path.name}: {where}: unknown label {lab!r}")
+        metrics, found = reference_problems(rules_path.name, where, expr, set(), known_series, known_labels)
+        problems += found
         url = rule.get("annotations", {}).get("runbook_url", "")
         m = re.fullmatch(r"docs/operations\.md#([\w-]+)", url)
         if not m:
