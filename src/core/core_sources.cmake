@@ -1,0 +1,48 @@
+# The sources of belfry_core, in one list: src/core/CMakeLists.txt builds the library from it,
+# and tests/fuzz builds an instrumented copy from it (so a new dependency between core files
+# cannot break the fuzz link). Names are relative to src/core.
+set(BELFRY_CORE_SOURCES
+  backoff.cc
+  bulk_op_json.cc
+  bulk_selector.cc
+  bulk_walk.cc
+  calendar_schedule.cc
+  catch_up_governor.cc
+  catchup_planner.cc
+  command_batch.cc
+  command_op.cc
+  command_parser.cc
+  commit_queue.cc
+  cron_expression.cc
+  derived_row_id.cc
+  execution_report.cc
+  fire_limit.cc
+  firing_pool.cc
+  interval_name.cc
+  iso_time.cc
+  job_change.cc
+  job_json.cc
+  job_labels.cc
+  job_owner.cc
+  json_object_fields.cc
+  json_writer.cc
+  load_projection.cc
+  load_rebalance.cc
+  manual_fire.cc
+  message_quote.cc
+  one_shot_placement.cc
+  rate_limiter.cc
+  retry_fields.cc
+  retry_planner.cc
+  retry_policy.cc
+  shard_firer.cc
+  shard_hash.cc
+  shard_lag.cc
+  shard_layout.cc
+  shard_ticker.cc
+  slot_math.cc
+  standby_fence.cc
+  token_bucket.cc
+  topic_policy.cc
+  trigger_encoder.cc
+)
