@@ -17,6 +17,8 @@ struct ShardLayout {
   Phase phase = Phase::kStable;
   int32_t moved_through = -1;   // kMoving: the last old shard whose rows were moved
   int64_t cutover_minute = 0;   // kCutover: the first minute fired under `to`
+
+  friend bool operator==(const ShardLayout&, const ShardLayout&) = default;
 };
 
 

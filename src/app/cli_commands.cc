@@ -29,6 +29,7 @@
 #include "core/load_projection.h"
 #include "core/load_rebalance.h"
 #include "core/shard_lag.h"
+#include "core/shard_layout.h"
 #include "core/slot_math.h"
 #include "kafka/command_publisher.h"
 #include "kafka/topic_admin.h"
@@ -36,6 +37,7 @@
 #include "pg/migrator.h"
 #include "pg/pg_execution_store.h"
 #include "pg/pg_job_store.h"
+#include "pg/pg_reshard.h"
 #include "pg/pg_shard_ledger.h"
 
 namespace belfry {
@@ -549,9 +551,6 @@ int RunShards(const Config& cfg, bool json) {
 }
 
 int RunExplain(const Config& cfg, int shard, const std::string& at) {
-  if (shard >= cfg.scheduler.shard_count) {
-    return Fail(fmt::format("--shard must be below shard_count ({})", cfg.scheduler.shard_count), 64);
-  }
   EpochMs t = SystemClock().NowMs();
   if (!at.empty()) {
     auto parsed = ParseIsoTime(at);
@@ -559,7 +558,21 @@ int RunExplain(const Config& cfg, int shard, const std::string& at) {
     t = *parsed;
   }
   const int64_t minute = EpochMinuteOf(t);
-  DueQuery q{shard, minute, minute, cfg.scheduler.tick_ms, TermsForMinute(cfg.scheduler.intervals, minute)};
+  // The query the firer would run: by the database's shard layout for that minute
+  // (docs/resharding.md), which decides the shard count and tick, not the config's.
+  StatusOr<ShardLayout> layout = PgReshard(cfg.database_url).Read();
+  if (!layout.ok()) return Fail(layout.status().message());
+  const MinuteLayout firing = FiringLayout(*layout, minute);
+  if (shard >= firing.shard_count) {
+    return Fail(fmt::format("--shard must be below the shard count of that minute ({})", firing.shard_count), 64);
+  }
+  DueQuery q;
+  q.shard = shard;
+  q.first_minute = minute;
+  q.last_minute = minute;
+  q.tick_ms = firing.tick_ms;
+  q.terms = TermsForMinute(cfg.scheduler.intervals, minute);
+  q.stored_shards = StoredShardsOf(*layout, minute, shard);
   PgJobStore store(cfg.database_url);
   auto plan = store.ExplainDueQuery(q);
   if (!plan.ok()) return Fail(plan.status().message());

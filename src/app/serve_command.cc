@@ -174,7 +174,9 @@ int RunServe(const Config& cfg) {
   if (initial_layout->phase != ShardLayout::Phase::kStable) {
     spdlog::warn("a reshard is under way: the database's shard layout is {}", EncodeShardLayout(*initial_layout));
   }
-  LayoutCell layout_cell(*initial_layout);
+  LayoutCell layout_cell(*initial_layout, [](const ShardLayout& now) {
+    spdlog::info("shard layout: now {} (a claim or the layout read brought it)", EncodeShardLayout(now));
+  });
 
   std::vector<Worker> workers(static_cast<size_t>(cfg.scheduler.workers));
   std::vector<FiringPool::Worker> pool_workers;

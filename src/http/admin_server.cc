@@ -58,7 +58,6 @@ constexpr int32_t kDefaultListLimit = 100;
 constexpr int kDefaultNext = 10;
 constexpr int kMaxNext = 1000;
 
-bool RetryableResult(const Status& st) { return st.retryable(); }
 template <typename T>
 bool RetryableResult(const StatusOr<T>& st) {
   return !st.ok() && st.status().retryable();

@@ -270,6 +270,27 @@ TEST(ShardTickerTest, TicksTheNewLayoutFromTheCutOverMinute) {
   EXPECT_EQ(*per_minute[c].rbegin(), 239);
 }
 
+// The cell takes a layout only when it moves a reshard forward, and tells its listener of each
+// change once: a repeat or an older record (a claim made before the move went on) is ignored.
+TEST(LayoutCellTest, TakesOnlyNewerLayoutsAndReportsEachChangeOnce) {
+  std::vector<ShardLayout> changes;
+  LayoutCell cell(ShardLayout{120}, [&changes](const ShardLayout& l) { changes.push_back(l); });
+  const ShardLayout moving_3{120, 240, ShardLayout::Phase::kMoving, 3, 0};
+  const ShardLayout moving_7{120, 240, ShardLayout::Phase::kMoving, 7, 0};
+  const ShardLayout cutover{120, 240, ShardLayout::Phase::kCutover, 119, 29'000'000};
+  cell.Offer(ShardLayout{120});
+  cell.Offer(moving_7);
+  cell.Offer(moving_7);
+  cell.Offer(moving_3);
+  EXPECT_EQ(cell.Get(), moving_7);
+  cell.Offer(cutover);
+  cell.Offer(ShardLayout{120});
+  EXPECT_EQ(cell.Get(), cutover);
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[0], moving_7);
+  EXPECT_EQ(changes[1], cutover);
+}
+
 // A layout learnt mid-minute (a claim brought it) applies from the next slot.
 TEST(ShardTickerTest, ALayoutLearntLateTakesEffectAtTheNextSlot) {
   const int64_t c = EpochMinuteOf(kStart) + 2;
