@@ -16,7 +16,8 @@
    tests/**/*.cc that has the fields of a trigger, a command outcome or a change event must
    validate against that schema.
 With --dump FILE, instead: every record the integration tests consumed from belfry's topics
-(tests/integration/message_dump.cc) against its schema.
+(tests/integration/message_dump.cc) against its schema, and every record they produced by
+belfry's verdict on it (from the dump, or read from the broker, --brokers).
 
 Exit 0 when everything holds; otherwise every violation is printed and the exit code is 1.
 Run by ctest (tests/contract/CMakeLists.txt, label unit) with the venv that scripts/setup creates:
@@ -27,6 +28,7 @@ import argparse
 import base64
 import json
 from collections import Counter
+import os
 import pathlib
 import re
 import sys
@@ -445,7 +447,7 @@ class Checker:
             return "change"
         return None
 
-    def check_dump(self, path):
+    def check_dump(self, path, brokers=None):
         if not path.exists():
             print(f"{path}: no records were dumped")
             return Counter()
@@ -472,18 +474,7 @@ class Checker:
                 produced.append((where, record, value))
                 continue
             if kind == "dlq":
-                self.expect_valid(where, "dlq-headers.schema.json", headers)
-                # A rejected command's or report's record names its source: belfry's verdict on a
-                # produced record (below).
-                source = (record["topic"].replace(".dlq.", ".", 1) if record["topic"].startswith("it.executions.dlq.")
-                          else record["topic"][:-len(".dlq")] + ".commands" if record["topic"].endswith(".dlq")
-                          else None)
-                try:
-                    position = (source, int(headers["belfry-source-partition"]), int(headers["belfry-source-offset"]))
-                except (KeyError, ValueError):
-                    position = None
-                if source is not None and position is not None:
-                    verdicts.setdefault(position, ("rejected", "unknown", headers.get("belfry-error", "")))
+                self.judge_dlq(where, record["topic"], headers, verdicts)
                 continue
             parsed = None if value is None else self.parse_json(value)
             if parsed is None:
@@ -493,23 +484,147 @@ class Checker:
                 self.expect_valid(where, "trigger.schema.json", parsed[0])
                 self.expect_valid(where + " headers", "trigger-headers.schema.json", headers)
             elif kind == "outcome":
-                self.expect_valid(where, "command-outcome.schema.json", parsed[0])
-                o = parsed[0]
-                if isinstance(o, dict) and isinstance(o.get("partition"), int) and isinstance(o.get("offset"), int):
-                    source = record["topic"][:-len(".results")] + ".commands"
-                    # An outcome is the verdict; it wins over the same command's DLQ record.
-                    verdicts[(source, o["partition"], o["offset"])] = (o.get("status"), o.get("op"), o.get("error") or "")
+                self.judge_outcome(where, record["topic"], parsed[0], verdicts)
             else:
                 self.expect_valid(where, "change-event.schema.json", parsed[0])
+        if brokers:
+            seen.update(self.broker_verdicts(brokers, produced, verdicts))
         seen.update(self.judge_produced(produced, verdicts))
         return seen
+
+    @staticmethod
+    def dlq_source(dlq_topic):
+        """The topic whose rejected records a DLQ topic holds: ItestWorld's "<t>.dlq" takes
+        "<t>.commands"; "it.executions.dlq.<run>" takes "it.executions.<run>"."""
+        if dlq_topic.startswith("it.executions.dlq."):
+            return dlq_topic.replace(".dlq.", ".", 1)
+        if dlq_topic.endswith(".dlq"):
+            return dlq_topic[:-len(".dlq")] + ".commands"
+        return None
+
+    def judge_dlq(self, where, topic, headers, verdicts):
+        """A DLQ record against its schema; a rejected command's or report's record names its
+        source, which is belfry's verdict on a produced record (judge_produced)."""
+        self.expect_valid(where, "dlq-headers.schema.json", headers)
+        source = self.dlq_source(topic)
+        try:
+            position = (source, int(headers["belfry-source-partition"]), int(headers["belfry-source-offset"]))
+        except (KeyError, ValueError):
+            return
+        if source is not None:
+            verdicts.setdefault(position, ("rejected", "unknown", headers.get("belfry-error", "")))
+
+    def judge_outcome(self, where, topic, outcome, verdicts):
+        """A command outcome against its schema; it names its command's partition and offset and
+        is belfry's verdict on it, which wins over the same command's DLQ record."""
+        self.expect_valid(where, "command-outcome.schema.json", outcome)
+        if isinstance(outcome, dict) and isinstance(outcome.get("partition"), int) \
+                and isinstance(outcome.get("offset"), int):
+            source = topic[:-len(".results")] + ".commands"
+            verdicts[(source, outcome["partition"], outcome["offset"])] = (
+                outcome.get("status"), outcome.get("op"), outcome.get("error") or "")
+
+    def broker_verdicts(self, brokers, produced, verdicts):
+        """The verdicts the dump lacks, read from the broker after the tests (their topics stay):
+        for each topic with a produced record that has none, the whole results topic of a
+        command topic and the whole DLQ topic of either. Each record read is checked against its
+        schema as the dumped ones are. A report no DLQ record names, at an offset below what a
+        consumer group committed on its partition (only belfry's consumers commit in the tests),
+        was accepted: belfry commits a report's offset once it is stored."""
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+        from confluent_kafka.admin import AdminClient
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        pending = {}  # produced topic -> [(partition, offset)] without a verdict
+        for _, record, _ in produced:
+            kind = self.produced_kind(record["topic"])
+            if kind is not None and (record["topic"], record["partition"], record["offset"]) not in verdicts:
+                pending.setdefault(record["topic"], []).append((record["partition"], record["offset"]))
+        read = Counter()
+        if not pending:
+            return read
+        admin = AdminClient({"bootstrap.servers": brokers})
+        existing = admin.list_topics(timeout=30).topics
+        consumer = Consumer({"bootstrap.servers": brokers, "group.id": "message-contracts-checker",
+                             "enable.auto.commit": False, "enable.partition.eof": False})
+
+        def whole(topic):
+            """Every record of a topic, up to its high watermarks now."""
+            if topic not in existing:
+                return
+            ends = {}
+            for p in existing[topic].partitions:
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+                if high > low:
+                    ends[p] = (low, high)
+            if not ends:
+                return
+            consumer.assign([TopicPartition(topic, p, low) for p, (low, _) in ends.items()])
+            left = {p: high for p, (_, high) in ends.items()}
+            idle = 0
+            while left and idle < 20:
+                batch = consumer.consume(1000, timeout=1.0)
+                idle = idle + 1 if not batch else 0
+                for m in batch:
+                    if m.error():
+                        raise KafkaException(m.error())
+                    if m.partition() in left and m.offset() + 1 >= left[m.partition()]:
+                        del left[m.partition()]
+                    yield m
+            consumer.unassign()
+            if left:
+                self.fail(topic, f"could not read to the end of partitions {sorted(left)} from the broker")
+
+        def headers_of(m):
+            return {k: (v or b"").decode("utf-8", errors="replace") for k, v in (m.headers() or [])}
+
+        try:
+            for topic in sorted(pending):
+                if self.produced_kind(topic) == "command":
+                    results = topic[:-len(".commands")] + ".results"
+                    for m in whole(results):
+                        where = f"broker {results} {m.partition()}/{m.offset()}"
+                        parsed = None if m.value() is None else self.parse_json(m.value())
+                        if parsed is None:
+                            self.fail(where, "the outcome value is not JSON")
+                            continue
+                        self.judge_outcome(where, results, parsed[0], verdicts)
+                        read["broker outcome"] += 1
+                    dlq = topic[:-len(".commands")] + ".dlq"
+                else:
+                    dlq = topic.replace("it.executions.", "it.executions.dlq.", 1)
+                for m in whole(dlq):
+                    self.judge_dlq(f"broker {dlq} {m.partition()}/{m.offset()}", dlq, headers_of(m), verdicts)
+                    read["broker dlq"] += 1
+            reports = sorted(t for t in pending if self.produced_kind(t) == "report")
+            if reports:
+                committed = {}  # (topic, partition) -> the highest offset a group committed
+                groups = admin.list_consumer_groups().result(timeout=30).valid
+                for g in groups:
+                    if g.group_id == "message-contracts-checker":
+                        continue
+                    request = [ConsumerGroupTopicPartitions(g.group_id)]
+                    for offsets in admin.list_consumer_group_offsets(request).values():
+                        for tp in offsets.result(timeout=30).topic_partitions:
+                            if tp.topic in reports and tp.offset >= 0:
+                                key = (tp.topic, tp.partition)
+                                committed[key] = max(committed.get(key, 0), tp.offset)
+                for topic in reports:
+                    for partition, offset in pending[topic]:
+                        position = (topic, partition, offset)
+                        if position not in verdicts and offset < committed.get((topic, partition), 0):
+                            verdicts[position] = ("applied", "report", "")
+        finally:
+            consumer.close()
+        return read
 
     def judge_produced(self, produced, verdicts):
         """Each command or report a test produced, by belfry's verdict on it: an applied command
         conforms to its schema (a tombstone: its key is an id); one belfry rejected as a message
         (op "unknown", or a report's DLQ record) fails its schema or is explained by a rule of
         docs/contracts.md; one rejected by the stored state (a real op: not_found, ...) conforms.
-        A record with no verdict in the dump (its test read no outcome for it) is only counted."""
+        A record with no verdict, in the dump or on the broker, is only counted (belfry never
+        consumed it: its test ended first, or a broker outage was the test)."""
         judged = Counter()
         for where, record, value in produced:
             kind = self.produced_kind(record["topic"])
@@ -546,10 +661,13 @@ def main():
     parser.add_argument("--source-dir", default=pathlib.Path(__file__).resolve().parents[2], type=pathlib.Path)
     parser.add_argument("--dump", type=pathlib.Path,
                         help="check only the records the integration tests dumped to this file")
+    parser.add_argument("--brokers", default=os.environ.get("BELFRY_KAFKA_BROKERS"),
+                        help="with --dump: read the verdicts the dump lacks from these brokers "
+                             "(default $BELFRY_KAFKA_BROKERS; none: only count those records)")
     args = parser.parse_args()
     c = Checker(args.source_dir.resolve())
     if args.dump is not None:
-        seen = c.check_dump(args.dump)
+        seen = c.check_dump(args.dump, args.brokers)
         for failure in c.failures:
             print("FAIL", failure)
         print(f"{sum(seen.values())} dumped records: " + ", ".join(f"{n} {k}" for k, n in sorted(seen.items(), key=str))
