@@ -2,13 +2,15 @@
 
 See clients/python/README.md. Message formats: belfry's README.md."""
 
-from .commands import Command, Cron, Delete, Every, Once, Pause, Resume, RetryBackoff, Upsert, command_from_dict
+from .commands import (
+    Backfill, Command, Cron, Delete, Every, Once, Pause, Resume, RetryBackoff, TriggerJob, Upsert, command_from_dict,
+)
 from .rules import DEFAULT_RULES, Rules, ValidationError, format_iso_time, parse_iso_time
 from .triggers import Deduper, ExecutionReport, Trigger
 
 __all__ = [
-    "BelfryProducer", "Command", "Cron", "Deduper", "Delete", "Every", "ExecutionReport", "Once", "Outcome",
-    "OutcomeTimeout", "Pause", "Resume", "RetryBackoff", "Rules", "DEFAULT_RULES", "Trigger", "TriggerConsumer",
+    "Backfill", "BelfryProducer", "Command", "Cron", "Deduper", "Delete", "Every", "ExecutionReport", "Once", "Outcome",
+    "OutcomeTimeout", "Pause", "Resume", "RetryBackoff", "Rules", "DEFAULT_RULES", "Trigger", "TriggerConsumer", "TriggerJob",
     "Upsert", "ValidationError", "command_from_dict", "format_iso_time", "parse_iso_time",
 ]
 

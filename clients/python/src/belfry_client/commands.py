@@ -4,15 +4,17 @@
 'EVERY_15_MINUTES'
 
 The encoding is README.md's "Command format": the Kafka key is the id, the value a JSON object
-with ``op`` and the fields that are set (``None`` fields are left out).
+with ``op`` and the fields that are set (``None`` fields are left out), or no value at all for a
+``Delete(..., tombstone=True)``. ``record()`` is the whole Kafka record: key, value and headers.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from . import rules as R
 from .rules import DEFAULT_RULES, Rules, ValidationError
@@ -79,9 +81,17 @@ class Command:
     def to_dict(self) -> Dict[str, Any]:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def to_json(self) -> bytes:
-        """The Kafka value: compact JSON, UTF-8."""
+    def to_json(self) -> Optional[bytes]:
+        """The Kafka value: compact JSON, UTF-8 (None only for a tombstone)."""
         return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+    def record(self, actor: Optional[str] = None) -> Tuple[bytes, Optional[bytes], Optional[List[Tuple[str, bytes]]]]:
+        """The Kafka record (key, value, headers): keyed by the id. ``actor`` (the producer's) is
+        sent as the ``belfry-actor`` header unless the command names its own."""
+        return self.id.encode("utf-8"), self.to_json(), self._headers(actor) or None
+
+    def _headers(self, actor: Optional[str]) -> List[Tuple[str, bytes]]:
+        return [("belfry-actor", actor.encode("utf-8"))] if actor and self.actor is None else []
 
     def _check_note(self) -> None:
         if self.reason is not None:
@@ -251,6 +261,8 @@ class Upsert(Command):
 def _check_types(c) -> None:
     """``wrong_type`` for a field of the wrong JSON type, as belfry would answer."""
     fields = [("id", c.id), ("reason", c.reason), ("actor", c.actor)]
+    if isinstance(c, Backfill):
+        fields += [("from", c.from_), ("to", c.to)]
     if isinstance(c, Upsert):
         s = c.schedule
         fields += [("topic", c.topic), ("key", c.key), ("owner", c.owner)]
@@ -289,9 +301,22 @@ class _IdOnly(Command):
 
 @dataclass
 class Delete(_IdOnly):
-    """Deletes the job (and its pending retries)."""
+    """Deletes the job (and its pending retries). ``tombstone=True`` sends it as a tombstone: the
+    id as key, no value; ``reason`` and ``actor`` then travel as the ``belfry-reason`` and
+    ``belfry-actor`` headers (a tombstone has no other place for them). belfry answers both forms
+    with an outcome of op ``delete``."""
 
+    tombstone: bool = False
     op: str = field(default="delete", init=False)
+
+    def to_json(self) -> Optional[bytes]:
+        return None if self.tombstone else super().to_json()
+
+    def _headers(self, actor: Optional[str]) -> List[Tuple[str, bytes]]:
+        if not self.tombstone:
+            return super()._headers(actor)
+        note = (("belfry-reason", self.reason), ("belfry-actor", self.actor if self.actor is not None else actor))
+        return [(name, value.encode("utf-8")) for name, value in note if value]  # an empty header is no note
 
 
 @dataclass
@@ -308,6 +333,58 @@ class Resume(_IdOnly):
     op: str = field(default="resume", init=False)
 
 
+@dataclass
+class TriggerJob(_IdOnly):
+    """Fires the job once, now, with its current topic, key and details, paused or not
+    (docs/manual-fires.md). Its trigger's ``scheduledFor`` is the command's Kafka timestamp."""
+
+    op: str = field(default="trigger", init=False)
+
+
+@dataclass
+class Backfill(Command):
+    """Fires the job's slots in ``[from_, to)`` (by its schedule and its start and end dates), each
+    with its original ``scheduledFor``, oldest first, at most ``rate_per_minute`` a minute (belfry's
+    default 60). ``dry_run=True`` only counts. A slot an earlier backfill covered is not fired again."""
+
+    id: str
+    from_: Optional[TimeLike]
+    to: Optional[TimeLike]
+    rate_per_minute: Optional[int] = None
+    dry_run: Optional[bool] = None
+    reason: Optional[str] = None
+    actor: Optional[str] = None
+    op: str = field(default="backfill", init=False)
+
+    def validate(self, rules: Rules = DEFAULT_RULES, now_ms: Optional[int] = None) -> "Backfill":
+        """belfry's parse-time rules, in its order: id, note, ``from``, ``to`` (dates, both
+        required), the range (``from < to``, ``to`` not after ``now_ms``, at most 366 days:
+        ``invalid_backfill``), ``ratePerMinute`` (``invalid_rate``), ``dryRun``. belfry checks ``to``
+        against the record's timestamp; ``now_ms`` defaults to this host's clock, which stamps the
+        record (librdkafka's CreateTime) just after. Returns self."""
+        _check_types(self)
+        R.check_id(self.id)
+        self._check_note()
+        from_text, to_text = (None if t is None else R.time_text(t, what) for t, what in ((self.from_, "from"), (self.to, "to")))
+        if from_text is None or to_text is None:
+            raise ValidationError("missing_field", "backfill needs from and to")
+        R.check_backfill_range(R.parse_iso_time(from_text), R.parse_iso_time(to_text),
+                               int(time.time() * 1000) if now_ms is None else now_ms)
+        rate = self.rate_per_minute
+        if rate is not None:
+            if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+                raise ValidationError("wrong_type", f"ratePerMinute must be an integer number, not {type(rate).__name__}")
+            R.check_int(rate, "invalid_rate", "ratePerMinute", 1, R.MAX_BACKFILL_RATE)
+        if self.dry_run is not None and not isinstance(self.dry_run, bool):
+            raise ValidationError("wrong_type", f"dryRun must be a boolean, not {type(self.dry_run).__name__}")
+        return self
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = {"op": "backfill", "id": self.id, "from": _time_or_none(self.from_), "to": _time_or_none(self.to),
+             "ratePerMinute": self.rate_per_minute, "dryRun": self.dry_run}
+        return self._note({k: v for k, v in d.items() if v is not None})
+
+
 _UPSERT_FIELDS = {
     "op", "id", "owner", "startDateTime", "endDateTime", "executionInterval", "intervalMinutes", "offsetMinutes",
     "topic", "key", "jobDetails", "priority", "runAt", "maxRetries", "retryBackoff", "cron", "timeZone", "reason",
@@ -319,12 +396,12 @@ def command_from_dict(d: Mapping[str, Any]) -> Command:
     """The typed command for a JSON command object (README.md's format, e.g. a project44 job
     object), read as belfry reads it: null means absent, an empty date or key too, ``op``
     defaults to ``upsert``. Combinations the typed commands cannot express raise belfry's reason
-    (``conflicting_schedule``, ``invalid_one_shot``, ...). Bulk operations (``selector``),
-    ``trigger`` and ``backfill`` are not built by this client (ValueError)."""
+    (``conflicting_schedule``, ``invalid_one_shot``, ...). Bulk operations (``selector``) are not
+    built by this client (ValueError). A tombstone has no JSON object: ``Delete(id, tombstone=True)``."""
     if not isinstance(d, Mapping):
         raise ValidationError("not_object", "a command is a JSON object")
     d = {k: v for k, v in d.items() if v is not None}
-    for k in ("startDateTime", "endDateTime", "runAt", "key"):
+    for k in ("startDateTime", "endDateTime", "runAt", "key", "from", "to"):
         if d.get(k) == "":
             del d[k]
     op = d.pop("op", "upsert")
@@ -337,12 +414,14 @@ def command_from_dict(d: Mapping[str, Any]) -> Command:
         raise ValidationError("unknown_field", f"unknown field(s) {sorted(unknown)}")
     note = {"reason": d.pop("reason", None), "actor": d.pop("actor", None)}
     job_id = d.pop("id", None)
-    if op in ("trigger", "backfill") or ("selector" in d and op != "upsert"):
-        raise ValueError(f"{op} commands and bulk operations are not built by this client")
-    if op in ("delete", "pause", "resume"):  # belfry ignores their other fields
-        return {"delete": Delete, "pause": Pause, "resume": Resume}[op](job_id, **note)
     if "selector" in d:
-        raise ValidationError("invalid_selector", "op upsert takes no selector")
+        if op in ("upsert", "backfill"):
+            raise ValidationError("invalid_selector", f"op {op} takes no selector")
+        raise ValueError(f"bulk operations ({op} with a selector) are not built by this client")
+    if op in ("delete", "pause", "resume", "trigger"):  # belfry ignores their other fields
+        return {"delete": Delete, "pause": Pause, "resume": Resume, "trigger": TriggerJob}[op](job_id, **note)
+    if op == "backfill":  # so are its other fields
+        return Backfill(job_id, d.get("from"), d.get("to"), d.get("ratePerMinute"), d.get("dryRun"), **note)
     extra = set(d) - _UPSERT_FIELDS
     if extra:
         raise ValidationError("unknown_field", f"upsert takes no {sorted(extra)}")

@@ -19,7 +19,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from .commands import Command, Delete, Pause, Resume, Upsert
+from .commands import Backfill, Command, Delete, Pause, Resume, TimeLike, TriggerJob, Upsert
 from .rules import DEFAULT_RULES, Rules
 
 
@@ -30,7 +30,8 @@ class OutcomeTimeout(TimeoutError):
 @dataclass(frozen=True)
 class Outcome:
     """A command's outcome: ``status`` is ``applied`` or ``rejected``; ``error`` is
-    ``<reason>: <message>`` for a rejection."""
+    ``<reason>: <message>`` for a rejection. ``raw`` is the whole record value, with the fields
+    some ops add (``slots``, ``covered``, ``dryRun``, a bulk operation's ``matched``...)."""
 
     id: str
     op: str
@@ -47,6 +48,26 @@ class Outcome:
     @property
     def reason(self) -> Optional[str]:
         return self.error.split(":", 1)[0] if self.error else None
+
+    @property
+    def slots(self) -> Optional[int]:
+        """An applied trigger's or backfill's triggers stored (a dry run: that it would store)."""
+        return self.raw.get("slots")
+
+    @property
+    def covered(self) -> Optional[int]:
+        """An applied backfill's slots that an earlier backfill of the job covered (not fired again)."""
+        return self.raw.get("covered")
+
+    @property
+    def dry_run(self) -> Optional[bool]:
+        return self.raw.get("dryRun")
+
+    @staticmethod
+    def parse(value: bytes) -> "Outcome":
+        """A results record's value (ValueError, KeyError or TypeError if it is not an outcome)."""
+        v = json.loads(value)
+        return Outcome(v["id"], v.get("op", ""), v["status"], v.get("error"), v["partition"], v["offset"], v)
 
 
 class BelfryProducer:
@@ -72,20 +93,33 @@ class BelfryProducer:
         self._outcomes: Dict[Tuple[str, int, int], Outcome] = {}
         self._pending_ids: Dict[str, int] = {}
 
-    # ---- the four operations ---------------------------------------------------------------
+    # ---- the operations --------------------------------------------------------------------
 
     def put(self, command: Upsert, *, wait: bool = False, timeout: float = 30.0) -> Optional[Outcome]:
         """Publishes an upsert; with ``wait``, returns its outcome (or raises OutcomeTimeout)."""
         return self.send(command, wait=wait, timeout=timeout)
 
-    def delete(self, job_id: str, *, reason=None, actor=None, wait=False, timeout=30.0) -> Optional[Outcome]:
-        return self.send(Delete(job_id, reason, actor), wait=wait, timeout=timeout)
+    def delete(self, job_id: str, *, tombstone=False, reason=None, actor=None, wait=False, timeout=30.0) -> Optional[Outcome]:
+        """``tombstone=True`` publishes a null value keyed by the id (reason and actor as headers);
+        belfry answers it like ``{"op":"delete"}``, so it can be awaited too."""
+        return self.send(Delete(job_id, reason, actor, tombstone), wait=wait, timeout=timeout)
 
     def pause(self, job_id: str, *, reason=None, actor=None, wait=False, timeout=30.0) -> Optional[Outcome]:
         return self.send(Pause(job_id, reason, actor), wait=wait, timeout=timeout)
 
     def resume(self, job_id: str, *, reason=None, actor=None, wait=False, timeout=30.0) -> Optional[Outcome]:
         return self.send(Resume(job_id, reason, actor), wait=wait, timeout=timeout)
+
+    def trigger(self, job_id: str, *, reason=None, actor=None, wait=False, timeout=30.0) -> Optional[Outcome]:
+        """Fires the job once, now; the outcome's ``slots`` is 1 (0 for a replay), or it is
+        rejected ``not_found``."""
+        return self.send(TriggerJob(job_id, reason, actor), wait=wait, timeout=timeout)
+
+    def backfill(self, job_id: str, from_: TimeLike, to: TimeLike, *, rate_per_minute: Optional[int] = None,
+                 dry_run: Optional[bool] = None, reason=None, actor=None, wait=False, timeout=30.0) -> Optional[Outcome]:
+        """Fires the job's slots in ``[from_, to)``; the outcome has ``slots``, ``covered`` and
+        ``dry_run``, or is rejected (``not_found``, ``invalid_backfill``: a one-shot, over 10,000 slots)."""
+        return self.send(Backfill(job_id, from_, to, rate_per_minute, dry_run, reason, actor), wait=wait, timeout=timeout)
 
     def send(self, command: Command, *, wait: bool = False, timeout: float = 30.0) -> Optional[Outcome]:
         """Validates ``command`` (ValidationError before anything is sent), publishes it keyed by
@@ -127,11 +161,8 @@ class BelfryProducer:
         def on_delivery(err, msg):
             delivered["err"], delivered["msg"] = err, msg
 
-        headers = []
-        if self.actor and getattr(command, "actor", None) is None:
-            headers.append(("belfry-actor", self.actor.encode("utf-8")))
-        self._producer.produce(self.commands_topic, key=command.id.encode("utf-8"), value=command.to_json(),
-                               headers=headers or None, on_delivery=on_delivery)
+        key, value, headers = command.record(self.actor)
+        self._producer.produce(self.commands_topic, key=key, value=value, headers=headers, on_delivery=on_delivery)
         while "err" not in delivered:
             if time.monotonic() > deadline:
                 raise OutcomeTimeout(f"the broker did not acknowledge command {command.id!r} in time")
@@ -177,8 +208,7 @@ class BelfryProducer:
             if msg is None or msg.error() is not None or msg.value() is None:
                 continue
             try:
-                v = json.loads(msg.value())
-                o = Outcome(v["id"], v.get("op", ""), v["status"], v.get("error"), v["partition"], v["offset"], v)
+                o = Outcome.parse(msg.value())
             except (ValueError, KeyError, TypeError):
                 continue
             if o.id in self._pending_ids:  # others' outcomes are not kept

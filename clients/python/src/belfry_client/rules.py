@@ -35,6 +35,9 @@ MAX_TIME_ZONE_BYTES = 64
 MAX_WORKER_BYTES = 255
 MAX_ATTEMPT = 1000
 LAST_INSTANT_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+DEFAULT_BACKFILL_RATE = 60  # a backfill's ratePerMinute when not given
+MAX_BACKFILL_RATE = 10_000
+MAX_BACKFILL_SPAN_MS = 366 * 24 * 3600 * 1000
 
 
 class ValidationError(ValueError):
@@ -185,6 +188,19 @@ def time_text(value, what: str) -> str:
             "(YYYY-MM-DDTHH:MM:SS[.fff][Z|+HH:MM|-HH:MM], years 1970-9999)",
         )
     return value
+
+
+def check_backfill_range(from_ms: int, to_ms: int, now_ms: int) -> None:
+    """belfry's CheckBackfillRange (docs/manual-fires.md): ``from < to``, ``to`` not after the
+    command's timestamp (``now_ms``), at most 366 days."""
+    if from_ms >= to_ms:
+        raise ValidationError("invalid_backfill", f"from {format_iso_time(from_ms)} is not before to {format_iso_time(to_ms)}")
+    if to_ms > now_ms:
+        raise ValidationError("invalid_backfill", f"to {format_iso_time(to_ms)} is after the command's timestamp "
+                                                  f"{format_iso_time(now_ms)}: a backfill fires past slots only")
+    if to_ms - from_ms > MAX_BACKFILL_SPAN_MS:
+        raise ValidationError("invalid_backfill", f"from {format_iso_time(from_ms)} to {format_iso_time(to_ms)} is longer "
+                                                  f"than {MAX_BACKFILL_SPAN_MS // 86_400_000} days")
 
 
 # ---- cron expressions (docs/calendar-schedules.md, "Syntax") --------------------------------
