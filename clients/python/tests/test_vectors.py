@@ -9,12 +9,17 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from belfry_client import Cron, Every, ExecutionReport, Once, Rules, Trigger, Upsert, ValidationError, command_from_dict, parse_iso_time  # noqa: E402
+from belfry_client import (  # noqa: E402
+    Backfill, Cron, Delete, Every, ExecutionReport, Once, Rules, Trigger, Upsert, ValidationError, command_from_dict,
+    parse_iso_time,
+)
+from belfry_client.producer import Outcome  # noqa: E402
 from belfry_client.rules import normalize_cron, parse_execution_interval  # noqa: E402
 import vectors  # noqa: E402
 
-# Ops and forms this client does not build (bulk operations, manual fires, tombstones, raw bytes).
-CLIENT_OPS = {"upsert", "delete", "pause", "resume"}
+# Ops and forms this client does not build from a JSON object: bulk operations and raw bytes (a
+# tombstone has no object; TombstoneVectors builds those).
+CLIENT_OPS = {"upsert", "delete", "pause", "resume", "trigger", "backfill"}
 # Rules that need belfry's state or the record itself: the client always keys a command by its id,
 # and leaves "can this cron expression still fire" to belfry (docs/command-validation.md).
 NOT_CLIENT_SIDE = {"key_mismatch", "cron_never_fires"}
@@ -38,6 +43,24 @@ def ms(text):
     return None if text is None else parse_iso_time(text)
 
 
+def record_timestamp(doc, case):
+    return case.get("timestampMs", doc["defaults"]["timestampMs"])
+
+
+def validated(doc, rules, case):
+    """The case's command, validated as belfry would at the record's timestamp."""
+    cmd = command_from_dict(case["value"])
+    if isinstance(cmd, Backfill):  # `to` is checked against the record's timestamp
+        return cmd.validate(rules, now_ms=record_timestamp(doc, case))
+    return cmd.validate(rules)
+
+
+# The manual-fire cases this client must express (so a regression in expressible() fails).
+MANUAL_VALID = {"trigger", "backfill_every_field", "backfill_defaults", "backfill_zone_offsets"}
+MANUAL_INVALID = {"backfill_from_after_to", "backfill_to_after_timestamp", "backfill_without_to", "backfill_rate_zero",
+                  "backfill_dry_run_string"}
+
+
 class CommandVectors(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -46,11 +69,13 @@ class CommandVectors(unittest.TestCase):
 
     def test_valid_commands_are_accepted_and_encode_to_what_belfry_stores(self):
         checked = 0
+        names = set()
         for case in self.doc["valid"]:
             if not expressible(case):
                 continue
+            names.add(case["name"])
             with self.subTest(case["name"]):
-                cmd = command_from_dict(case["value"]).validate(self.rules)
+                cmd = validated(self.doc, self.rules, case)
                 self.assertEqual(cmd.id, case["key"])
                 encoded = json.loads(cmd.to_json())
                 exp = case["expect"]
@@ -63,8 +88,19 @@ class CommandVectors(unittest.TestCase):
                 self.assertEqual(command_from_dict(encoded), cmd)
                 if exp["op"] == "upsert":
                     self.check_job(cmd, encoded, exp["job"])
+                if exp["op"] == "backfill":
+                    self.check_backfill(encoded, exp["backfill"])
+                else:
+                    self.assertNotIn("backfill", exp)
                 checked += 1
         self.assertGreaterEqual(checked, 10)
+        self.assertLessEqual(MANUAL_VALID, names)
+
+    def check_backfill(self, encoded, backfill):
+        self.assertEqual(ms(encoded["from"]), ms(backfill["from"]))
+        self.assertEqual(ms(encoded["to"]), ms(backfill["to"]))
+        self.assertEqual(encoded.get("ratePerMinute", 60), backfill["ratePerMinute"])  # belfry's default
+        self.assertEqual(encoded.get("dryRun", False), backfill["dryRun"])
 
     def check_job(self, cmd, encoded, job):
         s = cmd.schedule
@@ -93,21 +129,87 @@ class CommandVectors(unittest.TestCase):
 
     def test_invalid_commands_are_rejected_with_belfrys_reason(self):
         checked = 0
+        names = set()
         for case in self.doc["invalid"]:
             if not expressible(case) or case["reason"] in NOT_CLIENT_SIDE or "headers" in case:
                 continue
+            names.add(case["name"])
             with self.subTest(case["name"]):
                 with self.assertRaises(ValidationError) as caught:
-                    command_from_dict(case["value"]).validate(self.rules)
+                    validated(self.doc, self.rules, case)
                 self.assertEqual(caught.exception.reason, case["reason"], str(caught.exception))
                 checked += 1
         self.assertGreaterEqual(checked, 30)
+        self.assertLessEqual(MANUAL_INVALID, names)
 
     def test_rules_left_to_belfry_are_documented_gaps(self):
         # If the client learns one of these, move it out of NOT_CLIENT_SIDE.
         for case in self.doc["invalid"]:
             if expressible(case) and case["reason"] == "cron_never_fires":
                 command_from_dict(case["value"]).validate(self.rules)
+
+
+class TombstoneVectors(unittest.TestCase):
+    """A record with no value: Delete(key, tombstone=True), its note from the headers."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.doc = vectors.load("commands.json")
+
+    @staticmethod
+    def tombstone(case):
+        headers = case.get("headers", {})
+        return Delete(case["key"], headers.get("belfry-reason"), headers.get("belfry-actor"), tombstone=True)
+
+    def test_valid_tombstones_are_the_record_belfry_reads_as_a_delete(self):
+        checked = 0
+        for case in self.doc["valid"]:
+            if "valueText" in case or case["value"] is not None:
+                continue
+            with self.subTest(case["name"]):
+                key, value, headers = self.tombstone(case).validate().record(actor="producer-default")
+                self.assertEqual(key, case["key"].encode("utf-8"))
+                self.assertIsNone(value)
+                self.assertEqual({k: v.decode("utf-8") for k, v in headers or []}, case.get("headers", {}))
+                exp = case["expect"]
+                self.assertEqual(exp["op"], "delete")
+                self.assertEqual(exp["id"], case["key"])
+                self.assertEqual(dict(headers or []).get("belfry-reason", b"").decode(), exp["reason"])
+                self.assertEqual(dict(headers or []).get("belfry-actor", b"").decode(), exp["actor"])
+                checked += 1
+        self.assertGreaterEqual(checked, 1)
+
+    def test_invalid_tombstones_are_rejected_with_belfrys_reason(self):
+        checked = 0
+        for case in self.doc["invalid"]:
+            if "valueText" in case or case["value"] is not None:
+                continue
+            with self.subTest(case["name"]):
+                with self.assertRaises(ValidationError) as caught:
+                    self.tombstone(case).validate()
+                self.assertEqual(caught.exception.reason, case["reason"], str(caught.exception))
+                checked += 1
+        self.assertGreaterEqual(checked, 1)
+
+
+class OutcomeVectors(unittest.TestCase):
+    def test_outcomes_parse_with_their_counts(self):
+        doc = vectors.load("command-outcomes.json")
+        ops = set()
+        for case in doc["cases"]:
+            exp = case["outcome"]
+            with self.subTest(case["name"]):
+                o = Outcome.parse(case["value"].encode("utf-8"))
+                self.assertEqual((o.id, o.op, o.status, o.error, o.partition, o.offset),
+                                 (exp["id"], exp["op"], exp["status"], exp["error"], exp["partition"], exp["offset"]))
+                self.assertEqual(o.applied, exp["status"] == "applied")
+                self.assertEqual(o.slots, exp.get("slots"))
+                self.assertEqual(o.covered, exp.get("covered"))
+                self.assertEqual(o.dry_run, exp.get("dryRun"))
+                if o.op in ("trigger", "backfill") and o.applied:
+                    self.assertIsInstance(o.slots, int)
+                    ops.add(o.op)
+        self.assertEqual(ops, {"trigger", "backfill"})
 
 
 class ReportVectors(unittest.TestCase):
