@@ -10,8 +10,8 @@ from datetime import datetime, timedelta, timezone
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
 from belfry_client import (  # noqa: E402
-    Cron, Deduper, Delete, Every, ExecutionReport, Once, Pause, Resume, RetryBackoff, Trigger, Upsert,
-    ValidationError,
+    Backfill, Cron, Deduper, Delete, Every, ExecutionReport, Once, Pause, Resume, RetryBackoff, Trigger, TriggerJob,
+    Upsert, ValidationError,
 )
 from belfry_client.consumer import TriggerConsumer  # noqa: E402
 
@@ -55,6 +55,24 @@ class Encoding(unittest.TestCase):
             "jobDetails": {"a": [1]}, "priority": -3, "maxRetries": 2,
             "retryBackoff": {"initialSeconds": 10, "multiplier": 1.5, "maxSeconds": 100}, "maxFires": 7,
             "reason": "r", "actor": "a"})
+
+    def test_manual_fires_and_tombstones(self):
+        self.assertEqual(TriggerJob("j", reason="customer asked").validate().to_json(),
+                         b'{"op":"trigger","id":"j","reason":"customer asked"}')
+        self.assertEqual(Backfill("j", "2026-11-20T00:00:00Z", "2026-11-21T00:00:00Z").validate().to_json(),
+                         b'{"op":"backfill","id":"j","from":"2026-11-20T00:00:00Z","to":"2026-11-21T00:00:00Z"}')
+        utc1 = timezone(timedelta(hours=1))
+        b = Backfill("j", datetime(2026, 11, 20, 1, 0, tzinfo=utc1), datetime(2026, 11, 21, tzinfo=timezone.utc),
+                     rate_per_minute=120, dry_run=False, actor="oncall-ana")
+        self.assertEqual(b.validate().to_json(),
+                         b'{"op":"backfill","id":"j","from":"2026-11-20T00:00:00.000Z","to":"2026-11-21T00:00:00.000Z",'
+                         b'"ratePerMinute":120,"dryRun":false,"actor":"oncall-ana"}')
+        # A tombstone: key = id, no value, the note (or the producer's actor) as headers.
+        self.assertEqual(Delete("j", reason="customer left", actor="ana", tombstone=True).validate().record("svc"),
+                         (b"j", None, [("belfry-reason", b"customer left"), ("belfry-actor", b"ana")]))
+        self.assertEqual(Delete("j", tombstone=True).record("svc"), (b"j", None, [("belfry-actor", b"svc")]))
+        self.assertEqual(Delete("j", tombstone=True).record(), (b"j", None, None))
+        self.assertEqual(Delete("j").record("svc"), (b"j", b'{"op":"delete","id":"j"}', [("belfry-actor", b"svc")]))
 
     def test_report(self):
         t = Trigger.parse(b'{"jobId":"j","scheduledFor":"2026-11-22T13:37:32.500Z","intervalMinutes":15,"attempt":2,'
@@ -130,6 +148,39 @@ class Validation(unittest.TestCase):
         self.assertEqual(up(reason="r" * 1025), "invalid_reason")
         self.assertEqual(up(actor="a\tb"), "invalid_actor")
         self.assertEqual(reason(Upsert("j", Once("2026-11-22T18:00:00Z"), topic="t", max_fires=2)), "invalid_max_fires")
+
+
+    def test_backfill(self):
+        now = 1795766400000  # 2026-11-27T08:00:00Z
+
+        def bf(frm="2026-11-20T00:00:00Z", to="2026-11-21T00:00:00Z", **kw):
+            try:
+                Backfill("j", frm, to, **kw).validate(now_ms=now)
+            except ValidationError as e:
+                return e.reason
+            return None
+
+        self.assertIsNone(bf(to="2026-11-27T08:00:00Z"))  # to may equal the record's timestamp
+        self.assertEqual(bf(to="2026-11-27T08:00:00.001Z"), "invalid_backfill")
+        self.assertEqual(bf(frm="2026-11-21T00:00:00Z"), "invalid_backfill")  # from == to
+        self.assertIsNone(bf(frm="2025-11-26T08:00:00Z", to="2026-11-27T08:00:00Z"))  # 366 days
+        self.assertEqual(bf(frm="2025-11-26T07:59:59.999Z", to="2026-11-27T08:00:00Z"), "invalid_backfill")
+        self.assertEqual(bf(frm=None), "missing_field")
+        self.assertEqual(bf(to="2026-11-21"), "invalid_date")
+        self.assertEqual(bf(frm=datetime(2026, 11, 20)), "invalid_date")  # naive
+        self.assertEqual(bf(frm=1795766400000), "wrong_type")
+        self.assertIsNone(bf(rate_per_minute=1))
+        self.assertIsNone(bf(rate_per_minute=10_000))
+        for bad in (0, 10_001, 1.5, 60.0):
+            self.assertEqual(bf(rate_per_minute=bad), "invalid_rate", bad)
+        for bad in (True, "60"):
+            self.assertEqual(bf(rate_per_minute=bad), "wrong_type", bad)
+        self.assertEqual(bf(dry_run="yes"), "wrong_type")
+        self.assertEqual(reason(Backfill("a#trigger#1", "2026-11-20T00:00:00Z", "2026-11-21T00:00:00Z")), "invalid_id")
+        self.assertEqual(reason(Backfill("j", "2099-01-01T00:00:00Z", "2099-01-02T00:00:00Z")), "invalid_backfill")  # this host's clock
+        self.assertEqual(reason(TriggerJob("")), "missing_id")
+        self.assertEqual(reason(Delete("j", reason="a\nb", tombstone=True)), "invalid_reason")  # a header too
+        self.assertEqual(reason(Delete(None, tombstone=True)), "missing_id")
 
 
 class Dedupe(unittest.TestCase):
@@ -263,7 +314,7 @@ class FakeCommandProducer:
         self.sent, self.next_offset = [], 40
 
     def produce(self, topic, key, value, headers, on_delivery):
-        self.sent.append((topic, key, json.loads(value), headers))
+        self.sent.append((topic, key, None if value is None else json.loads(value), headers))
         msg = FakeMessage(value, self.next_offset, key, topic, 2)
         self.next_offset += 1
         self.pending = lambda: on_delivery(None, msg)
@@ -313,6 +364,37 @@ class Producer(unittest.TestCase):
         with self.assertRaises(ValidationError):  # refused before anything is sent
             p.pause("bad#retry#id")
         self.assertEqual(len(p._producer.sent), 2)
+
+    def test_manual_fires_and_a_tombstone_are_awaited_with_their_counts(self):
+        from belfry_client import BelfryProducer
+
+        results = FakeResults([
+            {"id": "j", "op": "trigger", "status": "applied", "error": None, "slots": 1, "partition": 2, "offset": 40},
+            {"id": "j", "op": "backfill", "status": "applied", "error": None, "slots": 96, "covered": 48, "dryRun": True,
+             "partition": 2, "offset": 41},
+            {"id": "j", "op": "delete", "status": "applied", "error": None, "partition": 2, "offset": 42},
+            {"id": "gone", "op": "trigger", "status": "rejected", "error": 'not_found: job "gone" does not exist',
+             "partition": 2, "offset": 43},
+        ])
+        p = BelfryProducer("unused:9092", commands_topic="cmds", actor="svc@host", _clients=(FakeCommandProducer(), results))
+        t = p.trigger("j", wait=True, timeout=5)
+        self.assertEqual((t.op, t.applied, t.slots, t.covered, t.dry_run), ("trigger", True, 1, None, None))
+        b = p.backfill("j", "2026-11-20T00:00:00Z", "2026-11-21T00:00:00Z", rate_per_minute=120, dry_run=True,
+                       reason="outage replay", wait=True, timeout=5)
+        self.assertEqual((b.op, b.slots, b.covered, b.dry_run, b.offset), ("backfill", 96, 48, True, 41))
+        d = p.delete("j", tombstone=True, reason="customer left", wait=True, timeout=5)
+        self.assertEqual((d.op, d.applied, d.offset), ("delete", True, 42))
+        g = p.trigger("gone", wait=True, timeout=5)
+        self.assertEqual((g.status, g.reason, g.slots), ("rejected", "not_found", None))
+        self.assertEqual(p._producer.sent[:3], [
+            ("cmds", b"j", {"op": "trigger", "id": "j"}, [("belfry-actor", b"svc@host")]),
+            ("cmds", b"j", {"op": "backfill", "id": "j", "from": "2026-11-20T00:00:00Z", "to": "2026-11-21T00:00:00Z",
+                            "ratePerMinute": 120, "dryRun": True, "reason": "outage replay"}, [("belfry-actor", b"svc@host")]),
+            ("cmds", b"j", None, [("belfry-reason", b"customer left"), ("belfry-actor", b"svc@host")]),
+        ])
+        with self.assertRaises(ValidationError):  # a backfill of the future is refused before sending
+            p.backfill("j", "2099-01-01T00:00:00Z", "2099-01-02T00:00:00Z")
+        self.assertEqual(len(p._producer.sent), 4)
 
 
 if __name__ == "__main__":
