@@ -34,8 +34,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * command's own {@code partition} and {@code offset} (docs/kafka.md, "Results records"). This
  * producer learns that position from the broker's acknowledgement and returns the outcome with
  * the same id, partition and offset, so an earlier command's outcome for the same job is never
- * taken for this one's. The results reader is assigned at the topic's end before the first
- * command is published (no consumer group, nothing committed). Not thread-safe.
+ * taken for this one's; a tombstone is answered the same way, as a {@code delete}. The results
+ * reader is assigned at the topic's end before the first command is published (no consumer
+ * group, nothing committed). Not thread-safe.
  */
 public final class BelfryProducer implements AutoCloseable {
   private final Producer<byte[], byte[]> producer;
@@ -129,6 +130,36 @@ public final class BelfryProducer implements AutoCloseable {
     return send(new Command.Resume(id), timeout);
   }
 
+  /** Fires the job once, now (no wait). */
+  public RecordMetadata trigger(String id) {
+    return publish(new Command.Trigger(id).validate(rules), deadline(Duration.ofSeconds(30)));
+  }
+
+  /** Fires the job once, now; the applied outcome's {@link Outcome#slots()} is 1 (0 for a replay). */
+  public Outcome trigger(String id, Duration timeout) {
+    return send(new Command.Trigger(id), timeout);
+  }
+
+  /** Publishes a backfill (no wait). */
+  public RecordMetadata backfill(Command.Backfill backfill) {
+    return publish(backfill.validate(rules), deadline(Duration.ofSeconds(30)));
+  }
+
+  /** Publishes a backfill; the applied outcome has {@link Outcome#slots()}, {@code covered()} and {@code dryRun()}. */
+  public Outcome backfill(Command.Backfill backfill, Duration timeout) {
+    return send(backfill, timeout);
+  }
+
+  /** Deletes the job by a tombstone (key = id, null value; no wait). */
+  public RecordMetadata deleteByTombstone(String id) {
+    return publish(new Command.Tombstone(id).validate(rules), deadline(Duration.ofSeconds(30)));
+  }
+
+  /** Deletes the job by a tombstone and returns belfry's outcome (op {@code delete}). */
+  public Outcome deleteByTombstone(String id, Duration timeout) {
+    return send(new Command.Tombstone(id), timeout);
+  }
+
   /**
    * Validates {@code command} (a {@link ValidationException} before anything is sent), publishes
    * it, and returns belfry's outcome, or throws {@link OutcomeTimeoutException} after {@code timeout}.
@@ -153,11 +184,13 @@ public final class BelfryProducer implements AutoCloseable {
   private RecordMetadata publish(Command command, long deadline) {
     ProducerRecord<byte[], byte[]> record =
         new ProducerRecord<>(commandsTopic, command.id().getBytes(StandardCharsets.UTF_8), command.toJson());
-    boolean hasActor = command instanceof Upsert u ? u.actor() != null
-        : command instanceof Command.Pause p ? p.actor() != null
-        : command instanceof Command.Resume r ? r.actor() != null
-        : ((Command.Delete) command).actor() != null;
-    if (actor != null && !hasActor) record.headers().add("belfry-actor", actor.getBytes(StandardCharsets.UTF_8));
+    // The JSON fields win over the headers; a tombstone has no JSON, so its note is in the headers.
+    boolean tombstone = command instanceof Command.Tombstone;
+    String headerActor = command.actor() == null ? actor : tombstone ? command.actor() : null;
+    if (headerActor != null) record.headers().add("belfry-actor", headerActor.getBytes(StandardCharsets.UTF_8));
+    if (tombstone && command.reason() != null) {
+      record.headers().add("belfry-reason", command.reason().getBytes(StandardCharsets.UTF_8));
+    }
     try {
       return producer.send(record).get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
     } catch (TimeoutException e) {

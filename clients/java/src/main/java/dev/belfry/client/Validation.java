@@ -29,6 +29,8 @@ public final class Validation {
   static final int MAX_TIME_ZONE_BYTES = 64;
   static final int MAX_WORKER_BYTES = 255;
   static final int MAX_ATTEMPT = 1000;
+  static final int MAX_BACKFILL_RATE_PER_MINUTE = 10_000;
+  static final long MAX_BACKFILL_SPAN_MS = 366L * 24 * 3600 * 1000;
   static final List<String> RESERVED_ID_MARKERS = List.of("#retry#", "#trigger#", "#backfill#");
 
   private static final Pattern TOPIC = Pattern.compile("[A-Za-z0-9._-]{1,249}");
@@ -103,6 +105,25 @@ public final class Validation {
   static void checkRange(long value, String reason, String what, long lo, long hi) {
     if (value < lo || value > hi) {
       throw new ValidationException(reason, what + " " + value + " must be an integer in [" + lo + ", " + hi + "]");
+    }
+  }
+
+  /**
+   * A backfill's range (belfry's rule backfill_range, docs/manual-fires.md): {@code from < to},
+   * {@code to} not after the command's timestamp, at most 366 days.
+   */
+  static void checkBackfillRange(long fromMs, long toMs, long timestampMs) {
+    if (fromMs >= toMs) {
+      throw new ValidationException(
+          "invalid_backfill", "from " + IsoTime.format(fromMs) + " is not before to " + IsoTime.format(toMs));
+    }
+    if (toMs > timestampMs) {
+      throw new ValidationException("invalid_backfill", "to " + IsoTime.format(toMs) + " is after the command's timestamp "
+          + IsoTime.format(timestampMs) + ": a backfill fires past slots only");
+    }
+    if (toMs - fromMs > MAX_BACKFILL_SPAN_MS) {
+      throw new ValidationException("invalid_backfill", "from " + IsoTime.format(fromMs) + " to " + IsoTime.format(toMs)
+          + " is longer than 366 days");
     }
   }
 

@@ -261,6 +261,129 @@ class ClientTest {
     assertEquals(List.of(5), handled);
   }
 
+  /**
+   * A producer on Kafka's mocks (commands to "cmds") whose results topic ("results", one
+   * partition) holds {@code outcomes}; MockProducer puts the n-th command at partition 0, offset n.
+   */
+  static BelfryProducer producer(MockProducer<byte[], byte[]> mp, String actor, String... outcomes) {
+    MockConsumer<byte[], byte[]> results = new MockConsumer<>(OffsetResetStrategy.EARLIEST);
+    TopicPartition rp = new TopicPartition("results", 0);
+    results.assign(List.of(rp));
+    results.updateBeginningOffsets(Map.of(rp, 0L));
+    for (int i = 0; i < outcomes.length; i++) {
+      results.addRecord(new ConsumerRecord<>("results", 0, i, null, outcomes[i].getBytes(StandardCharsets.UTF_8)));
+    }
+    return new BelfryProducer(BelfryProducer.Options.of("unused:9092").topics("cmds", "results").actor(actor), mp, results);
+  }
+
+  @Test
+  void encodesTriggerBackfillAndTombstone() {
+    assertEquals("{\"op\":\"trigger\",\"id\":\"j\"}", json(new Command.Trigger("j").validate(Rules.DEFAULT).toJson()));
+    assertEquals("{\"op\":\"trigger\",\"id\":\"j\",\"reason\":\"r\",\"actor\":\"a\"}",
+        json(new Command.Trigger("j", "r", "a").toJson()));
+    assertEquals("{\"op\":\"backfill\",\"id\":\"j\",\"from\":\"2026-11-20T00:00:00Z\",\"to\":\"2026-11-21T00:00:00Z\"}",
+        json(Command.Backfill.of("j", "2026-11-20T00:00:00Z", "2026-11-21T00:00:00Z").toJson()));
+    assertEquals("{\"op\":\"backfill\",\"id\":\"j\",\"from\":\"2026-11-20T00:00:00.000Z\",\"to\":\"2026-11-21T00:00:00.250Z\","
+        + "\"ratePerMinute\":120,\"dryRun\":true,\"reason\":\"outage replay\",\"actor\":\"oncall-ana\"}",
+        json(Command.Backfill.of("j", Instant.parse("2026-11-20T00:00:00Z"), Instant.parse("2026-11-21T00:00:00.250Z"))
+            .withRate(120).withDryRun(true).withNote("outage replay", "oncall-ana").toJson()));
+    Command.Tombstone t = new Command.Tombstone("j", "customer left", null).validate(Rules.DEFAULT);
+    assertNull(t.toJson());
+    assertEquals("delete", t.op());
+  }
+
+  @Test
+  void backfillRangeRateAndIds() {
+    long ts = IsoTime.parse("2026-11-27T08:00:00Z").getAsLong();
+    java.util.function.Function<Command.Backfill, String> at = b -> {
+      try {
+        b.validate(Rules.DEFAULT, ts);
+        return null;
+      } catch (ValidationException e) {
+        return e.reason();
+      }
+    };
+    assertNull(at.apply(Command.Backfill.of("j", "2026-11-26T08:00:00Z", "2026-11-27T08:00:00Z")), "to = the timestamp");
+    assertEquals("invalid_backfill", at.apply(Command.Backfill.of("j", "2026-11-26T08:00:00Z", "2026-11-27T08:00:00.001Z")));
+    assertEquals("invalid_backfill", at.apply(Command.Backfill.of("j", "2026-11-20T00:00:00Z", "2026-11-20T00:00:00Z")));
+    assertEquals("invalid_backfill", at.apply(Command.Backfill.of("j", "2026-11-20T00:00:01Z", "2026-11-20T00:00:00Z")));
+    assertNull(at.apply(Command.Backfill.of("j", "2025-11-26T08:00:00Z", "2026-11-27T08:00:00Z")), "366 days");
+    assertEquals("invalid_backfill", at.apply(Command.Backfill.of("j", "2025-11-26T07:59:59.999Z", "2026-11-27T08:00:00Z")));
+    assertEquals("missing_field", at.apply(Command.Backfill.of("j", null, "2026-11-21T00:00:00Z")));
+    assertEquals("missing_field", at.apply(Command.Backfill.of("j", "2026-11-20T00:00:00Z", null)));
+    assertEquals("invalid_date", at.apply(Command.Backfill.of("j", "2026-11-20", "2026-11-21T00:00:00Z")));
+    assertEquals("invalid_date", at.apply(Command.Backfill.of("j", "2026-11-20T00:00:00Z", "2026-11-31T00:00:00Z")));
+    Command.Backfill day = Command.Backfill.of("j", "2026-11-20T00:00:00Z", "2026-11-21T00:00:00Z");
+    assertNull(at.apply(day.withRate(1)));
+    assertNull(at.apply(day.withRate(10_000)));
+    assertEquals("invalid_rate", at.apply(day.withRate(0)));
+    assertEquals("invalid_rate", at.apply(day.withRate(10_001)));
+    assertEquals("invalid_id", at.apply(Command.Backfill.of("j#backfill#1", "2026-11-20T00:00:00Z", "2026-11-21T00:00:00Z")));
+    assertEquals("invalid_reason", at.apply(day.withNote("a\nb", null)));
+    // Without a timestamp: the client's clock.
+    Instant now = Instant.now();
+    assertNull(reason(Command.Backfill.of("j", now.minus(Duration.ofDays(1)), now.minusSeconds(60))));
+    assertEquals("invalid_backfill", reason(Command.Backfill.of("j", now.minus(Duration.ofDays(1)), now.plusSeconds(3600))));
+    assertEquals("missing_id", reason(new Command.Trigger("")));
+    assertEquals("invalid_id", reason(new Command.Trigger("a#trigger#b")));
+    assertEquals("invalid_actor", reason(new Command.Trigger("j", null, "a\tb")));
+    assertEquals("missing_id", reason(new Command.Tombstone(null)));
+    assertEquals("invalid_id", reason(new Command.Tombstone("a#retry#1")));
+    assertEquals("invalid_reason", reason(new Command.Tombstone("j", "r".repeat(1025), null)));
+  }
+
+  @Test
+  void triggerBackfillAndTombstoneAreSentAndTheirOutcomesRead() throws Exception {
+    MockProducer<byte[], byte[]> mp = new MockProducer<>(true, new ByteArraySerializer(), new ByteArraySerializer());
+    BelfryProducer p = producer(mp, "svc@host",
+        "{\"id\":\"j\",\"op\":\"trigger\",\"status\":\"applied\",\"error\":null,\"slots\":1,\"partition\":0,\"offset\":0}",
+        "{\"id\":\"j\",\"op\":\"backfill\",\"status\":\"applied\",\"error\":null,\"slots\":48,\"covered\":12,\"dryRun\":true,"
+            + "\"partition\":0,\"offset\":1}",
+        "{\"id\":\"j\",\"op\":\"delete\",\"status\":\"applied\",\"error\":null,\"partition\":0,\"offset\":2}",
+        "{\"id\":\"j\",\"op\":\"delete\",\"status\":\"applied\",\"error\":null,\"partition\":0,\"offset\":3}");
+    Outcome t = p.trigger("j", Duration.ofSeconds(5));
+    assertEquals("trigger", t.op());
+    assertEquals(1L, t.slots());
+    assertNull(t.covered());
+    assertNull(t.dryRun());
+    Instant now = Instant.now();
+    Outcome b = p.backfill(Command.Backfill.of("j", now.minus(Duration.ofDays(1)), now.minusSeconds(60)).withDryRun(true),
+        Duration.ofSeconds(5));
+    assertEquals(List.of(48L, 12L, true), List.of(b.slots(), b.covered(), b.dryRun()));
+    Outcome d = p.deleteByTombstone("j", Duration.ofSeconds(5));
+    assertEquals(List.of("delete", 2L), List.of(d.op(), d.offset()));
+    assertNull(d.slots());
+    Outcome noted = p.send(new Command.Tombstone("j", "customer left", "oncall-ana"), Duration.ofSeconds(5));
+    assertEquals(3, noted.offset());
+
+    var sent = mp.history();
+    assertEquals(4, sent.size());
+    for (var r : sent) {
+      assertEquals("cmds", r.topic());
+      assertEquals("j", new String(r.key(), StandardCharsets.UTF_8));
+    }
+    assertEquals("{\"op\":\"trigger\",\"id\":\"j\"}", json(sent.get(0).value()));
+    assertEquals("svc@host", VectorsTest.header(sent.get(0), "belfry-actor"));
+    JsonNode backfill = Command.JSON.readTree(sent.get(1).value());
+    assertEquals("backfill", backfill.get("op").asText());
+    assertTrue(backfill.get("dryRun").asBoolean());
+    // A tombstone: no value; the producer's actor, or the command's note, in the headers.
+    assertNull(sent.get(2).value());
+    assertEquals("svc@host", VectorsTest.header(sent.get(2), "belfry-actor"));
+    assertNull(sent.get(2).headers().lastHeader("belfry-reason"));
+    assertNull(sent.get(3).value());
+    assertEquals(2, sent.get(3).headers().toArray().length, "belfry-actor and belfry-reason, once each");
+    assertEquals("oncall-ana", VectorsTest.header(sent.get(3), "belfry-actor"));
+    assertEquals("customer left", VectorsTest.header(sent.get(3), "belfry-reason"));
+
+    ValidationException e = assertThrows(ValidationException.class,
+        () -> p.backfill(Command.Backfill.of("j", now.minusSeconds(60), now.minus(Duration.ofDays(1)))));
+    assertEquals("invalid_backfill", e.reason());
+    assertThrows(ValidationException.class, () -> p.deleteByTombstone("a#retry#1"));
+    assertThrows(ValidationException.class, () -> p.trigger(""));
+    assertEquals(4, mp.history().size(), "nothing invalid was sent");
+  }
+
   @Test
   void theAwaitedOutcomeIsTheOneForThisCommandsPartitionAndOffset() throws Exception {
     MockProducer<byte[], byte[]> mp = new MockProducer<>(true, new ByteArraySerializer(), new ByteArraySerializer());

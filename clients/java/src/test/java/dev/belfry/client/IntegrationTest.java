@@ -23,7 +23,8 @@ import org.junit.jupiter.api.Test;
  * Against a running belfry (started by tests/clients/clients_itest.py, which passes its topics
  * and admin URL in BELFRY_IT_* variables): commands applied and rejected through the results
  * topic, a one-shot and an interval job fired, handled by the consumer helper, and the
- * executions recorded by belfry.
+ * executions recorded by belfry; a manual trigger (its outcome's slots, its trigger marked
+ * manual), a backfill dry run (slots, covered, dryRun) and a delete by tombstone, awaited.
  */
 @Tag("integration")
 class IntegrationTest {
@@ -57,6 +58,17 @@ class IntegrationTest {
       assertEquals("cron_never_fires", never.reason());
       assertTrue(producer.pause(every, "itest", wait).applied());
       assertTrue(producer.resume(every, wait).applied());
+      // Fire by hand: one trigger stored, delivered with "manual":"trigger" (below).
+      Outcome fired = producer.trigger(every, wait);
+      assertTrue(fired.applied(), fired.toString());
+      assertEquals("trigger", fired.op());
+      assertEquals(1L, fired.slots());
+      // A backfill dry run of the last 10 minutes: one slot a minute of a one-minute job, none covered.
+      Instant now = Instant.now();
+      Outcome counted = producer.backfill(
+          Command.Backfill.of(every, now.minus(Duration.ofMinutes(10)), now).withDryRun(true), wait);
+      assertTrue(counted.applied(), counted.toString());
+      assertEquals(List.of(10L, 0L, true), List.of(counted.slots(), counted.covered(), counted.dryRun()), counted.toString());
 
       List<Trigger> handled = new ArrayList<>();
       TriggerConsumer.Options co = TriggerConsumer.Options.of(brokers, "clients-itest-java-" + run, List.of(triggers))
@@ -64,20 +76,28 @@ class IntegrationTest {
       try (TriggerConsumer consumer = new TriggerConsumer(co)) {
         long deadline = System.nanoTime() + Duration.ofSeconds(100).toNanos();
         while (System.nanoTime() < deadline
-            && !(handled.stream().anyMatch(t -> t.jobId().equals(once)) && handled.stream().anyMatch(t -> t.jobId().equals(every)))) {
+            && !(handled.stream().anyMatch(t -> t.jobId().equals(once))
+                && handled.stream().anyMatch(t -> t.jobId().equals(every) && t.manual() == null)
+                && handled.stream().anyMatch(t -> t.jobId().equals(every) && "trigger".equals(t.manual())))) {
           consumer.poll(handled::add, Duration.ofMillis(500));
         }
       }
       Trigger t1 = handled.stream().filter(t -> t.jobId().equals(once)).findFirst().orElse(null);
-      Trigger t2 = handled.stream().filter(t -> t.jobId().equals(every)).findFirst().orElse(null);
+      Trigger t2 = handled.stream().filter(t -> t.jobId().equals(every) && t.manual() == null).findFirst().orElse(null);
+      Trigger manual = handled.stream().filter(t -> t.jobId().equals(every) && "trigger".equals(t.manual()))
+          .findFirst().orElse(null);
       assertNotNull(t1, "no trigger of the one-shot job; handled " + handled);
       assertNotNull(t2, "no trigger of the interval job; handled " + handled);
+      assertNotNull(manual, "no manual trigger of the interval job; handled " + handled);
+      assertEquals(1, manual.intervalMinutes());
       assertEquals(0, t1.intervalMinutes());
       assertEquals("java", t1.jobDetails().get("lib").asText());
       assertEquals(1, t2.intervalMinutes());
       for (Trigger t : List.of(t1, t2)) awaitRecorded(admin, t);
       assertTrue(producer.delete(once, wait).applied());
-      assertTrue(producer.delete(every, wait).applied());
+      Outcome tombstone = producer.deleteByTombstone(every, wait);
+      assertTrue(tombstone.applied(), tombstone.toString());
+      assertEquals("delete", tombstone.op());
     }
   }
 

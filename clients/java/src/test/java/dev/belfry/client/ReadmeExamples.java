@@ -21,6 +21,17 @@ final class ReadmeExamples {
     }
   }
 
+  static void fireByHand() {
+    try (var belfry = new BelfryProducer(BelfryProducer.Options.of("127.0.0.1:59092"))) {
+      Outcome fired = belfry.trigger("shipment-42-poll", Duration.ofSeconds(30));
+      System.out.println(fired.status() + " " + fired.slots());   // applied 1: fires once, now
+      Outcome o = belfry.backfill(Command.Backfill.of("shipment-42-poll", "2026-11-20T00:00:00Z",
+          "2026-11-21T00:00:00Z").withRate(120).withDryRun(true), Duration.ofSeconds(30));
+      System.out.println(o.slots() + " " + o.covered() + " " + o.dryRun());   // 96 0 true
+      belfry.deleteByTombstone("shipment-42-poll", Duration.ofSeconds(30));   // key = id, null value
+    }
+  }
+
   static void consume() {
     var options = TriggerConsumer.Options.of("127.0.0.1:59092", "tracking-pollers", List.of("tracking.poll"))
         .worker("poller-7");

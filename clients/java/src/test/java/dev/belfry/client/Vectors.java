@@ -13,7 +13,8 @@ import java.util.Set;
 /**
  * The shared test vectors (contracts/vectors; the pom passes their directory as the system
  * property belfry.vectors), and a reader that turns a vector's JSON command into the typed
- * command, the way belfry reads it (null and empty dates/keys absent, op defaulting to upsert).
+ * command, the way belfry reads it (null and empty dates/keys absent, op defaulting to upsert),
+ * and a tombstone (null value) into a {@link Command.Tombstone} of its key and headers.
  */
 final class Vectors {
   private Vectors() {}
@@ -36,14 +37,40 @@ final class Vectors {
       "maxRetries", "retryBackoff", "cron", "timeZone", "reason", "actor", "maxFires", "labels");
   private static final Set<String> OTHER_FIELDS = Set.of("from", "to", "ratePerMinute", "dryRun", "selector");
 
-  /** Whether this client builds the vector's command (not bulk, trigger, backfill or raw bytes). */
+  /**
+   * Whether this client builds the vector's JSON command (not bulk, a tombstone or raw bytes). An
+   * upsert or backfill with a selector is expressible: belfry rejects it (invalid_selector).
+   */
   static boolean expressible(JsonNode c) {
     JsonNode v = c.get("value");
     if (c.has("valueText") || v == null || !v.isObject()) return false;
     String op = v.path("op").isTextual() ? v.get("op").asText() : "upsert";
-    if (op.equals("trigger") || op.equals("backfill")) return false;
     boolean selector = v.has("selector") && !v.get("selector").isNull();
-    return !selector || op.equals("upsert");
+    return !selector || op.equals("upsert") || op.equals("backfill");
+  }
+
+  /** Whether the vector is a tombstone: a record with no value. */
+  static boolean isTombstone(JsonNode c) {
+    return !c.has("valueText") && c.has("value") && c.get("value").isNull();
+  }
+
+  /** A tombstone vector as the client's command: its key, and its note from the headers (empty: absent). */
+  static Command.Tombstone tombstone(JsonNode c) {
+    JsonNode h = c.path("headers");
+    String reason = h.path("belfry-reason").asText("");
+    String actor = h.path("belfry-actor").asText("");
+    return new Command.Tombstone(c.get("key").isNull() ? null : c.get("key").asText(),
+        reason.isEmpty() ? null : reason, actor.isEmpty() ? null : actor);
+  }
+
+  /** The vector's record timestamp (a backfill's {@code to} may not be after it). */
+  static long timestampMs(JsonNode doc, JsonNode c) {
+    return (c.has("timestampMs") ? c : doc.get("defaults")).get("timestampMs").asLong();
+  }
+
+  /** Validates {@code cmd} as belfry would the vector's record: a backfill against its timestamp. */
+  static Command validate(Command cmd, Rules rules, long timestampMs) {
+    return cmd instanceof Command.Backfill b ? b.validate(rules, timestampMs) : cmd.validate(rules);
   }
 
   private static String text(Map<String, JsonNode> d, String field) {
@@ -61,6 +88,13 @@ final class Vectors {
       throw new ValidationException(reason, field + " " + n + " is not an integer in range");
     }
     return n.asInt();
+  }
+
+  private static Boolean bool(Map<String, JsonNode> d, String field) {
+    JsonNode n = d.remove(field);
+    if (n == null) return null;
+    if (!n.isBoolean()) throw new ValidationException("wrong_type", field + " must be a boolean");
+    return n.asBoolean();
   }
 
   /** The typed command for a JSON command; throws belfry's reason for what it cannot express. */
@@ -81,7 +115,7 @@ final class Vectors {
       }
     }
     String op = d.containsKey("op") ? text(d, "op") : "upsert";
-    if (!List.of("upsert", "delete", "pause", "resume").contains(op)) {
+    if (!List.of("upsert", "delete", "pause", "resume", "trigger", "backfill").contains(op)) {
       throw new ValidationException("unknown_op", "op " + op + " is not built by this client");
     }
     String id = text(d, "id");
@@ -94,10 +128,17 @@ final class Vectors {
         return new Command.Pause(id, reason, actor);
       case "resume":
         return new Command.Resume(id, reason, actor);
+      case "trigger":
+        return new Command.Trigger(id, reason, actor);
       default:
         break;
     }
-    if (d.containsKey("selector")) throw new ValidationException("invalid_selector", "upsert takes no selector");
+    if (d.containsKey("selector")) throw new ValidationException("invalid_selector", op + " takes no selector");
+    if (op.equals("backfill")) {
+      // Other fields are ignored, as belfry ignores them.
+      return new Command.Backfill(id, text(d, "from"), text(d, "to"), integer(d, "ratePerMinute", "invalid_rate"),
+          bool(d, "dryRun"), reason, actor);
+    }
     for (String k : OTHER_FIELDS) {
       if (d.containsKey(k)) throw new ValidationException("unknown_field", "upsert takes no " + k);
     }

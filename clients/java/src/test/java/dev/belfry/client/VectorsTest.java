@@ -5,8 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.apache.kafka.clients.producer.MockProducer;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
 
 /** The client against the shared vectors: what a client can express, read and encoded as belfry does. */
@@ -23,10 +30,11 @@ class VectorsTest {
     JsonNode doc = Vectors.load("commands.json");
     Rules rules = Vectors.rules(doc.get("config"));
     int checked = 0;
+    Set<String> names = new HashSet<>();
     for (JsonNode c : doc.get("valid")) {
       if (!Vectors.expressible(c)) continue;
       String name = c.get("name").asText();
-      Command cmd = Vectors.fromJson(c.get("value")).validate(rules);
+      Command cmd = Vectors.validate(Vectors.fromJson(c.get("value")), rules, Vectors.timestampMs(doc, c));
       assertEquals(c.get("key").asText(), cmd.id(), name);
       JsonNode enc = Command.JSON.readTree(cmd.toJson());
       JsonNode exp = c.get("expect");
@@ -38,9 +46,21 @@ class VectorsTest {
       }
       assertEquals(cmd, Vectors.fromJson(enc), name + ": the encoding reads back to the same command");
       if (cmd instanceof Upsert u) checkJob(name, u, enc, exp.get("job"));
+      if (cmd instanceof Command.Backfill) checkBackfill(name, enc, exp.get("backfill"));
+      names.add(name);
       checked++;
     }
     assertTrue(checked >= 10, "checked " + checked);
+    assertTrue(names.containsAll(List.of("trigger", "backfill_every_field", "backfill_defaults", "backfill_zone_offsets")),
+        "checked " + names);
+  }
+
+  /** The range belfry stores: from and to as instants, ratePerMinute (default 60) and dryRun (default false). */
+  private static void checkBackfill(String name, JsonNode enc, JsonNode backfill) {
+    assertEquals(ms(backfill.get("from")), ms(enc.get("from")), name);
+    assertEquals(ms(backfill.get("to")), ms(enc.get("to")), name);
+    assertEquals(backfill.get("ratePerMinute").asInt(), enc.path("ratePerMinute").asInt(60), name);
+    assertEquals(backfill.get("dryRun").asBoolean(), enc.path("dryRun").asBoolean(false), name);
   }
 
   private static void checkJob(String name, Upsert u, JsonNode enc, JsonNode job) {
@@ -76,15 +96,82 @@ class VectorsTest {
     JsonNode doc = Vectors.load("commands.json");
     Rules rules = Vectors.rules(doc.get("config"));
     int checked = 0;
+    Set<String> names = new HashSet<>();
     for (JsonNode c : doc.get("invalid")) {
       String reason = c.get("reason").asText();
       if (!Vectors.expressible(c) || NOT_CLIENT_SIDE.contains(reason) || c.has("headers")) continue;
       ValidationException e = assertThrows(ValidationException.class,
-          () -> Vectors.fromJson(c.get("value")).validate(rules), c.get("name").asText());
+          () -> Vectors.validate(Vectors.fromJson(c.get("value")), rules, Vectors.timestampMs(doc, c)),
+          c.get("name").asText());
       assertEquals(reason, e.reason(), c.get("name").asText() + ": " + e.getMessage());
+      names.add(c.get("name").asText());
       checked++;
     }
     assertTrue(checked >= 30, "checked " + checked);
+    assertTrue(names.containsAll(List.of("backfill_from_after_to", "backfill_to_after_timestamp", "backfill_without_to",
+        "backfill_rate_zero", "backfill_dry_run_string")), "checked " + names);
+  }
+
+  static String header(org.apache.kafka.clients.producer.ProducerRecord<byte[], byte[]> r, String name) {
+    Header h = r.headers().lastHeader(name);
+    return h == null ? "" : new String(h.value(), StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void tombstonesAreSentAsBelfryReadsThem() throws Exception {
+    JsonNode doc = Vectors.load("commands.json");
+    Rules rules = Vectors.rules(doc.get("config"));
+    int valid = 0;
+    for (JsonNode c : doc.get("valid")) {
+      if (!Vectors.isTombstone(c)) continue;
+      String name = c.get("name").asText();
+      JsonNode exp = c.get("expect");
+      Command.Tombstone t = Vectors.tombstone(c).validate(rules);
+      assertEquals(exp.get("op").asText(), t.op(), name);
+      // On the wire: the id as the key, no value, the note in belfry's headers (what belfry reads).
+      MockProducer<byte[], byte[]> mp = new MockProducer<>(true, new ByteArraySerializer(), new ByteArraySerializer());
+      Outcome o = ClientTest.producer(mp, null, "{\"id\":" + Command.JSON.writeValueAsString(t.id())
+          + ",\"op\":\"delete\",\"status\":\"applied\",\"error\":null,\"partition\":0,\"offset\":0}")
+          .send(t, Duration.ofSeconds(5));
+      var sent = mp.history().get(0);
+      assertEquals(exp.get("id").asText(), new String(sent.key(), StandardCharsets.UTF_8), name);
+      assertEquals(null, sent.value(), name);
+      assertEquals(exp.get("reason").asText(), header(sent, "belfry-reason"), name);
+      assertEquals(exp.get("actor").asText(), header(sent, "belfry-actor"), name);
+      assertEquals("delete", o.op(), name);
+      valid++;
+    }
+    int invalid = 0;
+    for (JsonNode c : doc.get("invalid")) {
+      if (!Vectors.isTombstone(c)) continue;
+      ValidationException e = assertThrows(ValidationException.class, () -> Vectors.tombstone(c).validate(rules));
+      assertEquals(c.get("reason").asText(), e.reason(), c.get("name").asText() + ": " + e.getMessage());
+      invalid++;
+    }
+    assertTrue(valid >= 1 && invalid >= 1, "checked " + valid + " valid, " + invalid + " invalid");
+  }
+
+  @Test
+  void outcomesParseToTheirFields() throws Exception {
+    Set<String> names = new HashSet<>();
+    for (JsonNode c : Vectors.load("command-outcomes.json").get("cases")) {
+      String name = c.get("name").asText();
+      JsonNode exp = c.get("outcome");
+      Outcome o = Outcome.parse(c.get("value").asText().getBytes(StandardCharsets.UTF_8));
+      assertEquals(exp.get("id").asText(), o.id(), name);
+      assertEquals(exp.get("op").asText(), o.op(), name);
+      assertEquals(exp.get("status").asText(), o.status(), name);
+      assertEquals(exp.get("status").asText().equals("applied"), o.applied(), name);
+      assertEquals(exp.get("error").isNull() ? null : exp.get("error").asText(), o.error(), name);
+      assertEquals(exp.get("partition").asInt(), o.partition(), name);
+      assertEquals(exp.get("offset").asLong(), o.offset(), name);
+      assertEquals(exp.has("slots") ? exp.get("slots").asLong() : null, o.slots(), name);
+      assertEquals(exp.has("covered") ? exp.get("covered").asLong() : null, o.covered(), name);
+      assertEquals(exp.has("dryRun") ? exp.get("dryRun").asBoolean() : null, o.dryRun(), name);
+      names.add(name);
+    }
+    assertTrue(names.containsAll(List.of("trigger_applied", "trigger_of_missing_job", "backfill_applied", "backfill_dry_run")),
+        "checked " + names);
   }
 
   @Test
