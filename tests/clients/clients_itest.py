@@ -5,7 +5,7 @@ on a free port), one trigger topic per library; the Java library's integration t
 "integration", run with Maven offline) runs at the same time as the Python one, so the suite
 waits for one trigger minute, not two. Each library: commands published and their outcomes
 awaited (applied, and a rejection only belfry can make, cron_never_fires), pause/resume/delete,
-jobs fired, the consumer helper handling the triggers and reporting `succeeded`, and belfry
+(Python: a manual trigger, a dry-run backfill, a trigger of no job, a delete by tombstone), jobs fired, the consumer helper handling the triggers and reporting `succeeded`, and belfry
 recording those executions (GET /v1/jobs/{id}/executions).
 
 usage: clients_itest.py --belfry BIN --source-dir DIR [--maven-build-dir DIR] [--skip-java]
@@ -20,6 +20,8 @@ import sys
 import tempfile
 import time
 import uuid
+
+import requests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -51,18 +53,35 @@ def python_client(node, trigger_topic):
         job = node.get_json(f"/v1/jobs/{every}")
         check(job.get("paused") is True and (job.get("pause") or {}).get("reason") == "itest", f"paused job: {job}")
         check(producer.resume(every, wait=True, timeout=60).applied, "resume")
+        o = producer.trigger(every, reason="itest", wait=True, timeout=60)
+        check(o.applied and o.op == "trigger" and o.slots == 1, f"trigger: {o}")
+        now = int(time.time() * 1000) // 60000 * 60000
+        o = producer.backfill(every, format_iso_time(now - 10 * 60000), format_iso_time(now), dry_run=True,
+                              wait=True, timeout=60)
+        check(o.applied and o.op == "backfill" and o.dry_run is True and o.slots == 10 and o.covered == 0,
+              f"a dry-run backfill of 10 minutes: {o}")
+        o = producer.trigger(f"py-absent-{run}", wait=True, timeout=60)
+        check(o.status == "rejected" and o.reason == "not_found", f"a trigger of no job: {o}")
         log("python: commands applied; waiting for the triggers")
 
-        handled = {}
+        handled, manual = {}, []
+
+        def handle(t):
+            if t.manual:
+                manual.append(t)
+            else:
+                handled.setdefault(t.job_id, t)
+
         consumer = TriggerConsumer(node.brokers, f"clients-itest-py-{run}", [trigger_topic],
                                    executions_topic=node.topics["executions"], worker="py-worker")
         try:
             deadline = time.monotonic() + 100
-            while time.monotonic() < deadline and not {every, cron} <= set(handled):
-                consumer.poll(lambda t: handled.setdefault(t.job_id, t), 0.5)
+            while time.monotonic() < deadline and not ({every, cron} <= set(handled) and manual):
+                consumer.poll(handle, 0.5)
         finally:
             consumer.close()
         check({every, cron} <= set(handled), f"triggers handled: {sorted(handled)}")
+        check([(t.job_id, t.manual) for t in manual] == [(every, "trigger")], f"the manual trigger: {manual}")
         check(handled[every].job_details == {"lib": "python"} and handled[every].interval_minutes == 1, str(handled[every]))
         log(f"python: triggers handled: {[(t.job_id, t.scheduled_for) for t in handled.values()]}")
         for t in handled.values():
@@ -70,8 +89,11 @@ def python_client(node, trigger_topic):
                                       and parse_iso_time(e["scheduledFor"]) == t.scheduled_for_ms
                                       for e in node.get_json(f"/v1/jobs/{t.job_id}/executions?limit=20")["executions"]),
                           30, f"belfry never recorded the execution of {t}")
-        for job_id in (every, cron):
-            check(producer.delete(job_id, wait=True, timeout=60).applied, f"delete {job_id}")
+        check(producer.delete(every, wait=True, timeout=60).applied, f"delete {every}")
+        o = producer.delete(cron, tombstone=True, reason="itest", wait=True, timeout=60)
+        check(o.applied and o.op == "delete", f"delete {cron} by a tombstone: {o}")
+        gone = requests.get(f"{node.base_url}/v1/jobs/{cron}", headers=node.auth_headers(), timeout=10)
+        check(gone.status_code == 404, f"the tombstoned job is gone: {gone.status_code} {gone.text[:200]}")
     log("python: executions recorded, jobs deleted")
 
 
