@@ -174,7 +174,7 @@ TEST_F(OperatorSurfaceTest, CliRejectsBadArgumentsWithOneLineReasons) {
   EXPECT_NE(out.find("--details must be a JSON object"), std::string::npos) << out;
   EXPECT_NE(Cli({"frobnicate"}, &out), 0);
   EXPECT_NE(Cli({"explain", "--shard", "500"}, &out), 0);
-  EXPECT_NE(out.find("shard_count"), std::string::npos) << out;
+  EXPECT_NE(out.find("below the shard count of that minute (120)"), std::string::npos) << out;
   // A rejected command: belfry's own validation, reported through the outcome.
   EXPECT_EQ(Cli({"jobs", "put", "--id", Id("seven"), "--interval-minutes", "7", "--topic", "t"}, &out), 1);
   EXPECT_NE(out.find("unsupported_interval"), std::string::npos) << out;
