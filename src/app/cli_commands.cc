@@ -26,6 +26,7 @@
 #include "core/bulk_op_json.h"
 #include "core/bulk_selector.h"
 #include "core/job_labels.h"
+#include "core/layout_due_query.h"
 #include "core/load_projection.h"
 #include "core/load_rebalance.h"
 #include "core/shard_lag.h"
@@ -566,13 +567,7 @@ int RunExplain(const Config& cfg, int shard, const std::string& at) {
   if (shard >= firing.shard_count) {
     return Fail(fmt::format("--shard must be below the shard count of that minute ({})", firing.shard_count), 64);
   }
-  DueQuery q;
-  q.shard = shard;
-  q.first_minute = minute;
-  q.last_minute = minute;
-  q.tick_ms = firing.tick_ms;
-  q.terms = TermsForMinute(cfg.scheduler.intervals, minute);
-  q.stored_shards = StoredShardsOf(*layout, minute, shard);
+  const DueQuery q = LayoutDueQuery(*layout, cfg.scheduler.intervals, shard, minute, minute);
   PgJobStore store(cfg.database_url);
   auto plan = store.ExplainDueQuery(q);
   if (!plan.ok()) return Fail(plan.status().message());

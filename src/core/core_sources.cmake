@@ -26,6 +26,7 @@ set(BELFRY_CORE_SOURCES
   job_owner.cc
   json_object_fields.cc
   json_writer.cc
+  layout_due_query.cc
   load_projection.cc
   load_rebalance.cc
   manual_fire.cc

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/derived_row_id.h"
+#include "core/layout_due_query.h"
 #include "core/shard_layout.h"
 #include "core/slot_math.h"
 
@@ -118,14 +119,8 @@ Status ShardFirer::QueueQuery(const DueQuery& q, bool on_time, Pending* pending)
 }
 
 DueQuery ShardFirer::QueryFor(const Pending& pending, int64_t first, int64_t last) const {
-  DueQuery q;
-  q.shard = pending.shard_;
-  q.first_minute = first;
-  q.last_minute = last;
-  q.tick_ms = FiringLayout(pending.layout_, first).tick_ms;
-  q.terms = first == last ? TermsForMinute(cfg_.intervals, first) : TermsForRange(cfg_.intervals, first, last);
+  DueQuery q = LayoutDueQuery(pending.layout_, cfg_.intervals, pending.shard_, first, last);
   q.read_fence = pending.read_fence_;
-  q.stored_shards = StoredShardsOf(pending.layout_, first, pending.shard_);
   return q;
 }
 
