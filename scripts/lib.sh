@@ -91,3 +91,30 @@ find_java() {
 
 # sha256 of a file (hex only).
 file_sha256() { sha256sum "$1" | awk '{print $1}'; }
+
+# The compiler cache every tree compiles through (cmake/ccache.cmake reads the same variable), kept
+# outside the checkout so that a fresh clone on this machine finds it warm.
+BELFRY_CCACHE_DIR="${BELFRY_CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/belfry-ccache}"
+export BELFRY_CCACHE_DIR
+
+# ccache's statistics for that cache, one line each for hits, misses and size (nothing without ccache).
+ccache_stats() {
+  command -v ccache >/dev/null 2>&1 || return 0
+  CCACHE_DIR="$BELFRY_CCACHE_DIR" ccache --show-stats 2>/dev/null \
+    | grep -E '^(Cacheable calls|  Hits|  Misses|Cache size|Local storage|  Cache size)' || true
+}
+
+# ctest's parallel level: BELFRY_TEST_JOBS, else 3 per core with a floor of 6. Most integration
+# tests wait on minute boundaries, takeovers and catch-ups rather than compute, so several overlap
+# well even on 2 cores (docs/testing.md has the measurements behind the numbers).
+test_jobs() {
+  if [[ -n "${BELFRY_TEST_JOBS:-}" ]]; then
+    printf '%s\n' "$BELFRY_TEST_JOBS"
+    return 0
+  fi
+  local n
+  n="$(nproc 2>/dev/null || echo 2)"
+  n=$((n * 3))
+  ((n >= 6)) || n=6
+  printf '%s\n' "$n"
+}
