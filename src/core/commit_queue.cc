@@ -32,6 +32,10 @@ CommitQueue::Committable CommitQueue::PopCommittable() {
   return out;
 }
 
+size_t CommitQueue::settled_waiting() const {
+  return static_cast<size_t>(std::count_if(batches_.begin(), batches_.end(), [](const Batch& b) { return b.settled; }));
+}
+
 bool BatchIsReady(size_t gathered, size_t max, int64_t waited_ms, int64_t max_wait_ms, bool input_drained) {
   if (gathered == 0) return false;
   if (gathered >= max) return true;

@@ -39,6 +39,8 @@ class CommitQueue final {
   void Clear() { batches_.clear(); }
 
   size_t size() const { return batches_.size(); }
+  // Settled batches that wait behind an unsettled one (PopCommittable leaves them).
+  size_t settled_waiting() const;
   bool empty() const { return batches_.empty(); }
 
  private:

@@ -57,9 +57,11 @@ class FiringPool final : public TickDispatcher {
   void DispatchCatchUpScan() override;
   // Blocks until every queued request has been handled and no firing is running or in flight.
   void Drain();
-  // Blocks until every queued request has been handled, no worker is querying or recording, and
-  // no acknowledgement is waiting to be recorded; firings whose acks are outstanding may stay
-  // open. For simulations that step a FakeClock.
+  // Blocks until no worker can do more before an acknowledgement or a new request arrives: every
+  // request a worker may take has been handled (one waiting for room in a full firings_in_flight
+  // window stays queued), no worker is querying or recording, and no acknowledgement is waiting
+  // to be recorded; firings whose acks are outstanding may stay open. For simulations that step
+  // a FakeClock, and for tests that check what the pool did not do.
   void Quiesce();
   void Stop();
 

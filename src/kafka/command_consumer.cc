@@ -416,7 +416,10 @@ class CommandConsumer::Impl {
 
   void CommitSettled() {
     CommitQueue::Committable c = commit_queue_.PopCommittable();
-    if (c.tickets.empty()) return;
+    if (c.tickets.empty()) {
+      RecordWaitingToCommit();
+      return;
+    }
     const auto commit_start = SteadyClock::now();
     Commit(c.offsets);
     AddStageTime(&CommandStageTimes::commit_us, MicrosSince(commit_start));
@@ -441,6 +444,13 @@ class CommandConsumer::Impl {
       }
       if (options_.on_batch) options_.on_batch(report);
     }
+    RecordWaitingToCommit();
+  }
+
+  // After a commit round, so that a reader who sees the count knows the round is over.
+  void RecordWaitingToCommit() {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.batches_waiting_to_commit = commit_queue_.settled_waiting();
   }
 
   // Stop: batches not yet settled stay uncommitted; whoever owns their partitions next
@@ -472,6 +482,7 @@ class CommandConsumer::Impl {
     publications_.clear();
     commit_queue_.Clear();
     pending_reports_.clear();
+    RecordWaitingToCommit();
   }
 
   void AddStageTime(int64_t CommandStageTimes::*field, int64_t us) {

@@ -56,6 +56,9 @@ struct CommandConsumerStats {
   std::map<std::string, uint64_t> applied_by_op;
   std::map<std::string, uint64_t> rejected_by_reason;
   uint64_t messages_total = 0;  // messages in committed batches
+  // Batches whose records are all acknowledged but whose offsets wait behind an earlier batch
+  // that is not (offsets are committed in apply order), as of the last commit round.
+  uint64_t batches_waiting_to_commit = 0;
   CommandStageTimes stage_times;
 };
 

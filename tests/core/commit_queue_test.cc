@@ -34,10 +34,12 @@ TEST(CommitQueueTest, PopsOnlyTheSettledPrefix) {
   const uint64_t c = q.Push(At(0, 9));
   q.MarkSettled(a);
   q.MarkSettled(c);
+  EXPECT_EQ(q.settled_waiting(), 2u);
   CommitQueue::Committable out = q.PopCommittable();
   EXPECT_EQ(out.tickets, (std::vector<uint64_t>{a}));
   EXPECT_EQ(out.offsets, At(0, 5));
   EXPECT_EQ(q.size(), 2u);
+  EXPECT_EQ(q.settled_waiting(), 1u);  // c, behind b
   // Popping again without news changes nothing.
   EXPECT_TRUE(q.PopCommittable().tickets.empty());
   q.MarkSettled(b);
@@ -45,6 +47,7 @@ TEST(CommitQueueTest, PopsOnlyTheSettledPrefix) {
   EXPECT_EQ(out.tickets, (std::vector<uint64_t>{b, c}));
   EXPECT_EQ(out.offsets.at({"cmds", 0}), 9);
   EXPECT_EQ(out.offsets.at({"cmds", 1}), 7);
+  EXPECT_EQ(q.settled_waiting(), 0u);
 }
 
 TEST(CommitQueueTest, MergesTheHighestOffsetPerPartition) {

@@ -33,7 +33,11 @@ class FakeTriggerBatch final : public TriggerBatch {
   }
   Status Finish() override {
     std::unique_lock<std::mutex> lock(sink_->mu_);
-    sink_->acks_cv_.wait(lock, [this] { return !sink_->hold_; });
+    if (sink_->hold_) {
+      ++sink_->finishes_held_;
+      sink_->acks_cv_.wait(lock, [this] { return !sink_->hold_; });
+      --sink_->finishes_held_;
+    }
     if (fail_) return Status::Retryable("injected broker failure");
     for (SentTrigger& s : pending_) sink_->sent_.push_back(std::move(s));
     pending_.clear();
@@ -132,6 +136,11 @@ void FakeTriggerSink::Poll() {
 int64_t FakeTriggerSink::batches_created() const {
   std::lock_guard<std::mutex> lock(mu_);
   return next_batch_;
+}
+
+int64_t FakeTriggerSink::finishes_held() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return finishes_held_;
 }
 
 }  // namespace belfry

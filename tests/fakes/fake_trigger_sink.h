@@ -40,6 +40,8 @@ class FakeTriggerSink final : public TriggerSink {
   void ReleaseAcks();
   // Batches created so far.
   int64_t batches_created() const;
+  // Finish() calls blocked right now because the acks are held: a firer waiting for its acks.
+  int64_t finishes_held() const;
   // Rate mode: triggers are acknowledged one after another, `per_second` of them per second of
   // `clock`, in the order they were added to any batch of this sink (one queue). A batch is
   // Done() once the clock has reached its last trigger's ack; Poll() runs the NotifyWhenDone
@@ -54,6 +56,7 @@ class FakeTriggerSink final : public TriggerSink {
   std::vector<SentTrigger> sent_;
   int fail_batches_ = 0;
   bool hold_ = false;
+  int64_t finishes_held_ = 0;
   int64_t next_batch_ = 0;
   std::map<int64_t, std::function<void()>> waiting_;  // batch number -> NotifyWhenDone callback
   const Clock* clock_ = nullptr;                      // rate mode

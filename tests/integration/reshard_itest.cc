@@ -96,7 +96,15 @@ TEST(ReshardTest, ThreeNodesGoFrom120To240UnderLoadAcrossKillsAndMissNothing) {
   second.join();
   ASSERT_EQ(rc, 0) << out;
   Note(out.substr(0, 200));
-  std::this_thread::sleep_for(std::chrono::seconds(3));
+  // node-a comes back only once its firing claims and debt leases (scheduler.claim_lease, 3 s)
+  // have lapsed by the database's clock, so the other nodes have had to take its shards over.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return CountFresh(world->db->url(),
+                          "SELECT count(*) FROM shard_state WHERE (claim_node = 'node-a' AND claim_until > now())"
+                          " OR (debt_node = 'node-a' AND debt_until > now())") == 0;
+      },
+      60'000));
   nodes[0] = std::make_unique<BelfryProcess>(env_for(0), log_for(0, 1));
 
   StatusOr<ShardLayout> layout =

@@ -308,9 +308,13 @@ TEST_F(CommandConsumerTest, KeepsApplyingWhileAnEarlierBatchIsUnacknowledgedButC
     // ...does not stop later batches from being applied (pipelining)...
     ASSERT_TRUE(publisher->Publish("job-p3", Upsert("job-p3", 3)).ok());
     ASSERT_TRUE(WaitUntil([&] { return store.rows().contains("job-p3"); }, milliseconds(30000)));
-    // ...but no offset is committed past the unacknowledged batch, not even the later batch's.
-    std::this_thread::sleep_for(milliseconds(500));
+    // ...but no offset is committed past the unacknowledged batch, not even the later batch's:
+    // once job-p3's batch is acknowledged, a commit round holds it back.
+    EXPECT_TRUE(WaitUntil(
+        [&] { return running.consumer().Stats().batches_waiting_to_commit == 1 || CommittedTotal() != 0; },
+        milliseconds(30000)));
     EXPECT_EQ(CommittedTotal(), 0);
+    EXPECT_EQ(running.consumer().Stats().batches_waiting_to_commit, 1u);
     EXPECT_EQ(running.consumer().Stats().batches_total, 0u);
     const auto start = std::chrono::steady_clock::now();
     running.Stop();

@@ -39,6 +39,19 @@ class PgShardLedgerTest : public MigratedDatabaseTest {
     return (*states)[static_cast<size_t>(shard)];
   }
 
+  // Waits (up to 10 s) until the database's clock has passed the lease expiry `until_column`
+  // (claim_until or debt_until) stored for `shard`: leases are judged by that clock.
+  bool WaitForLeaseToLapse(int32_t shard, const std::string& until_column) {
+    const std::string sql = "SELECT COALESCE(" + until_column + " <= now(), true) FROM shard_state WHERE shard = " +
+                            std::to_string(shard);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!db().Exec(sql)[0][0].as<bool>()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  }
+
   std::unique_ptr<PgShardLedger> ledger_;
 };
 
@@ -111,7 +124,7 @@ TEST_F(PgShardLedgerTest, RacingNodesClaimEachShardMinuteOnce) {
 TEST_F(PgShardLedgerTest, ExpiredLeaseLetsAnotherNodeClaim) {
   EXPECT_TRUE(Claim(3, 10, "node-a", 200).claimed);
   EXPECT_FALSE(Claim(3, 10, "node-b", 200).claimed);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // unavoidable: the lease is wall-clock
+  ASSERT_TRUE(WaitForLeaseToLapse(3, "claim_until"));
   EXPECT_FALSE(State(3).claim_live);
   EXPECT_TRUE(Claim(3, 10, "node-b", kLeaseMs).claimed);
 
@@ -246,7 +259,7 @@ TEST_F(PgShardLedgerTest, DebtIsClaimedLowestRangeFirstAndSettledUnderItsOwnLeas
 TEST_F(PgShardLedgerTest, AnExpiredDebtLeaseMovesToAnotherNodeAndTheOldHolderCannotSettle) {
   db().Exec("UPDATE shard_state SET fired_through = 50, debt = '{[40,45)}' WHERE shard = 12");
   ASSERT_TRUE(ledger_->ClaimDebt(12, "node-a", 200)->claimed);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // unavoidable: the lease is wall-clock
+  ASSERT_TRUE(WaitForLeaseToLapse(12, "debt_until"));
   EXPECT_FALSE(State(12).debt_live);
   ASSERT_TRUE(ledger_->ClaimDebt(12, "node-b", kLeaseMs)->claimed);
   EXPECT_EQ(ledger_->SettleDebt(12, MinuteRange{40, 40}, "node-a").code(), Status::Code::kFailedPrecondition);
