@@ -6,6 +6,10 @@
 // takes about a minute to drain. While it drains, the on-time triggers of the minutes after the
 // restart must arrive on time (lateness well under a second), and in the end every slot from the
 // rewound watermark on must have arrived exactly once, with the debt empty.
+//
+// Why it takes minutes of real time: 2-3 real minutes of debt drained at a low rate while the
+// on-time minutes fire beside it. The ordering and pacing rules are unit-tested over the FakeClock
+// (core_test: CatchUpGovernor, catch-up ordering).
 #include <gtest/gtest.h>
 
 #include <algorithm>

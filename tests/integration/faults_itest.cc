@@ -3,8 +3,14 @@
 // missing, the processes must not exit, and the command consumer must work afterwards
 // (issue 3, docs/reliability.md).
 //
-// These tests stop the shared local stack's servers (scripts/local-stack kafka-stop, pg-stop):
-// anything else using the stack at the same time sees the outage too.
+// These tests stop their servers (scripts/local-stack kafka-stop, pg-stop). Under ctest they run
+// on a stack of their own (the faults_stack fixture, tests/integration/CMakeLists.txt), so the
+// other tests running beside them see no outage; run by hand, they stop whichever stack
+// BELFRY_DATABASE_URL, BELFRY_KAFKA_BROKERS and BELFRY_LOCAL_DIR/BELFRY_*_PORT name.
+//
+// Why it takes minutes of real time: a 30 s broker outage and a PostgreSQL restart, each followed
+// by a minute of firing that shows on-time firing resumed. The retry and back-off logic is
+// unit-tested (core_test: Backoff; kafka_test: delivery errors).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,5 +1,10 @@
 // End to end on the real servers: commands in over Kafka (from a plain librdkafka producer),
 // jobs in PostgreSQL, triggers out of the real `belfry serve` binary.
+//
+// Why it takes minutes of real time: the timeline test watches consecutive trigger slots of real
+// one-minute jobs, with an update, a pause and a resume between them, as a real node fires them.
+// The slot arithmetic and the firing logic are unit-tested over the FakeClock (core_test:
+// SlotMath, ShardFirer).
 #include <gtest/gtest.h>
 #include <simdjson.h>
 

@@ -10,6 +10,10 @@
 // The boundary between "missed" and "on time" depends on when the restarted node plans (its
 // start-up time): for shard s, minute k_s is the last one missed. The test reads k_s from what
 // arrived and checks that it is consistent with the restart time and the threshold.
+//
+// Why it takes minutes of real time: missed shard-minutes exist only when a real node is down
+// across real minute boundaries. Each policy's decisions are unit-tested over the FakeClock
+// (core_test: CatchupPlanner).
 #include <gtest/gtest.h>
 #include <signal.h>
 

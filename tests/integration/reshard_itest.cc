@@ -4,6 +4,10 @@
 // and restarted. Every (job, minute) from before the reshard to after the cut-over must fire
 // exactly once at its layout's slot: 500 ms ticks before the cut-over minute, 250 ms from it on.
 // Duplicates are allowed only in shard-minutes the node kill interrupted (at least once, as ever).
+//
+// Why it takes minutes of real time: the cut-over is a minute boundary after a lead time, and every
+// (job, minute) across it is checked on three live nodes while they are killed. The layout rules
+// are unit-tested (core_test: ShardLayout) and pg_test.PgReshardTest moves rows without waiting.
 #include <gtest/gtest.h>
 #include <signal.h>
 

@@ -2,6 +2,10 @@
 // triggers read back from the output topic. A failed outcome brings the next attempt at its
 // backoff time, with the original scheduledFor, "attempt" and a belfry-attempt header, up to
 // maxRetries and no further; repeated failure reports bring one retry.
+//
+// Why it takes minutes of real time: each retry is due at a real backoff time after a real trigger
+// slot. The backoff arithmetic and the retry plan are unit-tested (core_test: Retry, Backoff), and
+// pg_test.PgRetryTest checks where the rows land without waiting.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>

@@ -2,6 +2,9 @@
 // streaming replica (`scripts/local-stack replica-up`) serves the tick queries of a real
 // `belfry serve`; replay paused, the primary serves them and jobs created meanwhile fire on time;
 // the standby stopped, firing goes on; replay resumed or the standby back, firing returns to it.
+//
+// Why it takes minutes of real time: replay on a real standby, its pause, its stop and the
+// fallback to the primary happen in real time, each checked over real trigger slots.
 #include <gtest/gtest.h>
 
 #include <cstdlib>

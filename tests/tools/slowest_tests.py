@@ -6,7 +6,7 @@ end, so every run says where its time went:
 
     slowest_tests.py [--top N] LABEL=FILE [LABEL=FILE ...]
 
-A missing file is skipped with a note (a subset run has no sanitizer trees).
+A missing file is skipped (a subset run has no sanitizer trees).
 """
 import argparse
 import os
@@ -34,7 +34,6 @@ def main():
         if not path:
             label, path = os.path.basename(spec), spec
         if not os.path.exists(path):
-            print(f"[test] no timings for {label} ({path} missing)")
             continue
         try:
             rows += [(secs, label, name, status) for name, secs, status in read_cases(path)]
