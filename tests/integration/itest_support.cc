@@ -8,11 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <librdkafka/rdkafkacpp.h>
 #include <pqxx/connection>
 #include <pqxx/nontransaction>
 #include <random>
@@ -91,7 +93,7 @@ std::unique_ptr<ItestWorld> ItestWorld::Create(const std::string& name) {
   return w;
 }
 
-TopicCollector::TopicCollector(const std::string& brokers, std::vector<std::string> topics) {
+TopicCollector::TopicCollector(const std::string& brokers, std::vector<std::string> topics) : brokers_(brokers) {
   KafkaConfig cfg;
   cfg.brokers = brokers;
   TopicTailOptions options;
@@ -124,6 +126,56 @@ std::vector<TailRecord> TopicCollector::records() const {
 size_t TopicCollector::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return records_.size();
+}
+
+bool TopicCollector::WaitForEndOf(const std::string& topic, int64_t timeout_ms) const {
+  const std::optional<std::map<int32_t, int64_t>> ends = EndOffsets(brokers_, topic);
+  if (!ends) return false;
+  return WaitFor(
+      [&] {
+        std::map<int32_t, int64_t> next;  // partition -> offset after the last record collected
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          for (const TailRecord& r : records_) {
+            if (r.topic != topic) continue;
+            int64_t& n = next[r.partition];
+            n = std::max(n, r.offset + 1);
+          }
+        }
+        for (const auto& [partition, end] : *ends) {
+          if (next[partition] < end) return false;
+        }
+        return true;
+      },
+      timeout_ms);
+}
+
+std::optional<std::map<int32_t, int64_t>> EndOffsets(const std::string& brokers, const std::string& topic) {
+  constexpr int kTimeoutMs = 10'000;
+  std::string errstr;
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  if (conf->set("bootstrap.servers", brokers, errstr) != RdKafka::Conf::CONF_OK) return std::nullopt;
+  std::unique_ptr<RdKafka::Producer> producer(RdKafka::Producer::create(conf.get(), errstr));
+  if (producer == nullptr) return std::nullopt;
+  std::unique_ptr<RdKafka::Topic> handle(RdKafka::Topic::create(producer.get(), topic, nullptr, errstr));
+  if (handle == nullptr) return std::nullopt;
+  RdKafka::Metadata* raw = nullptr;
+  if (producer->metadata(false, handle.get(), &raw, kTimeoutMs) != RdKafka::ERR_NO_ERROR) return std::nullopt;
+  const std::unique_ptr<RdKafka::Metadata> metadata(raw);
+  std::map<int32_t, int64_t> out;
+  for (const RdKafka::TopicMetadata* t : *metadata->topics()) {
+    if (t->topic() != topic) continue;
+    if (t->err() != RdKafka::ERR_NO_ERROR) return std::nullopt;
+    for (const RdKafka::PartitionMetadata* p : *t->partitions()) {
+      int64_t low = 0, high = 0;
+      if (producer->query_watermark_offsets(topic, p->id(), &low, &high, kTimeoutMs) != RdKafka::ERR_NO_ERROR) {
+        return std::nullopt;
+      }
+      out[p->id()] = high;
+    }
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
 }
 
 std::vector<std::string> IdsInShard(const std::string& prefix, int32_t shard, int count) {

@@ -44,14 +44,22 @@ class TopicCollector final {
   ~TopicCollector();
   std::vector<TailRecord> records() const;
   size_t size() const;
+  // Waits (up to `timeout_ms`) until this collector holds every record `topic` has at the time
+  // of the call (up to its end offsets then), so that all a producer had acknowledged before the
+  // call has been collected. False on a timeout or if the end offsets cannot be read.
+  bool WaitForEndOf(const std::string& topic, int64_t timeout_ms) const;
 
  private:
+  const std::string brokers_;
   std::unique_ptr<TopicTail> tail_;
   StopSignal stop_;
   mutable std::mutex mu_;
   std::vector<TailRecord> records_;
   std::thread thread_;
 };
+
+// The end offset (high watermark) of every partition of `topic`; nullopt on any error.
+std::optional<std::map<int32_t, int64_t>> EndOffsets(const std::string& brokers, const std::string& topic);
 
 // The job ids "<prefix>-<n>" whose shard is `shard`, first `count` of them.
 std::vector<std::string> IdsInShard(const std::string& prefix, int32_t shard, int count);

@@ -79,7 +79,8 @@ std::map<int32_t, int64_t> CommittedOffsets(const std::string& group, const std:
 }
 
 Status ProduceMessages(const std::string& topic,
-                       const std::vector<std::pair<std::string, std::string>>& messages) {
+                       const std::vector<std::pair<std::string, std::string>>& messages,
+                       std::optional<int32_t> partition) {
   std::string errstr;
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   conf->set("bootstrap.servers", std::getenv("BELFRY_KAFKA_BROKERS"), errstr);
@@ -87,7 +88,7 @@ Status ProduceMessages(const std::string& topic,
   std::unique_ptr<RdKafka::Producer> p(RdKafka::Producer::create(conf.get(), errstr));
   if (p == nullptr) return Status::Invalid("kafka_config", errstr);
   for (const auto& [key, value] : messages) {
-    const RdKafka::ErrorCode err = p->produce(topic, RdKafka::Topic::PARTITION_UA,
+    const RdKafka::ErrorCode err = p->produce(topic, partition.value_or(RdKafka::Topic::PARTITION_UA),
                                               RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(value.data()),
                                               value.size(), key.data(), key.size(), 0, nullptr, nullptr);
     if (err != RdKafka::ERR_NO_ERROR) return Status::Retryable("produce: " + RdKafka::err2str(err));

@@ -33,9 +33,11 @@ bool WaitUntil(const std::function<bool()>& pred, std::chrono::milliseconds time
 std::map<int32_t, int64_t> CommittedOffsets(const std::string& group, const std::string& topic,
                                             int32_t partitions);
 
-// Produces (key, value) messages to `topic` and waits until the broker has acknowledged all.
+// Produces (key, value) messages to `topic` (to `partition`, or partitioned by key when nullopt)
+// and waits until the broker has acknowledged all.
 Status ProduceMessages(const std::string& topic,
-                       const std::vector<std::pair<std::string, std::string>>& messages);
+                       const std::vector<std::pair<std::string, std::string>>& messages,
+                       std::optional<int32_t> partition = std::nullopt);
 
 // A FakeJobStore that records every ApplyActions call and can fail the next n of them.
 class RecordingJobStore final : public JobStore {
