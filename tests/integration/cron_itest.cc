@@ -7,6 +7,10 @@
 // DstTransitionsOnTheRealServers: the scheduler's own ShardFirer over the real PgJobStore,
 // PgShardLedger and KafkaTriggerSink, with its injected Clock set to the hours around three DST
 // transitions; the store is replaced mid-transition, as a restart would.
+//
+// Why it takes minutes of real time: CronJobsFireThroughBelfry waits for real cron minutes at each
+// job's shard second. DstTransitionsOnTheRealServers already injects the clock and takes no wall
+// minutes of its own beyond the real servers' work. The two run as separate ctest entries.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 

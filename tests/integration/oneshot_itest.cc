@@ -1,5 +1,10 @@
 // One-shot jobs and priority end to end on the real servers (issue 7): commands over Kafka, the
 // real `belfry serve`, triggers read back from Kafka.
+//
+// Why it takes minutes of real time: a one-shot fires at its real slot and must not fire again in
+// the minutes after it (across a restart), and a limited job must stop after its count of real
+// slots. The planning rules are unit-tested over the FakeClock (core_test: OneShot, FireLimit);
+// each test runs as its own ctest entry (SPLIT_TESTS), so their minutes overlap.
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
