@@ -9,8 +9,9 @@
 // transitions; the store is replaced mid-transition, as a restart would.
 //
 // Why it takes minutes of real time: CronJobsFireThroughBelfry waits for real cron minutes at each
-// job's shard second. DstTransitionsOnTheRealServers already injects the clock and takes no wall
-// minutes of its own beyond the real servers' work. The two run as separate ctest entries.
+// job's shard second. DstTransitionsOnTheRealServers injects the clock and does not wait: its
+// minutes are the real servers' work, one real firing per shard-minute of the simulated hours.
+// The two run as separate ctest entries (SPLIT_TESTS), so they overlap.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
