@@ -17,7 +17,8 @@ class PgTestDatabase final {
   // when BELFRY_DATABASE_URL is unset or the server refuses.
   static std::unique_ptr<PgTestDatabase> Create(std::string* error);
   // A database as Create() then Migrate() with the repository's migrations/ and `shard_count`
-  // would leave it: a copy of a template migrated that way once per process and shard_count.
+  // would leave it: a clone of the server's template migrated that way, which every test process
+  // shares and which is kept between runs (named after a hash of migrations/; built on first use).
   static std::unique_ptr<PgTestDatabase> CreateMigrated(int32_t shard_count, std::string* error);
 
   PgTestDatabase(const PgTestDatabase&) = delete;
