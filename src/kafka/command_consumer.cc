@@ -135,6 +135,9 @@ class CommandConsumer::Impl {
         {"enable.auto.offset.store", "false"}, {"auto.offset.reset", "earliest"},
         {"enable.partition.eof", "false"},     {"isolation.level", "read_committed"},
     };
+    if (!options_.group_instance_id.empty()) {
+      consumer_settings.emplace_back("group.instance.id", options_.group_instance_id);
+    }
     consumer_settings.insert(consumer_settings.end(), ConsumerFetchSettings().begin(),
                              ConsumerFetchSettings().end());
     StatusOr<std::unique_ptr<RdKafka::Conf>> cconf =
@@ -217,11 +220,12 @@ class CommandConsumer::Impl {
   }
 
   // Leaves the group, so that the partitions move to another member now rather than after the
-  // session timeout. Uncommitted work is re-delivered to the next owner.
+  // session timeout (a static member too: GroupMembership::LeaveAndClose). Uncommitted work is
+  // re-delivered to the next owner.
   void Close() {
     if (consumer_ == nullptr || closed_) return;
     closed_ = true;
-    const RdKafka::ErrorCode err = consumer_->close();
+    const RdKafka::ErrorCode err = membership_.LeaveAndClose(!options_.group_instance_id.empty());
     if (err != RdKafka::ERR_NO_ERROR) {
       spdlog::warn("kafka[{}]: close: {}", options_.client_id, RdKafka::err2str(err));
     }

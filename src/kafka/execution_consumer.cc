@@ -55,7 +55,7 @@ class ExecutionConsumer::Impl {
                        options_.backoff_seed) {}
 
   ~Impl() {
-    if (consumer_ != nullptr) consumer_->close();
+    Close();
     if (producer_ != nullptr) producer_->flush(5000);
   }
 
@@ -66,6 +66,9 @@ class ExecutionConsumer::Impl {
         {"auto.offset.reset", "earliest"},
         {"enable.partition.eof", "false"},
     };
+    if (!options_.group_instance_id.empty()) {
+      consumer_settings.emplace_back("group.instance.id", options_.group_instance_id);
+    }
     consumer_settings.insert(consumer_settings.end(), ConsumerFetchSettings().begin(),
                              ConsumerFetchSettings().end());
     auto cconf = BuildKafkaConf(config_, options_.client_id, consumer_settings, &consumer_logger_);
@@ -138,6 +141,18 @@ class ExecutionConsumer::Impl {
       in_flight = std::async(std::launch::async, [this, batch = &previous] { return StoreOnce(batch); });
     }
     finish_previous();
+    Close();
+  }
+
+  // Leaves the group (a static member too: GroupMembership::LeaveAndClose), so that the
+  // partitions move at once. On the Run thread, or in the destructor once Run has returned.
+  void Close() {
+    if (consumer_ == nullptr || closed_) return;
+    closed_ = true;
+    const RdKafka::ErrorCode err = membership_.LeaveAndClose(!options_.group_instance_id.empty());
+    if (err != RdKafka::ERR_NO_ERROR) {
+      spdlog::warn("kafka[{}]: close: {}", options_.client_id, RdKafka::err2str(err));
+    }
   }
 
  private:
@@ -331,6 +346,7 @@ class ExecutionConsumer::Impl {
   std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
   std::unique_ptr<RdKafka::Producer> producer_;
   Backoff retry_backoff_;
+  bool closed_ = false;
   std::atomic<uint64_t> batches_total_{0};
   std::atomic<uint64_t> retries_total_{0};
 };
