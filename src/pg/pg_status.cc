@@ -28,6 +28,10 @@ Status StatusFromSqlState(std::string_view sqlstate, std::string_view context, s
   if (!sqlstate.empty()) text += " (SQLSTATE " + std::string(sqlstate) + ")";
   // No SQLSTATE: the server never answered (the connection broke mid-statement).
   if (sqlstate.empty() || IsRetryableSqlState(sqlstate)) return Status::Retryable(std::move(text));
+  // A row routed to a default partition while a partition for its range is being created or
+  // attached (the executions sweep) violates the partition constraint: a race, not the data.
+  if (sqlstate == "23514" && message.find("partition constraint") != std::string_view::npos)
+    return Status::Retryable(std::move(text));
   const std::string_view cls = sqlstate.substr(0, sqlstate.size() >= 2 ? 2 : 0);
   // The data itself is refused: no retry can cure it (docs/reliability.md, "Poison commands and
   // reports"). P0: a PL/pgSQL RAISE (a trigger's); 22: data exception; 23: integrity constraint.

@@ -14,7 +14,8 @@ namespace belfry {
 // 53 (insufficient resources) and 57 (operator intervention, e.g. admin shutdown).
 bool IsRetryableSqlState(std::string_view sqlstate);
 
-// Retryable for the classes above and for no SQLSTATE at all (a broken connection); Invalid
+// Retryable for the classes above, for no SQLSTATE at all (a broken connection) and for a
+// partition-constraint violation (23514 on a row routed while a partition is created); Invalid
 // ("sql") for the data refused for good: P0 (a RAISE, e.g. a trigger's), 22 (data exception), 23
 // (integrity constraint); FailedPrecondition for the rest, a database in the wrong state (25, 42
 // such as an undefined table: not migrated, 55, 58, XX, ...). `context` prefixes the message

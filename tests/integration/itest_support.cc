@@ -155,8 +155,7 @@ bool TopicCollector::WaitForEndOf(const std::string& topic, int64_t timeout_ms) 
       timeout_ms);
 }
 
-std::optional<std::map<int32_t, int64_t>> CommittedOffsets(const std::string& brokers, const std::string& group,
-                                                           const std::string& topic) {
+std::optional<int64_t> ConsumerLag(const std::string& brokers, const std::string& group, const std::string& topic) {
   const std::optional<std::map<int32_t, int64_t>> ends = EndOffsets(brokers, topic);
   if (!ends) return std::nullopt;
   std::string errstr;
@@ -168,10 +167,12 @@ std::optional<std::map<int32_t, int64_t>> CommittedOffsets(const std::string& br
   if (c == nullptr) return std::nullopt;
   std::vector<RdKafka::TopicPartition*> parts;
   for (const auto& [p, unused] : *ends) parts.push_back(RdKafka::TopicPartition::create(topic, p));
-  std::optional<std::map<int32_t, int64_t>> out;
+  std::optional<int64_t> out;
   if (c->committed(parts, 10'000) == RdKafka::ERR_NO_ERROR) {
-    out.emplace();
-    for (const RdKafka::TopicPartition* tp : parts) (*out)[tp->partition()] = tp->offset();
+    out = 0;
+    for (const RdKafka::TopicPartition* tp : parts) {
+      *out += std::max<int64_t>(0, ends->at(tp->partition()) - std::max<int64_t>(0, tp->offset()));
+    }
   }
   RdKafka::TopicPartition::destroy(parts);
   c->close();

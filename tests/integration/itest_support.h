@@ -64,10 +64,9 @@ class TopicCollector final {
 // The end offset (high watermark) of every partition of `topic`; nullopt on any error.
 std::optional<std::map<int32_t, int64_t>> EndOffsets(const std::string& brokers, const std::string& topic);
 
-// The offsets `group` has committed for every partition of `topic` (negative: none); nullopt on
-// any error. Lag is back to 0 when they equal EndOffsets.
-std::optional<std::map<int32_t, int64_t>> CommittedOffsets(const std::string& brokers, const std::string& group,
-                                                           const std::string& topic);
+// The lag of `group` on `topic`: the records past its committed offsets (a partition with none
+// counts from 0), summed over the partitions; nullopt on any error.
+std::optional<int64_t> ConsumerLag(const std::string& brokers, const std::string& group, const std::string& topic);
 
 // The job ids "<prefix>-<n>" whose shard is `shard`, first `count` of them.
 std::vector<std::string> IdsInShard(const std::string& prefix, int32_t shard, int count);

@@ -29,6 +29,13 @@ TEST(StoreErrorClassTest, DataErrorsArePermanentFaultsAreRetriedTheRestIsAPrecon
   EXPECT_EQ(of("08006"), Status::Code::kRetryable);  // connection failure
   EXPECT_EQ(of("57P01"), Status::Code::kRetryable);  // admin shutdown
   EXPECT_EQ(of(""), Status::Code::kRetryable);       // no answer: the connection broke
+  // A row routed to the default partition while the sweep creates its day's partition: a race.
+  EXPECT_EQ(StatusFromSqlState("23514", "ctx",
+                               "ERROR:  new row for relation \"executions_default\" violates partition constraint")
+                .code(),
+            Status::Code::kRetryable);
+  EXPECT_EQ(StatusFromSqlState("23514", "ctx", "violates check constraint \"jobs_interval\"").code(),
+            Status::Code::kInvalid);
   EXPECT_EQ(of("42P01"), Status::Code::kFailedPrecondition);  // undefined table: not migrated
   EXPECT_EQ(of("25006"), Status::Code::kFailedPrecondition);  // read-only transaction
   EXPECT_EQ(of("0A000"), Status::Code::kFailedPrecondition);  // unknown classes are not the data's fault
