@@ -275,6 +275,29 @@ TEST_F(LifecycleTest, ARestartedNodeTakesBackItsPartitionsAtOnce) {
   Note("restarted node took its partitions back after " + std::to_string(took) + " ms");
   EXPECT_TRUE(back) << second.Log();
   EXPECT_LT(took, 10'000) << "the restart waited for the killed member's session to expire";
+
+  // A static member does not leave its group on close(); a clean shutdown must leave explicitly,
+  // so that another node takes its partitions at once.
+  auto other_env = env;
+  other_env["BELFRY_NODE_ID"] = "node-other";
+  BelfryProcess other(other_env, log + "-other.log");
+  ASSERT_TRUE(other.WaitForLog(commands, 60'000)) << other.Log();
+  const auto assignments = [&] {
+    const std::string text = other.Log();
+    size_t n = 0;
+    for (size_t at = text.find(commands); at != std::string::npos; at = text.find(commands, at + 1)) ++n;
+    return n;
+  };
+  // Both members hold part of the topic once the join settles (other's first assignment).
+  const size_t before = assignments();
+  int64_t stop_ms = 0;
+  EXPECT_EQ(second.Terminate(30'000, &stop_ms), 0);
+  const int64_t stopped = WallMs();
+  const bool moved = WaitFor([&] { return assignments() > before; }, 60'000);
+  Note("after a clean shutdown the other node took the partitions " + std::to_string(WallMs() - stopped) +
+       " ms after the exit (shutdown took " + std::to_string(stop_ms) + " ms)");
+  EXPECT_TRUE(moved) << other.Log();
+  EXPECT_LT(WallMs() - stopped, 10'000) << "the stopped static member did not leave its group";
 }
 
 TEST_F(LifecycleTest, ReplayingTheTopicFromZeroLeavesTheTableUnchanged) {
