@@ -34,6 +34,7 @@
 #include "kafka/command_consumer.h"
 #include "kafka/command_publisher.h"
 #include "kafka/execution_consumer.h"
+#include "kafka/kafka_client_config.h"
 #include "kafka/kafka_trigger_sink.h"
 #include "pg/connection_options.h"
 #include "pg/migrator.h"
@@ -190,6 +191,9 @@ int RunServe(const Config& cfg) {
 
   PgJobStore consumer_store(cfg.database_url);
   CommandConsumerOptions consumer_options;
+  // Static membership from a configured node id: a restart after a kill takes its command and
+  // execution partitions straight back (docs/reliability.md). A generated id differs per process.
+  consumer_options.group_instance_id = GroupInstanceId(cfg.node_id, "commands");
   consumer_options.on_batch = [&metrics](const CommandBatchReport& r) {
     metrics.OnCommandBatch(r.applied_by_op, r.rejected_by_reason, r.apply_latency_ms);
   };
@@ -208,6 +212,7 @@ int RunServe(const Config& cfg) {
     ExecutionRules execution_rules;
     execution_rules.max_error_bytes = cfg.executions.max_error_bytes;
     ExecutionConsumerOptions execution_options;
+    execution_options.group_instance_id = GroupInstanceId(cfg.node_id, "executions");
     execution_options.batch_max = cfg.executions.batch_max;
     execution_options.batch_wait_ms = cfg.kafka.command_batch_wait_ms;
     execution_options.on_batch = [&execution_metrics](const ExecutionBatchReport& r) {

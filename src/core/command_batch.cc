@@ -200,6 +200,34 @@ void RecordBulkAcceptResults(const std::vector<Status>& results, PreparedCommand
   }
 }
 
+std::vector<size_t> ActionCommandIndices(const PreparedCommandBatch& prepared, size_t action) {
+  std::vector<size_t> out;
+  const std::string& id = prepared.actions.at(action).id;
+  std::vector<bool> other(prepared.outcomes.size(), false);  // triggers, backfills, bulk commands
+  for (size_t i : prepared.manual_outcomes) other[i] = true;
+  for (size_t i : prepared.bulk_outcomes) other[i] = true;
+  for (size_t i = 0; i < prepared.outcomes.size(); ++i) {
+    const CommandOutcome& o = prepared.outcomes[i];
+    // A command the parser rejected is not applied; its id (from the key) may still match.
+    if (!other[i] && o.applied && o.id == id) out.push_back(i);
+  }
+  return out;
+}
+
+void RefuseInStore(const std::vector<size_t>& raw_indices, const Status& store_status,
+                   PreparedCommandBatch* prepared) {
+  const Status refused = Status::Invalid("store_error", store_status.message());
+  for (size_t i : raw_indices) {
+    CommandOutcome& o = prepared->outcomes.at(i);
+    o.applied = false;
+    o.deferred = false;
+    o.slots = std::nullopt;
+    o.covered = 0;
+    o.error = refused.ToString();
+    prepared->store_refusals.push_back(CommandRejection{i, refused});
+  }
+}
+
 CommandOutcome FinishedBulkOutcome(const BulkOpState& state) {
   CommandOutcome o;
   o.id = state.op.id;

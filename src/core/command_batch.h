@@ -52,6 +52,8 @@ struct PreparedCommandBatch {
   std::vector<size_t> bulk_outcomes;
   std::vector<CommandOutcome> outcomes;    // one per raw command, in input order
   std::vector<CommandRejection> rejections;  // for the DLQ, in input order
+  // Commands the store refused for good (RefuseInStore), for the DLQ; reason "store_error".
+  std::vector<CommandRejection> store_refusals;
 };
 
 PreparedCommandBatch PrepareCommandBatch(const std::vector<RawCommand>& batch, const CommandRules& rules);
@@ -63,6 +65,16 @@ void RecordManualFireResults(const std::vector<ManualFireResult>& results, Prepa
 // Records what the store said to prepared.bulk[i]: Ok leaves its outcome deferred, anything else
 // rejects it now. REQUIRES: results.size() == prepared->bulk.size().
 void RecordBulkAcceptResults(const std::vector<Status>& results, PreparedCommandBatch* prepared);
+
+// The raw indices of the commands that prepared.actions[action] was reduced from.
+std::vector<size_t> ActionCommandIndices(const PreparedCommandBatch& prepared, size_t action);
+
+// The store refused, for good, the commands at `raw_indices` (docs/reliability.md, "Poison
+// commands and reports"): each gets a rejected outcome with reason "store_error" and the store's
+// message, and a DLQ record (store_refusals). Call after RecordManualFireResults and
+// RecordBulkAcceptResults, whose results for these commands it overrides.
+void RefuseInStore(const std::vector<size_t>& raw_indices, const Status& store_status,
+                   PreparedCommandBatch* prepared);
 
 // The outcome record of a bulk operation that has finished its walk.
 CommandOutcome FinishedBulkOutcome(const BulkOpState& state);

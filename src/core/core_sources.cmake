@@ -3,6 +3,7 @@
 # cannot break the fuzz link). Names are relative to src/core.
 set(BELFRY_CORE_SOURCES
   backoff.cc
+  batch_bisection.cc
   bulk_op_json.cc
   bulk_selector.cc
   bulk_walk.cc

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/backoff.h"
+#include "core/batch_bisection.h"
 #include "core/command_batch.h"
 #include "core/commit_queue.h"
 #include "kafka/delivery_error.h"
@@ -134,6 +135,9 @@ class CommandConsumer::Impl {
         {"enable.auto.offset.store", "false"}, {"auto.offset.reset", "earliest"},
         {"enable.partition.eof", "false"},     {"isolation.level", "read_committed"},
     };
+    if (!options_.group_instance_id.empty()) {
+      consumer_settings.emplace_back("group.instance.id", options_.group_instance_id);
+    }
     consumer_settings.insert(consumer_settings.end(), ConsumerFetchSettings().begin(),
                              ConsumerFetchSettings().end());
     StatusOr<std::unique_ptr<RdKafka::Conf>> cconf =
@@ -216,11 +220,12 @@ class CommandConsumer::Impl {
   }
 
   // Leaves the group, so that the partitions move to another member now rather than after the
-  // session timeout. Uncommitted work is re-delivered to the next owner.
+  // session timeout (a static member too: GroupMembership::LeaveAndClose). Uncommitted work is
+  // re-delivered to the next owner.
   void Close() {
     if (consumer_ == nullptr || closed_) return;
     closed_ = true;
-    const RdKafka::ErrorCode err = consumer_->close();
+    const RdKafka::ErrorCode err = membership_.LeaveAndClose(!options_.group_instance_id.empty());
     if (err != RdKafka::ERR_NO_ERROR) {
       spdlog::warn("kafka[{}]: close: {}", options_.client_id, RdKafka::err2str(err));
     }
@@ -308,31 +313,46 @@ class CommandConsumer::Impl {
                    options_.client_id, batch.size());
       return false;
     };
-    if (!prepared.actions.empty() &&
-        !ApplyWithRetry("job actions", prepared.actions.size(),
-                        [&] { return store_.ApplyActions(prepared.actions); }, stop, &attempts)) {
-      return stopping();
-    }
+    // Each of the three store calls isolates what the store refuses for good (a poison command):
+    // the rest applies, the culprit is rejected with store_error (docs/reliability.md).
+    std::optional<std::vector<RefusedItem>> refused_actions = ApplyIsolating(
+        "job actions", prepared.actions.size(),
+        [&](size_t first, size_t last) {
+          if (first == 0 && last == prepared.actions.size()) return store_.ApplyActions(prepared.actions);
+          return store_.ApplyActions(
+              std::vector<JobAction>(prepared.actions.begin() + first, prepared.actions.begin() + last));
+        },
+        stop, &attempts);
+    if (!refused_actions) return stopping();
     // Triggers and backfills, after the job actions: they fire the jobs as the batch left them.
     // Their own transaction, idempotent like the first (docs/manual-fires.md), so a crash between
     // the two replays both.
-    std::vector<ManualFireResult> manual_results;
-    if (!prepared.manual.empty() &&
-        !ApplyCollectingWithRetry<ManualFireResult>(
-            "triggers and backfills", prepared.manual.size(), [&] { return store_.ApplyManualFires(prepared.manual); },
-            &manual_results, stop, &attempts)) {
-      return stopping();
-    }
+    std::vector<ManualFireResult> manual_results(prepared.manual.size(), ManualFireResult{Status::Ok(), 0, 0});
+    std::optional<std::vector<RefusedItem>> refused_manual = ApplyIsolating(
+        "triggers and backfills", prepared.manual.size(),
+        [&](size_t first, size_t last) {
+          return ApplyCollecting<ManualFire, ManualFireResult>(
+              prepared.manual, first, last, [&](const auto& fires) { return store_.ApplyManualFires(fires); },
+              &manual_results);
+        },
+        stop, &attempts);
+    if (!refused_manual) return stopping();
     RecordManualFireResults(manual_results, &prepared);
     // Bulk commands are only recorded here; BulkOpRunner walks their jobs off this partition.
-    std::vector<Status> bulk_results;
-    if (!prepared.bulk.empty() &&
-        !ApplyCollectingWithRetry<Status>(
-            "bulk operations", prepared.bulk.size(), [&] { return store_.AcceptBulkOps(prepared.bulk); },
-            &bulk_results, stop, &attempts)) {
-      return stopping();
-    }
+    std::vector<Status> bulk_results(prepared.bulk.size(), Status::Ok());
+    std::optional<std::vector<RefusedItem>> refused_bulk = ApplyIsolating(
+        "bulk operations", prepared.bulk.size(),
+        [&](size_t first, size_t last) {
+          return ApplyCollecting<BulkOp, Status>(
+              prepared.bulk, first, last, [&](const auto& ops) { return store_.AcceptBulkOps(ops); },
+              &bulk_results);
+        },
+        stop, &attempts);
+    if (!refused_bulk) return stopping();
     RecordBulkAcceptResults(bulk_results, &prepared);
+    for (const RefusedItem& r : *refused_actions) RefuseInStore(ActionCommandIndices(prepared, r.index), r.status, &prepared);
+    for (const RefusedItem& r : *refused_manual) RefuseInStore({prepared.manual_outcomes.at(r.index)}, r.status, &prepared);
+    for (const RefusedItem& r : *refused_bulk) RefuseInStore({prepared.bulk_outcomes.at(r.index)}, r.status, &prepared);
     const int64_t apply_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - apply_start).count();
     AddStageTime(&CommandStageTimes::apply_us, MicrosSince(apply_start));
@@ -346,6 +366,7 @@ class CommandConsumer::Impl {
       if (o.applied) ++report.applied_by_op[o.op];
     }
     for (const CommandRejection& r : prepared.rejections) ++report.rejected_by_reason[r.status.reason()];
+    for (const CommandRejection& r : prepared.store_refusals) ++report.rejected_by_reason[r.status.reason()];
     for (const ManualFireResult& r : manual_results) {
       if (!r.status.ok()) ++report.rejected_by_reason[r.status.reason()];
     }
@@ -512,49 +533,65 @@ class CommandConsumer::Impl {
     logged_stats_ = std::move(now);
   }
 
-  // Runs `apply` (one store transaction over `count` job actions or manual fires) until it
-  // succeeds. Returns false iff stop was requested before the store accepted it.
-  // ApplyWithRetry for a store call that answers one result per input; on success *results holds
-  // them (triggers and backfills, bulk commands).
-  template <typename Result>
-  bool ApplyCollectingWithRetry(std::string_view what, size_t count,
-                                const std::function<StatusOr<std::vector<Result>>()>& apply,
-                                std::vector<Result>* results, StopSignal& stop, int32_t* attempts) {
-    return ApplyWithRetry(
-        what, count,
-        [&] {
-          StatusOr<std::vector<Result>> r = apply();
-          if (!r.ok()) return r.status();
-          *results = std::move(r.value());
-          return Status::Ok();
-        },
-        stop, attempts);
+  // Applies items [first, last) of `items` with `apply` (one store call answering one result per
+  // item) and, on success, puts its results at (*results)[first..last).
+  template <typename Item, typename Result, typename Apply>
+  static Status ApplyCollecting(const std::vector<Item>& items, size_t first, size_t last, const Apply& apply,
+                                std::vector<Result>* results) {
+    StatusOr<std::vector<Result>> r =
+        first == 0 && last == items.size()
+            ? apply(items)
+            : apply(std::vector<Item>(items.begin() + static_cast<ptrdiff_t>(first),
+                                      items.begin() + static_cast<ptrdiff_t>(last)));
+    if (!r.ok()) return r.status();
+    for (size_t i = 0; i < r->size() && first + i < last; ++i) (*results)[first + i] = std::move((*r)[i]);
+    return Status::Ok();
   }
 
-  bool ApplyWithRetry(std::string_view what, size_t count, const std::function<Status()>& apply, StopSignal& stop,
-                      int32_t* attempts) {
+  // Applies `count` items with `apply_range(first, last)` (one store transaction each), isolating
+  // the items the store refuses for good (ApplyIsolatingRefusals); retryable faults are retried
+  // (ApplyUntilAnswered). Returns the refused items, or nullopt iff stop was requested first.
+  std::optional<std::vector<RefusedItem>> ApplyIsolating(std::string_view what, size_t count,
+                                                         const std::function<Status(size_t, size_t)>& apply_range,
+                                                         StopSignal& stop, int32_t* attempts) {
+    if (count == 0) return std::vector<RefusedItem>();
+    BisectionResult r = ApplyIsolatingRefusals(count, [&](size_t first, size_t last) {
+      return ApplyUntilAnswered(what, last - first, [&] { return apply_range(first, last); }, stop, attempts);
+    });
+    if (r.stopped) return std::nullopt;
+    for (const RefusedItem& item : r.refused) {
+      spdlog::error("kafka[{}]: the store refused one of {} {} for good ({} applies to isolate it): {}; "
+                    "rejecting it (store_error) and moving on",
+                    options_.client_id, count, what, r.applies, item.status.ToString());
+    }
+    return std::move(r.refused);
+  }
+
+  // Runs `apply` (one store transaction over `count` items) until the store answers for good: Ok,
+  // or a permanent error (IsPermanentStoreError: the data is refused). Every other error is
+  // retried with a backoff, the group membership kept. nullopt iff stop was requested first.
+  std::optional<Status> ApplyUntilAnswered(std::string_view what, size_t count, const std::function<Status()>& apply,
+                                           StopSignal& stop, int32_t* attempts) {
     apply_backoff_.Reset();
     for (;;) {
       ++*attempts;
       const Status s = ApplyOnce(apply);
-      if (s.ok()) return true;
+      if (s.ok() || IsPermanentStoreError(s)) return s;
       const int64_t backoff_ms = apply_backoff_.NextDelayMs();
       if (s.retryable()) {
         spdlog::warn("kafka[{}]: applying {} {} failed (attempt {}): {}; retrying in {} ms", options_.client_id,
                      count, what, *attempts, s.ToString(), backoff_ms);
       } else {
-        // Validation happened before the store; a non-retryable error here is a bug or a schema
-        // problem. Skipping would lose valid commands, so retry like any other fault.
-        spdlog::error(
-            "kafka[{}]: applying {} {} failed with a non-retryable error (attempt {}): {}; "
-            "retrying in {} ms",
-            options_.client_id, count, what, *attempts, s.ToString(), backoff_ms);
+        // The database is in the wrong state (not migrated, read-only, ...): not the data's fault,
+        // so nothing is refused; retry until an operator fixes it.
+        spdlog::error("kafka[{}]: applying {} {} failed (attempt {}): {}; retrying in {} ms", options_.client_id,
+                      count, what, *attempts, s.ToString(), backoff_ms);
       }
       {
         std::lock_guard<std::mutex> lock(stats_mu_);
         ++stats_.apply_retries_total;
       }
-      if (membership_.WaitPaused(stop, backoff_ms) == GroupMembership::WaitResult::kStopped) return false;
+      if (membership_.WaitPaused(stop, backoff_ms) == GroupMembership::WaitResult::kStopped) return std::nullopt;
     }
   }
 
@@ -570,19 +607,21 @@ class CommandConsumer::Impl {
   std::vector<OutgoingRecord> BuildRecords(const std::vector<MessagePtr>& batch,
                                            const PreparedCommandBatch& prepared) const {
     std::vector<OutgoingRecord> records;
-    records.reserve(prepared.rejections.size() + prepared.outcomes.size());
-    for (const CommandRejection& r : prepared.rejections) {
-      const RdKafka::Message& m = *batch.at(r.index);
-      OutgoingRecord rec;
-      rec.topic = &config_.dlq_topic;
-      rec.is_dlq = true;
-      if (m.key_pointer() != nullptr) rec.key.emplace(static_cast<const char*>(m.key_pointer()), m.key_len());
-      if (m.payload() != nullptr) rec.value.emplace(static_cast<const char*>(m.payload()), m.len());
-      rec.headers = CopyHeaders(m);
-      rec.headers.push_back({kErrorHeader, r.status.ToString()});
-      rec.headers.push_back({kSourcePartitionHeader, std::to_string(m.partition())});
-      rec.headers.push_back({kSourceOffsetHeader, std::to_string(m.offset())});
-      records.push_back(std::move(rec));
+    records.reserve(prepared.rejections.size() + prepared.store_refusals.size() + prepared.outcomes.size());
+    for (const std::vector<CommandRejection>* list : {&prepared.rejections, &prepared.store_refusals}) {
+      for (const CommandRejection& r : *list) {
+        const RdKafka::Message& m = *batch.at(r.index);
+        OutgoingRecord rec;
+        rec.topic = &config_.dlq_topic;
+        rec.is_dlq = true;
+        if (m.key_pointer() != nullptr) rec.key.emplace(static_cast<const char*>(m.key_pointer()), m.key_len());
+        if (m.payload() != nullptr) rec.value.emplace(static_cast<const char*>(m.payload()), m.len());
+        rec.headers = CopyHeaders(m);
+        rec.headers.push_back({kErrorHeader, r.status.ToString()});
+        rec.headers.push_back({kSourcePartitionHeader, std::to_string(m.partition())});
+        rec.headers.push_back({kSourceOffsetHeader, std::to_string(m.offset())});
+        records.push_back(std::move(rec));
+      }
     }
     for (const CommandOutcome& o : prepared.outcomes) {
       if (o.id.empty() || o.deferred) continue;

@@ -78,6 +78,9 @@ struct CommandConsumerOptions {
   int32_t max_unsettled_batches = 4;
   // Called on the Run thread after each committed batch (e.g. to feed Prometheus counters).
   std::function<void(const CommandBatchReport&)> on_batch;
+  // group.instance.id (GroupInstanceId): a static member, whose restart takes its partitions back
+  // at once after a kill; empty for dynamic membership. It leaves the group on a clean shutdown.
+  std::string group_instance_id;
 };
 
 class CommandConsumer final {

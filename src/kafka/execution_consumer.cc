@@ -7,11 +7,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
+#include <optional>
 #include <future>
 #include <utility>
 #include <vector>
 
 #include "core/backoff.h"
+#include "core/batch_bisection.h"
 #include "kafka/group_membership.h"
 #include "kafka/kafka_client_config.h"
 #include "kafka/topic_partition_list.h"
@@ -52,7 +55,7 @@ class ExecutionConsumer::Impl {
                        options_.backoff_seed) {}
 
   ~Impl() {
-    if (consumer_ != nullptr) consumer_->close();
+    Close();
     if (producer_ != nullptr) producer_->flush(5000);
   }
 
@@ -63,6 +66,9 @@ class ExecutionConsumer::Impl {
         {"auto.offset.reset", "earliest"},
         {"enable.partition.eof", "false"},
     };
+    if (!options_.group_instance_id.empty()) {
+      consumer_settings.emplace_back("group.instance.id", options_.group_instance_id);
+    }
     consumer_settings.insert(consumer_settings.end(), ConsumerFetchSettings().begin(),
                              ConsumerFetchSettings().end());
     auto cconf = BuildKafkaConf(config_, options_.client_id, consumer_settings, &consumer_logger_);
@@ -135,6 +141,18 @@ class ExecutionConsumer::Impl {
       in_flight = std::async(std::launch::async, [this, batch = &previous] { return StoreOnce(batch); });
     }
     finish_previous();
+    Close();
+  }
+
+  // Leaves the group (a static member too: GroupMembership::LeaveAndClose), so that the
+  // partitions move at once. On the Run thread, or in the destructor once Run has returned.
+  void Close() {
+    if (consumer_ == nullptr || closed_) return;
+    closed_ = true;
+    const RdKafka::ErrorCode err = membership_.LeaveAndClose(!options_.group_instance_id.empty());
+    if (err != RdKafka::ERR_NO_ERROR) {
+      spdlog::warn("kafka[{}]: close: {}", options_.client_id, RdKafka::err2str(err));
+    }
   }
 
  private:
@@ -142,6 +160,7 @@ class ExecutionConsumer::Impl {
     std::vector<MessagePtr> messages;
     ExecutionBatchReport report;
     std::vector<ExecutionReport> valid;
+    std::vector<const RdKafka::Message*> valid_messages;  // valid[i] came from valid_messages[i]
     std::vector<std::pair<const RdKafka::Message*, Status>> rejected;
     bool stored = false;  // the valid reports are stored; the DLQ records may still be missing
   };
@@ -158,6 +177,7 @@ class ExecutionConsumer::Impl {
       StatusOr<ExecutionReport> r = ParseExecutionReport(raw, rules_);
       if (r.ok()) {
         batch->valid.push_back(std::move(r.value()));
+        batch->valid_messages.push_back(m.get());
       } else {
         ++batch->report.rejected_by_reason[r.status().reason()];
         batch->rejected.emplace_back(m.get(), r.status());
@@ -167,15 +187,62 @@ class ExecutionConsumer::Impl {
   }
 
   // One attempt: stores the batch (unless an earlier attempt did), then sends its rejects to the
-  // DLQ and waits for their acknowledgements.
+  // DLQ and waits for their acknowledgements. Never throws: it runs on a std::async thread, and an
+  // exception escaping through its future would end Run.
   Status StoreOnce(InFlightBatch* batch) {
-    if (!batch->stored) {
-      StatusOr<ExecutionApplyResult> applied = store_.ApplyReports(batch->valid);
-      if (!applied.ok()) return applied.status();
-      batch->report.applied = applied.value();
-      batch->stored = true;
+    try {
+      if (!batch->stored) {
+        if (Status st = StoreIsolating(batch); !st.ok()) return st;
+        batch->stored = true;
+      }
+      return PublishRejections(batch->rejected);
+    } catch (const std::exception& e) {
+      return Status::Retryable(std::string("exception while storing execution reports: ") + e.what());
+    } catch (...) {
+      return Status::Retryable("unknown exception while storing execution reports");
     }
-    return PublishRejections(batch->rejected);
+  }
+
+  // Stores the valid reports, isolating those the store refuses for good (a poison report,
+  // docs/reliability.md): they join the batch's rejects (store_error, to the DLQ), the rest is
+  // stored. Any other error ends the attempt; the whole attempt is retried, and the reports it
+  // stored already are deduplicated by the store.
+  Status StoreIsolating(InFlightBatch* batch) {
+    Status fault;
+    ExecutionApplyResult total;
+    const BisectionResult r = ApplyIsolatingRefusals(batch->valid.size(), [&](size_t first, size_t last) {
+      StatusOr<ExecutionApplyResult> applied =
+          first == 0 && last == batch->valid.size()
+              ? store_.ApplyReports(batch->valid)
+              : store_.ApplyReports(std::vector<ExecutionReport>(
+                    batch->valid.begin() + static_cast<ptrdiff_t>(first),
+                    batch->valid.begin() + static_cast<ptrdiff_t>(last)));
+      if (applied.ok()) {
+        total.stored += applied->stored;
+        total.retries_scheduled += applied->retries_scheduled;
+        total.retries_superseded += applied->retries_superseded;
+        total.retries_too_late += applied->retries_too_late;
+        return std::optional<Status>(Status::Ok());
+      }
+      if (IsPermanentStoreError(applied.status())) return std::optional<Status>(applied.status());
+      fault = applied.status();
+      return std::optional<Status>();  // ends the bisection: retry the whole attempt
+    });
+    if (r.stopped) return fault;
+    for (const RefusedItem& item : r.refused) {
+      const Status refused = Status::Invalid("store_error", item.status.message());
+      spdlog::error("kafka[{}]: the store refused an execution report for good: {}; sending it to the DLQ",
+                    options_.client_id, refused.ToString());
+      ++batch->report.rejected_by_reason[refused.reason()];
+      batch->rejected.emplace_back(batch->valid_messages[item.index], refused);
+    }
+    for (auto it = r.refused.rbegin(); it != r.refused.rend(); ++it) {
+      batch->valid.erase(batch->valid.begin() + static_cast<ptrdiff_t>(it->index));
+      batch->valid_messages.erase(batch->valid_messages.begin() + static_cast<ptrdiff_t>(it->index));
+    }
+    batch->report.stored = batch->valid.size();
+    batch->report.applied = total;
+    return Status::Ok();
   }
 
   // Retries StoreOnce after `failed` until it succeeds, backing off with the group membership kept
@@ -279,6 +346,7 @@ class ExecutionConsumer::Impl {
   std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
   std::unique_ptr<RdKafka::Producer> producer_;
   Backoff retry_backoff_;
+  bool closed_ = false;
   std::atomic<uint64_t> batches_total_{0};
   std::atomic<uint64_t> retries_total_{0};
 };

@@ -37,6 +37,9 @@ struct ExecutionConsumerOptions {
   uint64_t backoff_seed = std::random_device{}();
   int64_t publish_timeout_ms = 30000;
   std::function<void(const ExecutionBatchReport&)> on_batch;  // on the Run thread
+  // group.instance.id (GroupInstanceId): a static member, whose restart takes its partitions back
+  // at once after a kill; empty for dynamic membership. It leaves the group on a clean shutdown.
+  std::string group_instance_id;
 };
 
 // Totals since construction.

@@ -8,6 +8,20 @@
 #include <random>
 
 namespace belfry {
+
+std::string GroupInstanceId(std::string_view node_id, std::string_view role) {
+  if (node_id.empty()) return std::string();
+  std::string out;
+  for (char c : node_id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '_' || c == '-';
+    out.push_back(ok ? c : '_');
+  }
+  out.push_back('-');
+  out.append(role);
+  if (out.size() > 249) out.resize(249);
+  return out;
+}
 namespace {
 
 // Values are never echoed: pass-through properties may carry secrets (sasl.password, keys).

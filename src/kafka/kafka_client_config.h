@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -15,6 +16,11 @@
 #include "belfry/status.h"
 
 namespace belfry {
+
+// The group.instance.id of a node's member of one group (static membership, KIP-345): `node_id`
+// with every character Kafka does not allow in it ([A-Za-z0-9._-]) replaced by '_', then
+// "-<role>", at most 249 characters. Empty when `node_id` is: dynamic membership.
+std::string GroupInstanceId(std::string_view node_id, std::string_view role);
 
 // Role-specific librdkafka settings, applied in order.
 using KafkaSettings = std::vector<std::pair<std::string, std::string>>;

@@ -233,6 +233,40 @@ TEST_F(PrepareCommandBatchTest, TriggersAndBackfillsAreAppliedAfterTheJobActions
   EXPECT_TRUE(p.rejections.empty()) << "a rejection at apply time is not a DLQ case";
 }
 
+// Issue 33: the commands an action was reduced from, and their outcomes once the store refuses it.
+TEST_F(PrepareCommandBatchTest, AStoreRefusalRejectsEveryCommandOfTheActionWithStoreError) {
+  std::vector<RawCommand> batch = {
+      Raw("j1", R"({"id":"j1","intervalMinutes":5,"topic":"out"})", 10),
+      Raw("j2", R"({"id":"j2","intervalMinutes":5,"topic":"out"})", 11),
+      Raw("j1", R"({"op":"trigger","id":"j1"})", 12),
+      Raw("j1", "{not json", 13),
+      Raw("j1", R"({"op":"pause","id":"j1"})", 14),
+  };
+  PreparedCommandBatch p = PrepareCommandBatch(batch, rules_);
+  ASSERT_EQ(p.actions.size(), 2u);
+  EXPECT_EQ(ActionCommandIndices(p, 0), (std::vector<size_t>{0, 4}))
+      << "not the trigger, nor the command the parser rejected";
+  EXPECT_EQ(ActionCommandIndices(p, 1), (std::vector<size_t>{1}));
+
+  RefuseInStore(ActionCommandIndices(p, 0), Status::Invalid("sql", "apply actions: ERROR: refusing j1"), &p);
+  EXPECT_EQ(EncodeCommandOutcome(p.outcomes[0]),
+            R"({"id":"j1","op":"upsert","status":"rejected","error":"store_error: apply actions: ERROR: refusing j1",)"
+            R"("partition":2,"offset":10})");
+  EXPECT_FALSE(p.outcomes[4].applied);
+  EXPECT_TRUE(p.outcomes[1].applied);
+  ASSERT_EQ(p.store_refusals.size(), 2u);
+  EXPECT_EQ(p.store_refusals[0].index, 0u);
+  EXPECT_EQ(p.store_refusals[1].index, 4u);
+  EXPECT_EQ(p.store_refusals[0].status.reason(), "store_error");
+  EXPECT_EQ(p.rejections.size(), 1u) << "the parser's rejections are unchanged";
+
+  // A refused trigger: RefuseInStore overrides what RecordManualFireResults recorded.
+  RecordManualFireResults({ManualFireResult{Status::Ok(), 3, 0}}, &p);
+  RefuseInStore({2}, Status::Invalid("sql", "no"), &p);
+  EXPECT_EQ(EncodeCommandOutcome(p.outcomes[2]),
+            R"({"id":"j1","op":"trigger","status":"rejected","error":"store_error: no","partition":2,"offset":12})");
+}
+
 // Issue 18: a bulk command is neither a job action nor a manual fire: it goes to `bulk`, and its
 // outcome waits for the walk (deferred) unless the store refuses it.
 TEST_F(PrepareCommandBatchTest, BulkCommandsAreRecordedAndTheirOutcomesDeferred) {

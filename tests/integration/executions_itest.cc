@@ -185,5 +185,47 @@ TEST_F(ExecutionsTest, HostileReportsLandInTheDlqAndValidOnesAroundThemAreStored
   EXPECT_TRUE(server_->running());
 }
 
+// Issue 33 §2: a report the store refuses for good (a test-only trigger on `executions` raises
+// for one job) goes to the DLQ once with store_error; the reports around it are stored and the
+// partition's lag goes back to 0. Before, the batch was retried forever.
+TEST_F(ExecutionsTest, AReportTheStoreRefusesGoesToTheDlqOnceAndTheRestIsStored) {
+  const std::string poison = world_->run_id + "-refused";
+  world_->db->Exec("CREATE FUNCTION refuse_report() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                   "IF NEW.job_id = '" + poison + "' THEN RAISE EXCEPTION 'refusing %', NEW.job_id; END IF; "
+                   "RETURN NEW; END $$");
+  world_->db->Exec("CREATE TRIGGER refuse_report BEFORE INSERT ON executions FOR EACH ROW "
+                   "EXECUTE FUNCTION refuse_report()");
+  const int kGood = 30;
+  int64_t poison_offset = -1;
+  for (int i = 0; i < kGood; ++i) {
+    const std::string id = world_->run_id + "-beside-" + std::to_string(i);
+    SendReport(id, Report(id, kBase, "succeeded"));
+    if (i == kGood / 2) poison_offset = SendReport(poison, Report(poison, kBase, "failed"));
+  }
+  const auto stored_beside = [&] {
+    return CountFresh(world_->db->url(), "SELECT count(*) FROM executions WHERE job_id LIKE '%-beside-%'");
+  };
+  const bool stored = WaitFor([&] { return stored_beside() == kGood; }, 30'000);
+  const bool lag_zero = WaitFor(
+      [&] {
+        const std::optional<int64_t> lag = ConsumerLag(world_->brokers, env_["BELFRY_KAFKA_EXECUTIONS_GROUP_ID"], executions_topic_);
+        return lag == 0;
+      },
+      30'000);
+  EXPECT_TRUE(stored) << stored_beside() << " of " << kGood;
+  EXPECT_TRUE(lag_zero) << "the executions topic's committed offsets never reached its end";
+  ASSERT_TRUE(dlq_->WaitForEndOf(executions_dlq_, 20'000));
+  int dead = 0;
+  for (const TailRecord& r : dlq_->records()) {
+    if (r.key != poison) continue;
+    ++dead;
+    EXPECT_EQ(r.headers.at("belfry-error").rfind("store_error: ", 0), 0u) << r.headers.at("belfry-error");
+    EXPECT_NE(r.headers.at("belfry-error").find("refusing " + poison), std::string::npos);
+    EXPECT_EQ(r.headers.at("belfry-source-offset"), std::to_string(poison_offset));
+  }
+  EXPECT_EQ(dead, 1);
+  EXPECT_TRUE(server_->running());
+}
+
 }  // namespace
 }  // namespace belfry

@@ -56,6 +56,9 @@ std::map<std::string, std::string> ItestWorld::Env(const std::string& group) con
           {"BELFRY_KAFKA_RESULTS_TOPIC", results_topic},
           {"BELFRY_KAFKA_CHANGES_TOPIC", changes_topic},
           {"BELFRY_KAFKA_GROUP_ID", "it-" + run_id + (group.empty() ? "" : "-" + group)},
+          {"BELFRY_KAFKA_EXECUTIONS_TOPIC", executions_topic},
+          {"BELFRY_KAFKA_EXECUTIONS_DLQ_TOPIC", executions_dlq_topic},
+          {"BELFRY_KAFKA_EXECUTIONS_GROUP_ID", "it-exec-" + run_id + (group.empty() ? "" : "-" + group)},
           {"BELFRY_ADMIN_LISTEN", "127.0.0.1:0"},
           {"BELFRY_MIGRATIONS_DIR", MigrationsDir()},
           {"BELFRY_LOG_LEVEL", "info"}};
@@ -86,6 +89,8 @@ std::unique_ptr<ItestWorld> ItestWorld::Create(const std::string& name) {
   w->results_topic = t + ".results";
   w->changes_topic = t + ".changes";
   w->trigger_topic = t + ".triggers";
+  w->executions_topic = t + ".executions";
+  w->executions_dlq_topic = t + ".executions.dlq";
   std::string out;
   const int rc = RunBelfry({"migrate"}, w->Env(), &out);
   if (rc != 0) {
@@ -150,6 +155,30 @@ bool TopicCollector::WaitForEndOf(const std::string& topic, int64_t timeout_ms) 
         return true;
       },
       timeout_ms);
+}
+
+std::optional<int64_t> ConsumerLag(const std::string& brokers, const std::string& group, const std::string& topic) {
+  const std::optional<std::map<int32_t, int64_t>> ends = EndOffsets(brokers, topic);
+  if (!ends) return std::nullopt;
+  std::string errstr;
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  conf->set("bootstrap.servers", brokers, errstr);
+  conf->set("group.id", group, errstr);  // never subscribes: reads the group's offsets only
+  conf->set("enable.auto.commit", "false", errstr);
+  std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), errstr));
+  if (c == nullptr) return std::nullopt;
+  std::vector<RdKafka::TopicPartition*> parts;
+  for (const auto& [p, unused] : *ends) parts.push_back(RdKafka::TopicPartition::create(topic, p));
+  std::optional<int64_t> out;
+  if (c->committed(parts, 10'000) == RdKafka::ERR_NO_ERROR) {
+    out = 0;
+    for (const RdKafka::TopicPartition* tp : parts) {
+      *out += std::max<int64_t>(0, ends->at(tp->partition()) - std::max<int64_t>(0, tp->offset()));
+    }
+  }
+  RdKafka::TopicPartition::destroy(parts);
+  c->close();
+  return out;
 }
 
 std::optional<std::map<int32_t, int64_t>> EndOffsets(const std::string& brokers, const std::string& topic) {

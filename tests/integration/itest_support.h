@@ -31,6 +31,9 @@ struct ItestWorld {
   std::unique_ptr<PgTestDatabase> db;
   std::string brokers;
   std::string commands_topic, dlq_topic, results_topic, changes_topic, trigger_topic;
+  // This world's own executions topics and group: a shared group would join every test's nodes,
+  // and their static members (group.instance.id from BELFRY_NODE_ID) would fence each other.
+  std::string executions_topic, executions_dlq_topic;
   std::map<std::string, std::string> Env(const std::string& group = "") const;
 
   // Creates the database and runs `belfry migrate`; fails the calling test on error.
@@ -60,6 +63,10 @@ class TopicCollector final {
 
 // The end offset (high watermark) of every partition of `topic`; nullopt on any error.
 std::optional<std::map<int32_t, int64_t>> EndOffsets(const std::string& brokers, const std::string& topic);
+
+// The lag of `group` on `topic`: the records past its committed offsets (a partition with none
+// counts from 0), summed over the partitions; nullopt on any error.
+std::optional<int64_t> ConsumerLag(const std::string& brokers, const std::string& group, const std::string& topic);
 
 // The job ids "<prefix>-<n>" whose shard is `shard`, first `count` of them.
 std::vector<std::string> IdsInShard(const std::string& prefix, int32_t shard, int count);

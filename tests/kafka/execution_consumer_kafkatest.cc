@@ -106,5 +106,36 @@ TEST(ExecutionConsumerTest, KeepsItsGroupMembershipThroughAStoreOutageLongerThan
   for (const auto& [key, times] : stored) EXPECT_EQ(times, 1) << key << " stored " << times << " times";
 }
 
+// Issue 33 §5: an exception from ExecutionStore::ApplyReports, thrown on the std::async thread of
+// the first attempt, used to escape through its future and end Run (std::terminate). Now it is a
+// retryable fault like any other.
+TEST(ExecutionConsumerTest, AnExceptionFromTheStoreIsRetriedNotFatal) {
+  KafkaConfig config = TestKafkaConfig();
+  config.executions_topic = UniqueName("kt.executions");
+  config.executions_dlq_topic = UniqueName("kt.executions.dlq");
+  config.executions_group_id = UniqueName("kt-executions");
+  ASSERT_TRUE(EnsureTopics(config, {TopicSpec{config.executions_topic, 1, -1, {}},
+                                    TopicSpec{config.executions_dlq_topic, 1, -1, {}}})
+                  .ok());
+  ASSERT_TRUE(ProduceMessages(config.executions_topic, Reports("thrown", 5)).ok());
+  RecordingExecutionStore store;
+  store.ThrowNext(2);
+  ExecutionConsumerOptions options;
+  options.retry_initial_ms = 20;
+  options.retry_max_ms = 100;
+  StatusOr<std::unique_ptr<ExecutionConsumer>> consumer =
+      ExecutionConsumer::Create(config, store, ExecutionRules{}, options);
+  ASSERT_TRUE(consumer.ok()) << consumer.status().ToString();
+  StopSignal stop;
+  std::thread thread([&] { (*consumer)->Run(stop); });
+  const bool stored = WaitUntil([&] { return store.stored().size() == 5; }, milliseconds(20000));
+  const ExecutionConsumerStats stats = (*consumer)->Stats();
+  stop.Request();
+  thread.join();
+  EXPECT_TRUE(stored);
+  EXPECT_GE(store.apply_calls(), 3);
+  EXPECT_GE(stats.retries_total, 1u);
+}
+
 }  // namespace
 }  // namespace belfry

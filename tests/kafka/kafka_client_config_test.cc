@@ -60,3 +60,16 @@ TEST(BuildKafkaConfTest, ClientsRefuseABadPassThroughProperty) {
 
 }  // namespace
 }  // namespace belfry
+
+namespace belfry {
+namespace {
+
+TEST(GroupInstanceIdTest, FromTheNodeIdWithKafkasCharactersOnly) {
+  EXPECT_EQ(GroupInstanceId("node-a", "commands"), "node-a-commands");
+  EXPECT_EQ(GroupInstanceId("web 1/eu:west", "executions"), "web_1_eu_west-executions");
+  EXPECT_EQ(GroupInstanceId("", "commands"), "") << "no configured node id: dynamic membership";
+  EXPECT_EQ(GroupInstanceId(std::string(300, 'n'), "commands").size(), 249u);
+}
+
+}  // namespace
+}  // namespace belfry

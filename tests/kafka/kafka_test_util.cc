@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
 namespace belfry::testing {
@@ -104,6 +105,10 @@ StatusOr<ExecutionApplyResult> RecordingExecutionStore::ApplyReports(
   std::lock_guard<std::mutex> lock(mu_);
   ++calls_;
   if (failing_) return Status::Retryable("connection to PostgreSQL lost");
+  if (throw_next_ > 0) {
+    --throw_next_;
+    throw std::runtime_error("the execution store threw");
+  }
   ExecutionApplyResult result;
   for (const ExecutionReport& r : reports) {
     const std::string key = r.job_id + "/" + std::to_string(r.scheduled_for_ms) + "/" +
@@ -111,6 +116,11 @@ StatusOr<ExecutionApplyResult> RecordingExecutionStore::ApplyReports(
     if (++stored_[key] == 1) ++result.stored;
   }
   return result;
+}
+
+void RecordingExecutionStore::ThrowNext(int n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  throw_next_ = n;
 }
 
 void RecordingExecutionStore::SetFailing(bool failing) {

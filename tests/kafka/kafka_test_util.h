@@ -85,6 +85,9 @@ class RecordingExecutionStore final : public ExecutionStore {
 
   // While true, ApplyReports returns Retryable and stores nothing.
   void SetFailing(bool failing);
+  // The next `n` ApplyReports calls throw std::runtime_error (as a store's bug or std::bad_alloc
+  // would) and store nothing.
+  void ThrowNext(int n);
   int apply_calls() const;
   // "<jobId>/<scheduledFor ms>/<attempt>/<status>" -> times stored.
   std::map<std::string, int> stored() const;
@@ -92,6 +95,7 @@ class RecordingExecutionStore final : public ExecutionStore {
  private:
   mutable std::mutex mu_;
   bool failing_ = false;
+  int throw_next_ = 0;
   int calls_ = 0;
   std::map<std::string, int> stored_;
 };
