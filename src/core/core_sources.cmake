@@ -45,5 +45,6 @@ set(BELFRY_CORE_SOURCES
   standby_fence.cc
   token_bucket.cc
   topic_policy.cc
+  trigger_dead_letterer.cc
   trigger_encoder.cc
 )
