@@ -184,7 +184,7 @@ class JobStore {
     StatusOr<std::optional<StoredJob>> job = GetJob(id);
     if (!job.ok()) return job.status();
     if (!job->has_value()) return std::optional<JobAndStats>();
-    return std::optional<JobAndStats>(JobAndStats{std::move(**job), false, std::nullopt});
+    return std::optional<JobAndStats>(JobAndStats{std::move(**job), false, std::nullopt, std::nullopt});
   }
   virtual StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter& filter) = 0;
 

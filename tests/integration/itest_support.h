@@ -30,7 +30,7 @@ struct ItestWorld {
   std::string run_id;  // unique per test process
   std::unique_ptr<PgTestDatabase> db;
   std::string brokers;
-  std::string commands_topic, dlq_topic, results_topic, changes_topic, trigger_topic;
+  std::string commands_topic, dlq_topic, results_topic, changes_topic, trigger_topic, triggers_dlq_topic;
   std::map<std::string, std::string> Env(const std::string& group = "") const;
 
   // Creates the database and runs `belfry migrate`; fails the calling test on error.
