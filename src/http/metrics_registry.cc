@@ -250,7 +250,13 @@ struct MetricsRegistry::Metrics {
   Sampler sampler;  // guarded by sampler_mu
 };
 
-MetricsRegistry::MetricsRegistry(std::string version) : m_(std::make_unique<Metrics>(version)) {}
+MetricsRegistry::MetricsRegistry(std::string version) : m_(std::make_unique<Metrics>(version)) {
+  // The record-error reasons (ClassifyTriggerError), exported at 0 so that alerts see them.
+  for (const char* reason : {"message_too_large", "topic_authorization", "invalid_record", "policy_violation",
+                             "invalid_topic", "unknown_topic"}) {
+    m_->triggers_refused_family.Add({{"reason", reason}});
+  }
+}
 
 MetricsRegistry::~MetricsRegistry() = default;
 
