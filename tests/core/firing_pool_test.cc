@@ -167,10 +167,11 @@ TEST_F(FiringPoolTest, AFailedShardWaitsItsJitteredBackoffBeforeAScanRetriesIt) 
 // A shard whose debt firings keep failing waits longer after each one: 1 s, doubling to 5 s
 // (jittered), so a poisoned debt no longer re-fires every second without end.
 TEST_F(FiringPoolTest, AFailingDebtFiringBacksOffLongerEachTime) {
+  // Every shard fired through kM, and the waits below stay within minute kM: the only firings
+  // (and so the only batches) are the debt firings of a's shard.
+  for (int32_t s = 0; s < 120; ++s) ledger_.SetFiredThrough(s, kM);
   ledger_.AddDebt(a_.shard, MinuteRange{kM - 1, kM - 1});
-  ledger_.SetFiredThrough(a_.shard, kM);
-  ledger_.SetFiredThrough(b_.shard, kM);
-  clock_.Set(SlotMs(kM, 0, 500));  // the waits below stay within minute kM: no on-time work
+  clock_.Set(SlotMs(kM, 0, 500));
   Backoff expected(BackoffPolicy{1000, 5000}, (7 ^ 0x9e3779b97f4a7c15ULL) + static_cast<uint64_t>(a_.shard));
   sink_.FailNextBatches(1000);
   auto pool = StartPool(4);
