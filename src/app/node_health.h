@@ -66,7 +66,19 @@ class NodeHealth final : public SchedulerObserver {
     next_.OnFiringFailed(shard, status);
   }
   void OnRefusedTopic(std::string_view topic) override { next_.OnRefusedTopic(topic); }
-  void OnTriggerRefused(std::string_view reason) override { next_.OnTriggerRefused(reason); }
+  // A refusal is dead-lettered and counted per reason; the log gets at most one line per 10 s.
+  void OnTriggerRefused(std::string_view reason) override {
+    const int64_t n = ++refused_since_log_;
+    const EpochMs now = clock_.NowMs();
+    EpochMs last = last_refusal_log_ms_;
+    if (now - last >= 10'000 && last_refusal_log_ms_.compare_exchange_strong(last, now)) {
+      refused_since_log_ -= n;
+      spdlog::warn("{} trigger(s) refused by the broker for good (the last: {}) went to the trigger DLQ; "
+                   "see belfry_triggers_refused_total and the jobs' lastDeliveryError",
+                   n, reason);
+    }
+    next_.OnTriggerRefused(reason);
+  }
   void OnReleaseFailed(int32_t shard, const Status& status) override {
     spdlog::warn("releasing the claim of shard {} failed; its lease will expire instead: {}", shard,
                  status.ToString());
@@ -90,6 +102,8 @@ class NodeHealth final : public SchedulerObserver {
   std::atomic<EpochMs> last_fired_ms_{0};
   std::atomic<EpochMs> last_failure_log_ms_{0};
   std::atomic<int64_t> debt_minutes_{0};
+  std::atomic<int64_t> refused_since_log_{0};
+  std::atomic<EpochMs> last_refusal_log_ms_{0};
   mutable std::mutex shard_failures_mu_;
   std::unordered_map<int32_t, int64_t> shard_failures_;  // guarded by shard_failures_mu_
 };

@@ -9,7 +9,7 @@ TriggerFailure TriggerDeadLetter(const TriggerFailure& refused, const std::strin
   TriggerFailure out = refused;
   out.topic = dlq_topic;
   out.key = refused.job_id;
-  out.headers.emplace_back("belfry-error", refused.error);
+  out.headers.emplace_back("belfry-error", refused.reason + ": " + refused.error);
   out.headers.emplace_back("belfry-error-reason", refused.reason);
   out.headers.emplace_back("belfry-target-topic", refused.topic);
   return out;

@@ -12,7 +12,8 @@
 namespace belfry {
 
 // The dead letter of `refused`: the same key (the job's), value and headers, to `dlq_topic`, plus
-// belfry-error (the broker's text), belfry-error-reason (the metric label) and
+// belfry-error ("<reason>: <the broker's text>", as the command DLQ's), belfry-error-reason (the
+// metric label) and
 // belfry-target-topic (the job's topic). The slot is the original belfry-scheduled-for header.
 // Pure.
 TriggerFailure TriggerDeadLetter(const TriggerFailure& refused, const std::string& dlq_topic);

@@ -30,7 +30,7 @@ TEST(TriggerDeadLetterTest, KeepsTheTriggerAndNamesTheErrorAndTheTarget) {
   const std::vector<std::pair<std::string, std::string>> want = {
       {"belfry-job-id", "j1"},
       {"belfry-scheduled-for", "1700000000000"},
-      {"belfry-error", "Broker: Message size too large"},
+      {"belfry-error", "message_too_large: Broker: Message size too large"},
       {"belfry-error-reason", "message_too_large"},
       {"belfry-target-topic", "out.small"}};
   EXPECT_EQ(letter.headers, want);
