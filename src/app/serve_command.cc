@@ -180,6 +180,8 @@ int RunServe(const Config& cfg) {
     spdlog::info("shard layout: now {} (a claim or the layout read brought it)", EncodeShardLayout(now));
   });
 
+  // Shared by the workers: a topic failing for 2 min while others deliver stops holding its shards.
+  BrokerErrorStreaks streaks;
   std::vector<Worker> workers(static_cast<size_t>(cfg.scheduler.workers));
   std::vector<FiringPool::Worker> pool_workers;
   for (Worker& w : workers) {
@@ -189,7 +191,7 @@ int RunServe(const Config& cfg) {
     w.refusals = std::make_unique<TriggerDeadLetterer>(*catch_up_sink, cfg.kafka.triggers_dlq_topic, w.store.get());
     w.firer = std::make_unique<ShardFirer>(cfg.scheduler, node_id, *w.store, *w.ledger, *sink, *catch_up_sink,
                                            &catch_up_limiter, policy, clock, health, &layout_cell,
-                                           w.refusals.get());
+                                           w.refusals.get(), &streaks);
     pool_workers.push_back(FiringPool::Worker{w.firer.get(), w.ledger.get()});
   }
 

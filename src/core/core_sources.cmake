@@ -3,6 +3,7 @@
 # cannot break the fuzz link). Names are relative to src/core.
 set(BELFRY_CORE_SOURCES
   backoff.cc
+  broker_error_streaks.cc
   bulk_op_json.cc
   bulk_selector.cc
   bulk_walk.cc

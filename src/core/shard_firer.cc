@@ -32,7 +32,7 @@ void ShardFirer::Pending::NotifyWhenDone(const std::function<void()>& fn) {
 ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
                        TriggerSink& sink, TriggerSink& catch_up_sink, RateLimiter* catch_up_limiter,
                        const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer, LayoutCell* layout,
-                       TriggerRefusals* refusals)
+                       TriggerRefusals* refusals, BrokerErrorStreaks* streaks)
     : cfg_(cfg),
       node_id_(std::move(node_id)),
       store_(store),
@@ -44,7 +44,8 @@ ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore
       clock_(clock),
       observer_(observer),
       layout_cell_(layout),
-      refusals_(refusals) {}
+      refusals_(refusals),
+      streaks_(streaks) {}
 
 void ShardFirer::ReleaseClaim(int32_t shard, bool debt) {
   Status st = debt ? ledger_.ReleaseDebt(shard, node_id_) : ledger_.Release(shard, node_id_);
@@ -135,9 +136,18 @@ Status ShardFirer::SettleRecordErrors(TriggerBatch& batch, const Status& sent, b
                                       ShardMinuteReport* report) {
   std::vector<TriggerFailure> failures = batch.Failures();
   if (failures.empty()) return sent;  // a timeout or an untracked failure: a broker error
-  for (const TriggerFailure& f : failures) {
-    if (f.kind != TriggerErrorKind::kRecord) return sent;
+  bool broker_error = false;
+  for (TriggerFailure& f : failures) {
+    if (f.kind == TriggerErrorKind::kRecord) continue;
+    if (streaks_ != nullptr && streaks_->OnBrokerError(f.topic, clock_.NowMs())) {
+      f.kind = TriggerErrorKind::kRecord;  // this topic, not the broker, has been failing
+      f.error = "topic unavailable past the bound: " + f.error;
+      f.reason = "topic_unavailable";
+      continue;
+    }
+    broker_error = true;
   }
+  if (broker_error) return sent;
   std::map<std::string, int> spoilable_per_topic;
   for (const TriggerFailure& f : failures) {
     if (MaySpoilBatchMates(f)) ++spoilable_per_topic[f.topic];
@@ -308,11 +318,13 @@ ShardFirer::Outcome ShardFirer::Complete(Pending& pending, Status* error) {
   const int32_t shard = pending.shard_;
   // Always wait for everything queued, even after a failure: the acks must not outlive us.
   Status first_error = pending.error_;
+  bool delivered = false;  // some trigger of a query without a broker error was acknowledged
   for (Pending::Query& q : pending.queries_) {
     Status sent = q.batch->Finish();
     if (!sent.ok()) sent = SettleRecordErrors(*q.batch, sent, pending.debt_, &q.report);
     if (!sent.ok() && first_error.ok()) first_error = sent;
     if (!sent.ok() || !q.query_ok) continue;
+    delivered |= q.report.triggers > q.report.undeliverable;
     const EpochMs acked = clock_.NowMs();
     q.report.total_ms = acked - q.started;
     q.report.lateness_ms = acked - LayoutSlotMs(pending.layout_, q.report.last_minute, shard);
@@ -323,6 +335,8 @@ ShardFirer::Outcome ShardFirer::Complete(Pending& pending, Status* error) {
     }
   }
   pending.queries_.clear();  // the batches are finished; drop their buffers now
+  // Deliveries prove the broker up: a topic failing meanwhile is the topic's problem.
+  if (delivered && streaks_ != nullptr) streaks_->OnDelivered(clock_.NowMs());
   if (!first_error.ok()) {
     if (pending.release_on_error_) ReleaseClaim(shard, pending.debt_);
     observer_.OnFiringFailed(shard, first_error);

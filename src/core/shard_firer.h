@@ -27,6 +27,7 @@
 #include "belfry/shard_ledger.h"
 #include "belfry/trigger_refusals.h"
 #include "belfry/trigger_sink.h"
+#include "core/broker_error_streaks.h"
 #include "core/catchup_planner.h"
 #include "core/layout_cell.h"
 #include "core/rate_limiter.h"
@@ -91,7 +92,7 @@ class ShardFirer final {
   ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
              TriggerSink& sink, TriggerSink& catch_up_sink, RateLimiter* catch_up_limiter,
              const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer, LayoutCell* layout = nullptr,
-             TriggerRefusals* refusals = nullptr);
+             TriggerRefusals* refusals = nullptr, BrokerErrorStreaks* streaks = nullptr);
   // One sink for both, unpaced.
   ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
              TriggerSink& sink, const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer);
@@ -152,7 +153,9 @@ class ShardFirer final {
   // `pending`) if the lease is lost.
   bool RenewLeaseIfDue(Pending& pending);
   bool TopicAllowed(std::string_view topic);
-  // A query's batch failed with `sent`. If every failure is a record error, sends again alone
+  // A query's batch failed with `sent`. A broker error on a topic that `streaks_` finds failing
+  // past its bound while others deliver counts as a record error (reason topic_unavailable). If
+  // every failure is a record error, sends again alone
   // each failed trigger that a batch-mate may have spoiled (a size-type error in a topic with
   // more than one failure), dead-letters those refused again (or refused at once) through
   // `refusals_`, and returns Ok: the query is complete. Otherwise (any broker error, a failure
@@ -175,6 +178,7 @@ class ShardFirer final {
   SchedulerObserver& observer_;
   LayoutCell* const layout_cell_;
   TriggerRefusals* const refusals_;
+  BrokerErrorStreaks* const streaks_;
   struct TopicHash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }

@@ -75,7 +75,7 @@ struct MetricsRegistry::Metrics {
                 .Name("belfry_triggers_refused_total")
                 .Help("Due triggers that were not sent, by reason (topic_policy: the job's topic is "
                       "forbidden by the output-topic policy; message_too_large, topic_authorization, "
-                      "invalid_record, policy_violation, invalid_topic, unknown_topic: the broker refused "
+                      "invalid_record, policy_violation, invalid_topic, unknown_topic, topic_unavailable: the broker refused "
                       "the trigger for good and it went to the trigger DLQ).")
                 .Register(*registry)),
         refused_topic_policy(triggers_refused_family.Add({{"reason", "topic_policy"}})),
@@ -253,7 +253,7 @@ struct MetricsRegistry::Metrics {
 MetricsRegistry::MetricsRegistry(std::string version) : m_(std::make_unique<Metrics>(version)) {
   // The record-error reasons (ClassifyTriggerError), exported at 0 so that alerts see them.
   for (const char* reason : {"message_too_large", "topic_authorization", "invalid_record", "policy_violation",
-                             "invalid_topic", "unknown_topic"}) {
+                             "invalid_topic", "unknown_topic", "topic_unavailable"}) {
     m_->triggers_refused_family.Add({{"reason", reason}});
   }
 }

@@ -541,5 +541,49 @@ TEST_F(UndeliverableTriggerTest, APoisonedDebtMinuteSettles) {
   EXPECT_EQ(observer_.failures, 0);
 }
 
+
+// A topic that fails with broker errors for longer than the bound while other triggers are
+// delivered stops holding its shard: its trigger is dead-lettered as topic_unavailable.
+TEST(UndeliverableTopicTest, ABrokerErrorLastingPastTheBoundBecomesARecordError) {
+  SchedulerConfig cfg;
+  cfg.misfire_threshold_ms = 600'000;  // the retried minute stays on time throughout
+  FakeClock clock(SlotMs(kM, 7, 500));
+  FakeJobStore store;
+  FakeShardLedger ledger(120, clock);
+  FakeTriggerSink sink;
+  TopicPolicy policy({"*"}, {});
+  RecordingObserver observer;
+  RecordingRefusals refusals;
+  BrokerErrorStreaks streaks(120'000, 60'000);
+  ShardFirer firer(cfg, "node-a", store, ledger, sink, sink, nullptr, policy, clock, observer, nullptr, &refusals,
+                   &streaks);
+  std::string ok, dark;
+  for (int i = 0; ok.empty() || dark.empty(); ++i) {
+    const std::string id = "t-" + std::to_string(i);
+    if (ShardForId(id, 120) != 7) continue;
+    JobSpec s = MakeJob(id, 1, 0);
+    if (ok.empty()) {
+      ok = id;
+    } else {
+      dark = id;
+      s.topic = "out.dark";
+    }
+    store.Put(s);
+  }
+  sink.RefuseJob(dark, "broker", false, TriggerErrorKind::kBroker);
+  ledger.SetFiredThrough(7, kM - 1);
+  EXPECT_EQ(firer.FireUpTo(7, kM), ShardFirer::Outcome::kFailed) << "a broker error holds the shard at first";
+  for (int i = 0; i < 3; ++i) {  // other shards deliver; this one keeps failing on its dark topic
+    clock.Advance(30'000);
+    streaks.OnDelivered(clock.NowMs());
+    EXPECT_EQ(firer.FireUpTo(7, kM), ShardFirer::Outcome::kFailed) << i;
+  }
+  clock.Advance(31'000);  // 121 s after the first error
+  ASSERT_EQ(firer.FireUpTo(7, kM), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(ledger.FiredThrough(7), kM);
+  EXPECT_EQ(refusals.reasons, std::vector<std::string>{"topic_unavailable"});
+  EXPECT_EQ(refusals.refused.front().first, dark);
+}
+
 }  // namespace
 }  // namespace belfry

@@ -66,7 +66,7 @@ class FakeTriggerBatch final : public TriggerBatch {
         continue;
       }
       TriggerFailure f;
-      f.kind = TriggerErrorKind::kRecord;
+      f.kind = it != sink_->refused_jobs_.end() ? sink_->refused_kind_[s.job_id] : TriggerErrorKind::kRecord;
       f.reason = it != sink_->refused_jobs_.end() ? it->second.first : sp->second;
       f.error = "injected record error: " + f.reason;
       f.job_id = s.job_id;
@@ -79,6 +79,9 @@ class FakeTriggerBatch final : public TriggerBatch {
     }
     pending_.clear();
     pending_headers_.clear();
+    for (const TriggerFailure& f : failures_) {
+      if (f.kind == TriggerErrorKind::kBroker) return Status::Retryable(f.error);
+    }
     if (!failures_.empty()) return Status::Invalid("kafka_delivery", failures_.front().error);
     return Status::Ok();
   }
@@ -133,9 +136,11 @@ void FakeTriggerSink::FailNextBatches(int n) {
   fail_batches_ = n;
 }
 
-void FakeTriggerSink::RefuseJob(const std::string& job_id, const std::string& reason, bool spoils_batch) {
+void FakeTriggerSink::RefuseJob(const std::string& job_id, const std::string& reason, bool spoils_batch,
+                                TriggerErrorKind kind) {
   std::lock_guard<std::mutex> lock(mu_);
   refused_jobs_[job_id] = {reason, spoils_batch};
+  refused_kind_[job_id] = kind;
 }
 
 int64_t FakeTriggerSink::resends() const {
