@@ -24,6 +24,8 @@ struct KafkaConfig {
   // Execution outcomes (docs/executions.md): consumed by their own group, bad reports to their DLQ.
   std::string executions_topic = "belfry.executions";
   std::string executions_dlq_topic = "belfry.executions.dlq";
+  // Triggers the broker refused for good (docs/reliability.md, "Undeliverable triggers").
+  std::string triggers_dlq_topic = "belfry.triggers.dlq";
   std::string executions_group_id = "belfry-executions";
   // Raw librdkafka settings (TLS, SASL, ...) applied to every client, after belfry's own.
   std::map<std::string, std::string> properties;

@@ -52,17 +52,35 @@ struct JobListFilter {
   int32_t limit = 100;
 };
 
+// The last trigger of a job that the broker refused for good (docs/reliability.md,
+// "Undeliverable triggers"). Written only when that happens, never on the firing path.
+struct DeliveryErrorRecord {
+  std::string job_id;
+  std::string topic;  // the job's topic the trigger was refused by
+  EpochMs slot_ms = 0;
+  std::string error;
+  EpochMs at_ms = 0;  // when the refusal was recorded
+};
+
 // A job and what its execution reports say, read together (the admin API's job view).
 struct JobAndStats {
   StoredJob job;
   // False when the store keeps no execution outcomes (the reader then asks the ExecutionStore).
   bool stats_read = false;
   std::optional<JobStats> stats;  // when stats_read: nullopt until the job's first report
+  std::optional<DeliveryErrorRecord> last_delivery_error;  // none until a trigger is refused
 };
 
 class JobStore {
  public:
   virtual ~JobStore() = default;
+
+  // Records `e` as its job's last delivery error, replacing the one before. Idempotent.
+  // Retryable on connection faults. The default records nothing (a store without the table).
+  virtual Status RecordDeliveryError(const DeliveryErrorRecord& e) {
+    (void)e;
+    return Status::Ok();
+  }
 
   // Streams every due job for `q` into `fn`, without holding the whole result in memory.
   // Read-only. Returns Retryable on connection faults (fn may have been called for a prefix).
@@ -166,7 +184,7 @@ class JobStore {
     StatusOr<std::optional<StoredJob>> job = GetJob(id);
     if (!job.ok()) return job.status();
     if (!job->has_value()) return std::optional<JobAndStats>();
-    return std::optional<JobAndStats>(JobAndStats{std::move(**job), false, std::nullopt});
+    return std::optional<JobAndStats>(JobAndStats{std::move(**job), false, std::nullopt, std::nullopt});
   }
   virtual StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter& filter) = 0;
 

@@ -17,6 +17,7 @@ struct ShardMinuteReport {
   bool on_time = true;
   int64_t triggers = 0;     // sent and acknowledged
   int64_t refused = 0;      // dropped by the output-topic policy
+  int64_t undeliverable = 0;  // refused by the broker for good (record errors), dead-lettered
   int64_t query_ms = 0;     // until the last row arrived
   int64_t total_ms = 0;     // claim to last ack
   int64_t lateness_ms = 0;  // last ack time - the (last) slot time
@@ -32,6 +33,8 @@ class SchedulerObserver {
   // Releasing a claim (after a firing that recorded nothing) failed. Nothing is lost: the lease
   // expires by itself and the shard is fired again then, only later than it could have been.
   virtual void OnReleaseFailed(int32_t shard, const Status& status) = 0;
+  // One trigger refused for good by the broker (a record error; `reason` as in TriggerFailure).
+  virtual void OnTriggerRefused(std::string_view reason) { (void)reason; }
   // The catch-up debt of every shard, in shard-minutes still owed, as a catch-up scan read it.
   virtual void OnCatchUpDebt(int64_t owed_minutes) { (void)owed_minutes; }
   // The catch-up rate in force on this node, triggers/s, after an on-time firing steered it

@@ -5,7 +5,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "belfry/clock.h"
 #include "belfry/status.h"
@@ -28,6 +31,33 @@ struct TriggerView {
   std::string_view manual = {};
 };
 
+// Why one trigger was not delivered (docs/reliability.md, "Undeliverable triggers").
+enum class TriggerErrorKind {
+  // The broker refused this record for good: sending it again unchanged cannot succeed (message
+  // too large, topic authorization failed, invalid record, policy violation, an unknown topic
+  // after the bounded metadata wait when auto-creation is off, an invalid topic name). Only its
+  // (job, slot) fails; the sink's other triggers are unaffected.
+  kRecord,
+  // Everything else (broker down, no leader, a timeout, a purge): the shard-minute is retried.
+  kBroker,
+};
+
+// One trigger that failed, as the message that was produced: enough to send the same bytes again
+// (TriggerBatch::Resend) or to dead-letter it.
+struct TriggerFailure {
+  TriggerErrorKind kind = TriggerErrorKind::kBroker;
+  std::string reason;  // a metric label: "message_too_large", "topic_authorization", ...
+  std::string error;   // the broker's or client's text
+  std::string job_id;
+  std::string topic;
+  std::string key;
+  std::string value;  // the encoded trigger value
+  EpochMs scheduled_for_ms = 0;
+  // The message's headers (belfry-job-id, belfry-scheduled-for, and belfry-attempt or
+  // belfry-manual when present), in order.
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
 // The triggers of one shard-minute (or one catch-up range).
 class TriggerBatch {
  public:
@@ -46,6 +76,13 @@ class TriggerBatch {
   // Destroying the batch cancels a call that has not happened yet.
   // REQUIRES: called after the last Add, at most once.
   virtual void NotifyWhenDone(std::function<void()> fn) = 0;
+  // After Finish(): every trigger of this batch that failed, with its kind. Empty when Finish()
+  // returned Ok. When Finish() failed and a failure is missing from this list (a timeout, a
+  // batch the sink could not track), the caller must treat the batch as a broker error.
+  virtual std::vector<TriggerFailure> Failures() = 0;
+  // Queues again exactly the message that failed as `f` (same key, value and headers).
+  // REQUIRES: no Add on this batch; call before Finish().
+  virtual void Resend(const TriggerFailure& f) = 0;
 };
 
 class TriggerSink {

@@ -35,7 +35,8 @@ std::string ResolveNodeId(const Config& cfg) {
 TopicPolicy MakeTopicPolicy(const Config& cfg) {
   return TopicPolicy(cfg.commands.allowed_topics,
                      {cfg.kafka.commands_topic, cfg.kafka.dlq_topic, cfg.kafka.results_topic,
-                      cfg.kafka.executions_topic, cfg.kafka.executions_dlq_topic, cfg.kafka.changes_topic});
+                      cfg.kafka.executions_topic, cfg.kafka.executions_dlq_topic, cfg.kafka.changes_topic,
+                      cfg.kafka.triggers_dlq_topic});
 }
 
 RetryRules MakeRetryRules(const Config& cfg) {

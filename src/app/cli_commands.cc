@@ -124,9 +124,10 @@ int RunMigrate(const Config& cfg, bool create_topics) {
     if (Status st = EnsureTopics(cfg.kafka, topics); !st.ok()) {
       return Fail(fmt::format("creating Kafka topics failed: {}", st.message()));
     }
-    std::printf("kafka topics exist: %s, %s, %s, %s, %s, %s\n", cfg.kafka.commands_topic.c_str(),
+    std::printf("kafka topics exist: %s, %s, %s, %s, %s, %s, %s\n", cfg.kafka.commands_topic.c_str(),
                 cfg.kafka.dlq_topic.c_str(), cfg.kafka.results_topic.c_str(), cfg.kafka.executions_topic.c_str(),
-                cfg.kafka.executions_dlq_topic.c_str(), cfg.kafka.changes_topic.c_str());
+                cfg.kafka.executions_dlq_topic.c_str(), cfg.kafka.changes_topic.c_str(),
+                cfg.kafka.triggers_dlq_topic.c_str());
   }
   return 0;
 }
@@ -263,7 +264,7 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
   const std::vector<NextFire> fires = NextFires(j.spec, j.paused, cfg.scheduler.tick_ms, now, 3);
   const std::optional<int64_t> remaining = FiresRemaining(j.spec, j.paused, j.paused_at, cfg.scheduler.tick_ms, now);
   if (json) {
-    std::printf("%s\n", EncodeJobDetailJson(j, st, fires, remaining).c_str());
+    std::printf("%s\n", EncodeJobDetailJson(j, st, fires, remaining, (*view)->last_delivery_error).c_str());
     return 0;
   }
   std::printf("id:        %s\nowner:     %s\ntopic:     %s\nkey:       %s\n", j.spec.id.c_str(), j.spec.owner.c_str(),
@@ -317,6 +318,10 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
                 static_cast<long long>(st->total_failed));
   } else {
     std::printf("last:      - (no outcome reported)\n");
+  }
+  if (const std::optional<DeliveryErrorRecord>& e = (*view)->last_delivery_error) {
+    std::printf("refused:   slot %s to %s at %s, dead-lettered: %s\n", FormatIsoTime(e->slot_ms).c_str(),
+                e->topic.c_str(), FormatIsoTime(e->at_ms).c_str(), e->error.c_str());
   }
   return 0;
 }

@@ -311,6 +311,7 @@ const std::vector<Section>& Sections() {
               StringKey("changes_topic", &KafkaConfig::changes_topic),
               StringKey("executions_topic", &KafkaConfig::executions_topic),
               StringKey("executions_dlq_topic", &KafkaConfig::executions_dlq_topic),
+              StringKey("triggers_dlq_topic", &KafkaConfig::triggers_dlq_topic),
               StringKey("executions_group_id", &KafkaConfig::executions_group_id),
               StringKey("group_id", &KafkaConfig::group_id),
               IntegerKey("command_batch_max", &KafkaConfig::command_batch_max, 1, 100'000),

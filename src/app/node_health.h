@@ -5,6 +5,8 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <mutex>
+#include <unordered_map>
 
 #include "belfry/clock.h"
 #include "belfry/scheduler_observer.h"
@@ -17,6 +19,10 @@ class NodeHealth final : public SchedulerObserver {
 
   void OnFired(const ShardMinuteReport& r) override {
     consecutive_failures_ = 0;
+    {
+      std::lock_guard<std::mutex> lock(shard_failures_mu_);
+      shard_failures_.erase(r.shard);
+    }
     last_fired_ms_ = clock_.NowMs();
     next_.OnFired(r);
   }
@@ -41,25 +47,52 @@ class NodeHealth final : public SchedulerObserver {
   }
   void OnCatchUpRate(int64_t per_second) override { next_.OnCatchUpRate(per_second); }
   void OnFiringFailed(int32_t shard, const Status& status) override {
-    const int64_t n = ++consecutive_failures_;
+    ++consecutive_failures_;
+    // Per shard: other shards' successes do not reset it (node-wide, one poisoned shard among
+    // healthy ones logged "1 consecutive failures" forever).
+    int64_t n = 0;
+    {
+      std::lock_guard<std::mutex> lock(shard_failures_mu_);
+      n = ++shard_failures_[shard];
+    }
     // During an outage every shard fails every few seconds: log the first failure, then at most
     // one line per 10 s.
     const EpochMs now = clock_.NowMs();
     EpochMs last = last_failure_log_ms_;
     if (now - last >= 10'000 && last_failure_log_ms_.compare_exchange_strong(last, now)) {
-      spdlog::warn("firing shard {} failed ({} consecutive failures), will retry: {}", shard, n,
+      spdlog::warn("firing shard {} failed ({} consecutive failures of this shard), will retry: {}", shard, n,
                    status.ToString());
     }
     next_.OnFiringFailed(shard, status);
   }
   void OnRefusedTopic(std::string_view topic) override { next_.OnRefusedTopic(topic); }
+  // A refusal is dead-lettered and counted per reason; the log gets at most one line per 10 s.
+  void OnTriggerRefused(std::string_view reason) override {
+    const int64_t n = ++refused_since_log_;
+    const EpochMs now = clock_.NowMs();
+    EpochMs last = last_refusal_log_ms_;
+    if (now - last >= 10'000 && last_refusal_log_ms_.compare_exchange_strong(last, now)) {
+      refused_since_log_ -= n;
+      spdlog::warn("{} trigger(s) refused by the broker for good (the last: {}) went to the trigger DLQ; "
+                   "see belfry_triggers_refused_total and the jobs' lastDeliveryError",
+                   n, reason);
+    }
+    next_.OnTriggerRefused(reason);
+  }
   void OnReleaseFailed(int32_t shard, const Status& status) override {
     spdlog::warn("releasing the claim of shard {} failed; its lease will expire instead: {}", shard,
                  status.ToString());
     next_.OnReleaseFailed(shard, status);
   }
 
+  // Node-wide: firings that failed since the last one that succeeded (any shard).
   int64_t consecutive_failures() const { return consecutive_failures_; }
+  // Firings of `shard` that failed since its last one that succeeded.
+  int64_t shard_consecutive_failures(int32_t shard) const {
+    std::lock_guard<std::mutex> lock(shard_failures_mu_);
+    const auto it = shard_failures_.find(shard);
+    return it == shard_failures_.end() ? 0 : it->second;
+  }
   EpochMs last_fired_ms() const { return last_fired_ms_; }
 
  private:
@@ -69,6 +102,10 @@ class NodeHealth final : public SchedulerObserver {
   std::atomic<EpochMs> last_fired_ms_{0};
   std::atomic<EpochMs> last_failure_log_ms_{0};
   std::atomic<int64_t> debt_minutes_{0};
+  std::atomic<int64_t> refused_since_log_{0};
+  std::atomic<EpochMs> last_refusal_log_ms_{0};
+  mutable std::mutex shard_failures_mu_;
+  std::unordered_map<int32_t, int64_t> shard_failures_;  // guarded by shard_failures_mu_
 };
 
 }  // namespace belfry

@@ -24,6 +24,7 @@
 #include "core/layout_cell.h"
 #include "core/rate_limiter.h"
 #include "core/shard_firer.h"
+#include "core/trigger_dead_letterer.h"
 #include "core/shard_ticker.h"
 #include "http/admin_server.h"
 #include "http/change_metrics.h"
@@ -66,6 +67,7 @@ Status AwaitSchema(const Config& cfg, const std::string& migrations_dir, StopSig
 struct Worker {
   std::unique_ptr<PgJobStore> store;
   std::unique_ptr<PgShardLedger> ledger;
+  std::unique_ptr<TriggerDeadLetterer> refusals;
   std::unique_ptr<ShardFirer> firer;
 };
 
@@ -179,13 +181,18 @@ int RunServe(const Config& cfg) {
     spdlog::info("shard layout: now {} (a claim or the layout read brought it)", EncodeShardLayout(now));
   });
 
+  // Shared by the workers: a topic failing for 2 min while others deliver stops holding its shards.
+  BrokerErrorStreaks streaks;
   std::vector<Worker> workers(static_cast<size_t>(cfg.scheduler.workers));
   std::vector<FiringPool::Worker> pool_workers;
   for (Worker& w : workers) {
     w.store = std::make_unique<PgJobStore>(cfg.database_url, standby_options);
     w.ledger = std::make_unique<PgShardLedger>(cfg.database_url);
+    // Dead letters go through the catch-up producer: a refusal never queues behind the present.
+    w.refusals = std::make_unique<TriggerDeadLetterer>(*catch_up_sink, cfg.kafka.triggers_dlq_topic, w.store.get());
     w.firer = std::make_unique<ShardFirer>(cfg.scheduler, node_id, *w.store, *w.ledger, *sink, *catch_up_sink,
-                                           &catch_up_limiter, policy, clock, health, &layout_cell);
+                                           &catch_up_limiter, policy, clock, health, &layout_cell,
+                                           w.refusals.get(), &streaks);
     pool_workers.push_back(FiringPool::Worker{w.firer.get(), w.ledger.get()});
   }
 

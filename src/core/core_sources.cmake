@@ -4,6 +4,7 @@
 set(BELFRY_CORE_SOURCES
   backoff.cc
   batch_bisection.cc
+  broker_error_streaks.cc
   bulk_op_json.cc
   bulk_selector.cc
   bulk_walk.cc
@@ -46,5 +47,6 @@ set(BELFRY_CORE_SOURCES
   standby_fence.cc
   token_bucket.cc
   topic_policy.cc
+  trigger_dead_letterer.cc
   trigger_encoder.cc
 )

@@ -21,14 +21,16 @@ constexpr int64_t kScanGraceMs = 2000;
 // A shard whose firing failed is not fired again by a catch-up scan before its back-off ends.
 constexpr BackoffPolicy kFiringBackoff{250, 5000};
 
-std::vector<Backoff> PerShardBackoff(int32_t shards, uint64_t seed) {
+// A shard's debt is left alone after a failed debt firing (the debt stays owed): 1 s, doubling
+// per consecutive failure up to 5 s (jittered, core/backoff.h).
+constexpr BackoffPolicy kDebtBackoff{1000, 5000};
+
+std::vector<Backoff> PerShardBackoff(const BackoffPolicy& policy, int32_t shards, uint64_t seed) {
   std::vector<Backoff> out;
   out.reserve(static_cast<size_t>(std::max(0, shards)));
-  for (int32_t s = 0; s < shards; ++s) out.emplace_back(kFiringBackoff, seed + static_cast<uint64_t>(s));
+  for (int32_t s = 0; s < shards; ++s) out.emplace_back(policy, seed + static_cast<uint64_t>(s));
   return out;
 }
-// A shard's debt is left alone this long after a failed debt firing (the debt stays owed).
-constexpr int64_t kDebtRetryPauseMs = 1000;
 
 }  // namespace
 
@@ -45,9 +47,10 @@ FiringPool::FiringPool(const SchedulerConfig& cfg, std::vector<Worker> workers, 
       busy_(MaxShards(cfg, layout), false),
       pending_(MaxShards(cfg, layout), -1),
       retry_after_(MaxShards(cfg, layout), 0),
-      backoff_(PerShardBackoff(MaxShards(cfg, layout), backoff_seed)),
+      backoff_(PerShardBackoff(kFiringBackoff, MaxShards(cfg, layout), backoff_seed)),
       debt_busy_(MaxShards(cfg, layout), false),
       debt_retry_after_(MaxShards(cfg, layout), 0),
+      debt_backoff_(PerShardBackoff(kDebtBackoff, MaxShards(cfg, layout), backoff_seed ^ 0x9e3779b97f4a7c15ULL)),
       acked_(workers_.size(), false),
       in_flight_(workers_.size(), 0),
       debt_in_flight_(workers_.size(), 0),
@@ -280,7 +283,12 @@ void FiringPool::EndFireLocked(const FireRequest& req, ShardFirer::Outcome outco
 
 void FiringPool::EndDebtLocked(int32_t shard, ShardFirer::Outcome outcome) {
   debt_busy_[shard] = false;
-  debt_retry_after_[shard] = outcome == ShardFirer::Outcome::kFailed ? clock_.NowMs() + kDebtRetryPauseMs : 0;
+  if (outcome == ShardFirer::Outcome::kFailed) {
+    debt_retry_after_[shard] = clock_.NowMs() + debt_backoff_[shard].NextDelayMs();
+  } else {
+    debt_backoff_[shard].Reset();
+    debt_retry_after_[shard] = 0;
+  }
 }
 
 void FiringPool::HandleScan(const Worker& w) {

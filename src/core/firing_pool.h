@@ -116,6 +116,7 @@ class FiringPool final : public TickDispatcher {
   std::vector<Backoff> backoff_;        // per shard: consecutive failed firings, jittered
   std::vector<bool> debt_busy_;         // per shard: a debt firing is queued, running or open
   std::vector<EpochMs> debt_retry_after_;  // per shard: pause after a failed debt firing
+  std::vector<Backoff> debt_backoff_;      // per shard: consecutive failed debt firings, jittered
   std::vector<bool> acked_;             // per worker: one of its open firings may be done
   std::vector<size_t> in_flight_;       // per worker: open firings (debt firings included)
   std::vector<size_t> debt_in_flight_;  // per worker: open debt firings

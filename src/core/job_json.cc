@@ -81,7 +81,8 @@ std::string EncodeJobJson(const StoredJob& job) {
 }
 
 std::string EncodeJobDetailJson(const StoredJob& job, const std::optional<JobStats>& stats,
-                                const std::vector<NextFire>& fires, std::optional<int64_t> fires_remaining) {
+                                const std::vector<NextFire>& fires, std::optional<int64_t> fires_remaining,
+                                const std::optional<DeliveryErrorRecord>& last_delivery_error) {
   std::string out = EncodeJobJson(job);
   out.pop_back();  // the closing brace: the detail fields follow
   out.append(",\"nextTriggerAt\":");
@@ -107,6 +108,20 @@ std::string EncodeJobDetailJson(const StoredJob& job, const std::optional<JobSta
                  stats ? stats->total_failed : 0);
   out.append(",\"firesRemaining\":");
   out.append(fires_remaining ? std::to_string(*fires_remaining) : std::string("null"));
+  out.append(",\"lastDeliveryError\":");
+  if (last_delivery_error) {
+    out.append("{\"error\":");
+    AppendJsonString(&out, last_delivery_error->error);
+    out.append(",\"topic\":");
+    AppendJsonString(&out, last_delivery_error->topic);
+    out.append(",\"slot\":");
+    AppendJsonTimeOrNull(&out, last_delivery_error->slot_ms);
+    out.append(",\"at\":");
+    AppendJsonTimeOrNull(&out, last_delivery_error->at_ms);
+    out.push_back('}');
+  } else {
+    out.append("null");
+  }
   out.push_back('}');
   return out;
 }

@@ -9,6 +9,7 @@
 
 #include "belfry/execution.h"
 #include "belfry/job.h"
+#include "belfry/job_store.h"
 #include "core/calendar_schedule.h"
 
 namespace belfry {
@@ -26,8 +27,11 @@ std::string EncodeJobJson(const StoredJob& job);
 // One job with what is known about it: EncodeJobJson's fields, then "nextTriggerAt", "nextFires"
 // (EncodeNextFires of `fires`), "lastOutcome" (null until a terminal report arrives),
 // "consecutiveFailures", "totalSucceeded" and "totalFailed" (0 without stats), and
-// "firesRemaining" (`fires_remaining`: FiresRemaining at the caller's now; null when unlimited).
+// "firesRemaining" (`fires_remaining`: FiresRemaining at the caller's now; null when unlimited),
+// and "lastDeliveryError": {"error","topic","slot","at"} of the job's last trigger the broker
+// refused for good (null when none was).
 std::string EncodeJobDetailJson(const StoredJob& job, const std::optional<JobStats>& stats,
-                                const std::vector<NextFire>& fires, std::optional<int64_t> fires_remaining);
+                                const std::vector<NextFire>& fires, std::optional<int64_t> fires_remaining,
+                                const std::optional<DeliveryErrorRecord>& last_delivery_error = std::nullopt);
 
 }  // namespace belfry

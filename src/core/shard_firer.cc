@@ -1,6 +1,7 @@
 #include "core/shard_firer.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "core/derived_row_id.h"
@@ -30,7 +31,8 @@ void ShardFirer::Pending::NotifyWhenDone(const std::function<void()>& fn) {
 
 ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
                        TriggerSink& sink, TriggerSink& catch_up_sink, RateLimiter* catch_up_limiter,
-                       const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer, LayoutCell* layout)
+                       const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer, LayoutCell* layout,
+                       TriggerRefusals* refusals, BrokerErrorStreaks* streaks)
     : cfg_(cfg),
       node_id_(std::move(node_id)),
       store_(store),
@@ -41,7 +43,9 @@ ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore
       policy_(policy),
       clock_(clock),
       observer_(observer),
-      layout_cell_(layout) {}
+      layout_cell_(layout),
+      refusals_(refusals),
+      streaks_(streaks) {}
 
 void ShardFirer::ReleaseClaim(int32_t shard, bool debt) {
   Status st = debt ? ledger_.ReleaseDebt(shard, node_id_) : ledger_.Release(shard, node_id_);
@@ -116,6 +120,56 @@ Status ShardFirer::QueueQuery(const DueQuery& q, bool on_time, Pending* pending)
   }
   out.query_ok = query_status.ok();
   return query_status;
+}
+
+namespace {
+
+// A broker that refuses a record batch for its size refuses every record in it: these reasons
+// may hit a healthy trigger that shared a batch with the refused one.
+bool MaySpoilBatchMates(const TriggerFailure& f) {
+  return f.reason == "message_too_large" || f.reason == "invalid_record" || f.reason == "policy_violation";
+}
+
+}  // namespace
+
+Status ShardFirer::SettleRecordErrors(TriggerBatch& batch, const Status& sent, bool debt,
+                                      ShardMinuteReport* report) {
+  std::vector<TriggerFailure> failures = batch.Failures();
+  if (failures.empty()) return sent;  // a timeout or an untracked failure: a broker error
+  bool broker_error = false;
+  for (TriggerFailure& f : failures) {
+    if (f.kind == TriggerErrorKind::kRecord) continue;
+    if (streaks_ != nullptr && streaks_->OnBrokerError(f.topic, clock_.NowMs())) {
+      f.kind = TriggerErrorKind::kRecord;  // this topic, not the broker, has been failing
+      f.error = "topic unavailable past the bound: " + f.error;
+      f.reason = "topic_unavailable";
+      continue;
+    }
+    broker_error = true;
+  }
+  if (broker_error) return sent;
+  std::map<std::string, int> spoilable_per_topic;
+  for (const TriggerFailure& f : failures) {
+    if (MaySpoilBatchMates(f)) ++spoilable_per_topic[f.topic];
+  }
+  for (TriggerFailure& f : failures) {
+    if (MaySpoilBatchMates(f) && spoilable_per_topic[f.topic] > 1) {
+      // Alone, a healthy trigger goes through; a refused one is refused again.
+      std::unique_ptr<TriggerBatch> alone = (debt ? catch_up_sink_ : sink_).NewBatch();
+      alone->Resend(f);
+      const Status again = alone->Finish();
+      if (again.ok()) continue;
+      std::vector<TriggerFailure> refused = alone->Failures();
+      if (refused.size() != 1 || refused.front().kind != TriggerErrorKind::kRecord) return again;
+      f = std::move(refused.front());
+    }
+    ++report->undeliverable;
+    observer_.OnTriggerRefused(f.reason);
+    if (refusals_ != nullptr) {
+      if (Status st = refusals_->Record(f, clock_.NowMs()); !st.ok()) return st;
+    }
+  }
+  return Status::Ok();
 }
 
 DueQuery ShardFirer::QueryFor(const Pending& pending, int64_t first, int64_t last) const {
@@ -264,10 +318,13 @@ ShardFirer::Outcome ShardFirer::Complete(Pending& pending, Status* error) {
   const int32_t shard = pending.shard_;
   // Always wait for everything queued, even after a failure: the acks must not outlive us.
   Status first_error = pending.error_;
+  bool delivered = false;  // some trigger of a query without a broker error was acknowledged
   for (Pending::Query& q : pending.queries_) {
-    const Status sent = q.batch->Finish();
+    Status sent = q.batch->Finish();
+    if (!sent.ok()) sent = SettleRecordErrors(*q.batch, sent, pending.debt_, &q.report);
     if (!sent.ok() && first_error.ok()) first_error = sent;
     if (!sent.ok() || !q.query_ok) continue;
+    delivered |= q.report.triggers > q.report.undeliverable;
     const EpochMs acked = clock_.NowMs();
     q.report.total_ms = acked - q.started;
     q.report.lateness_ms = acked - LayoutSlotMs(pending.layout_, q.report.last_minute, shard);
@@ -278,6 +335,8 @@ ShardFirer::Outcome ShardFirer::Complete(Pending& pending, Status* error) {
     }
   }
   pending.queries_.clear();  // the batches are finished; drop their buffers now
+  // Deliveries prove the broker up: a topic failing meanwhile is the topic's problem.
+  if (delivered && streaks_ != nullptr) streaks_->OnDelivered(clock_.NowMs());
   if (!first_error.ok()) {
     if (pending.release_on_error_) ReleaseClaim(shard, pending.debt_);
     observer_.OnFiringFailed(shard, first_error);

@@ -25,7 +25,9 @@
 #include "belfry/job_store.h"
 #include "belfry/scheduler_observer.h"
 #include "belfry/shard_ledger.h"
+#include "belfry/trigger_refusals.h"
 #include "belfry/trigger_sink.h"
+#include "core/broker_error_streaks.h"
 #include "core/catchup_planner.h"
 #include "core/layout_cell.h"
 #include "core/rate_limiter.h"
@@ -89,7 +91,8 @@ class ShardFirer final {
   // of a reshard's cut-over (docs/resharding.md).
   ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
              TriggerSink& sink, TriggerSink& catch_up_sink, RateLimiter* catch_up_limiter,
-             const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer, LayoutCell* layout = nullptr);
+             const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer, LayoutCell* layout = nullptr,
+             TriggerRefusals* refusals = nullptr, BrokerErrorStreaks* streaks = nullptr);
   // One sink for both, unpaced.
   ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
              TriggerSink& sink, const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer);
@@ -118,7 +121,8 @@ class ShardFirer final {
   // Begin, kFired means `*pending` must go to Complete().
   Outcome BeginDebt(int32_t shard, Pending* pending, Status* error = nullptr);
 
-  // The second half: waits until every trigger of `pending` is acknowledged, then records it
+  // The second half: waits until every trigger of `pending` is acknowledged or refused for good
+  // (a record error: SettleRecordErrors), then records it
   // and releases the lease: an on-time firing moves the watermark and adds its missed minutes
   // to the debt (ShardLedger::Advance); a debt firing removes its chunk from the debt
   // (ShardLedger::SettleDebt). If anything failed, records nothing and releases the lease (when
@@ -149,6 +153,14 @@ class ShardFirer final {
   // `pending`) if the lease is lost.
   bool RenewLeaseIfDue(Pending& pending);
   bool TopicAllowed(std::string_view topic);
+  // A query's batch failed with `sent`. A broker error on a topic that `streaks_` finds failing
+  // past its bound while others deliver counts as a record error (reason topic_unavailable). If
+  // every failure is a record error, sends again alone
+  // each failed trigger that a batch-mate may have spoiled (a size-type error in a topic with
+  // more than one failure), dead-letters those refused again (or refused at once) through
+  // `refusals_`, and returns Ok: the query is complete. Otherwise (any broker error, a failure
+  // the batch could not list, a refusal not recorded) returns the error: the firing fails.
+  Status SettleRecordErrors(TriggerBatch& batch, const Status& sent, bool debt, ShardMinuteReport* report);
   // Releases this node's claim of `shard` (its debt lease if `debt`), reporting a failure to the
   // observer (the lease then expires by itself).
   void ReleaseClaim(int32_t shard, bool debt = false);
@@ -165,6 +177,8 @@ class ShardFirer final {
   Clock& clock_;
   SchedulerObserver& observer_;
   LayoutCell* const layout_cell_;
+  TriggerRefusals* const refusals_;
+  BrokerErrorStreaks* const streaks_;
   struct TopicHash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }

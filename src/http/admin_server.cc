@@ -701,7 +701,7 @@ void AdminServer::HandleGetJob(const std::string& id, httplib::Response& res) {
       NextFires(stored.spec, stored.paused, options_.scheduler.tick_ms, now, kNextFiresInJob);
   const std::optional<int64_t> remaining =
       FiresRemaining(stored.spec, stored.paused, stored.paused_at, options_.scheduler.tick_ms, now);
-  SendJsonText(res, 200, EncodeJobDetailJson(stored, stats, fires, remaining));
+  SendJsonText(res, 200, EncodeJobDetailJson(stored, stats, fires, remaining, (*job)->last_delivery_error));
 }
 
 void AdminServer::HandleExecutions(const std::string& id, const httplib::Request& req,

@@ -74,7 +74,9 @@ struct MetricsRegistry::Metrics {
             prometheus::BuildCounter()
                 .Name("belfry_triggers_refused_total")
                 .Help("Due triggers that were not sent, by reason (topic_policy: the job's topic is "
-                      "forbidden by the output-topic policy).")
+                      "forbidden by the output-topic policy; message_too_large, topic_authorization, "
+                      "invalid_record, policy_violation, invalid_topic, unknown_topic, topic_unavailable: the broker refused "
+                      "the trigger for good and it went to the trigger DLQ).")
                 .Register(*registry)),
         refused_topic_policy(triggers_refused_family.Add({{"reason", "topic_policy"}})),
         fired_family(prometheus::BuildCounter()
@@ -248,12 +250,18 @@ struct MetricsRegistry::Metrics {
   Sampler sampler;  // guarded by sampler_mu
 };
 
-MetricsRegistry::MetricsRegistry(std::string version) : m_(std::make_unique<Metrics>(version)) {}
+MetricsRegistry::MetricsRegistry(std::string version) : m_(std::make_unique<Metrics>(version)) {
+  // The record-error reasons (ClassifyTriggerError), exported at 0 so that alerts see them.
+  for (const char* reason : {"message_too_large", "topic_authorization", "invalid_record", "policy_violation",
+                             "invalid_topic", "unknown_topic", "topic_unavailable"}) {
+    m_->triggers_refused_family.Add({{"reason", reason}});
+  }
+}
 
 MetricsRegistry::~MetricsRegistry() = default;
 
 void MetricsRegistry::OnFired(const ShardMinuteReport& r) {
-  m_->triggers_emitted.Increment(static_cast<double>(std::max<int64_t>(r.triggers, 0)));
+  m_->triggers_emitted.Increment(static_cast<double>(std::max<int64_t>(r.triggers - r.undeliverable, 0)));
   if (r.coalesced) {
     m_->fired_coalesced.Increment(
         static_cast<double>(std::max<int64_t>(r.last_minute - r.first_minute + 1, 1)));
@@ -282,6 +290,11 @@ void MetricsRegistry::OnFiringFailed(int32_t, const Status&) { m_->firing_failur
 void MetricsRegistry::OnReleaseFailed(int32_t, const Status&) { m_->release_failures.Increment(); }
 
 void MetricsRegistry::OnRefusedTopic(std::string_view) { m_->refused_topic_policy.Increment(); }
+
+void MetricsRegistry::OnTriggerRefused(std::string_view reason) {
+  // A fixed set of reasons (ClassifyTriggerError): no cardinality to cap.
+  m_->triggers_refused_family.Add({{"reason", std::string(reason)}}).Increment();
+}
 
 void MetricsRegistry::OnCommandBatch(const std::map<std::string, uint64_t>& applied_by_op,
                                      const std::map<std::string, uint64_t>& rejected_by_reason,

@@ -38,6 +38,7 @@ class MetricsRegistry final : public SchedulerObserver {
   void OnMissed(int64_t caught_up, int64_t skipped, int64_t too_old) override;
   void OnFiringFailed(int32_t shard, const Status& status) override;
   void OnRefusedTopic(std::string_view topic) override;
+  void OnTriggerRefused(std::string_view reason) override;
   void OnReleaseFailed(int32_t shard, const Status& status) override;
   void OnCatchUpDebt(int64_t owed_minutes) override;
   void OnCatchUpRate(int64_t per_second) override;

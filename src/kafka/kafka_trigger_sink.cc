@@ -14,11 +14,13 @@
 #include <thread>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "core/topic_policy.h"
 #include "core/trigger_encoder.h"
 #include "kafka/delivery_error.h"
 #include "kafka/kafka_client_config.h"
+#include "kafka/trigger_error_class.h"
 
 namespace belfry {
 namespace {
@@ -52,6 +54,15 @@ class BatchState final {
     outstanding_.fetch_add(1, std::memory_order_relaxed);
   }
   void Abandon(const Status& error) { Complete(error); }
+  // The delivery report of one message that failed, with what it was.
+  void CompleteFailed(const Status& result, TriggerFailure failure) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      failures_.push_back(std::move(failure));
+    }
+    Complete(result);
+  }
+  void AbandonFailed(const Status& error, TriggerFailure failure) { CompleteFailed(error, std::move(failure)); }
   // The delivery report for one message. Drops the message's reference.
   void Complete(const Status& result) {
     if (!result.ok()) {
@@ -81,9 +92,15 @@ class BatchState final {
     on_done_ = nullptr;
   }
   // An error that never became a message (e.g. an invalid topic caught before produce()).
-  void Fail(const Status& error) {
+  void Fail(const Status& error, TriggerFailure failure) {
     std::lock_guard<std::mutex> lock(mu_);
     if (first_error_.ok()) first_error_ = error;
+    failures_.push_back(std::move(failure));
+  }
+  // REQUIRES: Done().
+  std::vector<TriggerFailure> TakeFailures() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::move(failures_);
   }
 
   Status Wait(std::chrono::milliseconds timeout) {
@@ -112,7 +129,35 @@ class BatchState final {
   std::condition_variable cv_;
   Status first_error_;              // guarded by mu_
   std::function<void()> on_done_;   // guarded by mu_
+  std::vector<TriggerFailure> failures_;  // guarded by mu_
 };
+
+// The failure of a message that was produced, read back from its delivery report.
+TriggerFailure FailureOf(const rd_kafka_message_t& m) {
+  const TriggerErrorClass c = ClassifyTriggerError(m.err);
+  TriggerFailure f;
+  f.kind = c.kind;
+  f.reason = c.reason;
+  f.error = rd_kafka_err2str(m.err);
+  f.topic = rd_kafka_topic_name(m.rkt);
+  if (m.key != nullptr) f.key.assign(static_cast<const char*>(m.key), m.key_len);
+  if (m.payload != nullptr) f.value.assign(static_cast<const char*>(m.payload), m.len);
+  rd_kafka_headers_t* headers = nullptr;
+  if (rd_kafka_message_headers(&m, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    const char* name = nullptr;
+    const void* value = nullptr;
+    size_t size = 0;
+    for (size_t i = 0; rd_kafka_header_get_all(headers, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i) {
+      std::string v = value != nullptr ? std::string(static_cast<const char*>(value), size) : std::string();
+      if (std::string_view(name) == kJobIdHeader) f.job_id = v;
+      if (std::string_view(name) == kScheduledForHeader) {
+        std::from_chars(v.data(), v.data() + v.size(), f.scheduled_for_ms);
+      }
+      f.headers.emplace_back(name, std::move(v));
+    }
+  }
+  return f;
+}
 
 }  // namespace
 
@@ -166,7 +211,8 @@ class KafkaTriggerSink::Impl {
     } else {
       failed_.fetch_add(1, std::memory_order_relaxed);
       if (state != nullptr) {
-        state->Complete(DeliveryStatus(static_cast<RdKafka::ErrorCode>(m.err), rd_kafka_topic_name(m.rkt)));
+        state->CompleteFailed(DeliveryStatus(static_cast<RdKafka::ErrorCode>(m.err), rd_kafka_topic_name(m.rkt)),
+                              FailureOf(m));
       }
     }
   }
@@ -194,6 +240,9 @@ class KafkaTriggerSink::Impl {
         {"queue.buffering.max.messages", std::to_string(options_.queue_max_messages)},
         {"queue.buffering.max.kbytes", std::to_string(options_.queue_max_kbytes)},
         {"message.timeout.ms", std::to_string(options_.message_timeout_ms)},
+        // The bounded wait before an unknown topic fails its messages (a record error) when
+        // auto-creation is off (allow.auto.create.topics=false in kafka.properties).
+        {"topic.metadata.propagation.max.ms", std::to_string(options_.unknown_topic_wait_ms)},
     };
     StatusOr<std::unique_ptr<RdKafka::Conf>> conf =
         BuildKafkaConf(config_, options_.client_id, settings, &event_logger_);
@@ -294,16 +343,20 @@ class KafkaTriggerBatch final : public TriggerBatch {
   void Add(const TriggerView& t) override {
     if (!IsValidKafkaTopicName(t.topic)) {
       sink_->CountSyncFailure();
-      state_->Fail(Status::Invalid(
+      const Status error = Status::Invalid(
           "invalid_topic",
-          "job '" + std::string(t.job_id) + "' names an invalid Kafka topic '" + std::string(t.topic) + "'"));
+          "job '" + std::string(t.job_id) + "' names an invalid Kafka topic '" + std::string(t.topic) + "'");
+      EncodeTriggerValue(t, &value_);
+      state_->Fail(error, SyncFailure(t, {TriggerErrorKind::kRecord, "invalid_topic"}, error.message()));
       return;
     }
     rd_kafka_topic_t* rkt = TopicHandle(t.topic);
     if (rkt == nullptr) {
       const rd_kafka_resp_err_t err = rd_kafka_last_error();
       sink_->CountSyncFailure();
-      state_->Fail(DeliveryStatus(static_cast<RdKafka::ErrorCode>(err), std::string(t.topic)));
+      EncodeTriggerValue(t, &value_);
+      state_->Fail(DeliveryStatus(static_cast<RdKafka::ErrorCode>(err), std::string(t.topic)),
+                   SyncFailure(t, ClassifyTriggerError(err), rd_kafka_err2str(err)));
       return;
     }
     EncodeTriggerValue(t, &value_);
@@ -353,9 +406,52 @@ class KafkaTriggerBatch final : public TriggerBatch {
         continue;
       }
       sink_->CountSyncFailure();
-      state_->Abandon(DeliveryStatus(static_cast<RdKafka::ErrorCode>(err), std::string(t.topic)));
+      state_->AbandonFailed(DeliveryStatus(static_cast<RdKafka::ErrorCode>(err), std::string(t.topic)),
+                            SyncFailure(t, ClassifyTriggerError(err), rd_kafka_err2str(err)));
       return;
     }
+  }
+
+  void Resend(const TriggerFailure& f) override {
+    rd_kafka_topic_t* rkt = IsValidKafkaTopicName(f.topic) ? TopicHandle(f.topic) : nullptr;
+    if (rkt == nullptr) {
+      sink_->CountSyncFailure();
+      state_->Fail(Status::Invalid("invalid_topic", "topic '" + f.topic + "' refused again"), f);
+      return;
+    }
+    for (;;) {
+      state_->BeginMessage();
+      rd_kafka_headers_t* headers = rd_kafka_headers_new(f.headers.size());
+      for (const auto& [name, value] : f.headers) {
+        rd_kafka_header_add(headers, name.data(), static_cast<ssize_t>(name.size()), value.data(),
+                            static_cast<ssize_t>(value.size()));
+      }
+      const rd_kafka_resp_err_t err = rd_kafka_producev(
+          producer_->c_ptr(), RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+          RD_KAFKA_V_VALUE(const_cast<char*>(f.value.data()), f.value.size()),
+          RD_KAFKA_V_KEY(f.key.data(), f.key.size()), RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_OPAQUE(state_),
+          RD_KAFKA_V_END);
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return;
+      rd_kafka_headers_destroy(headers);
+      if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        state_->Abandon(Status::Ok());
+        producer_->poll(10);
+        continue;
+      }
+      sink_->CountSyncFailure();
+      TriggerFailure again = f;
+      const TriggerErrorClass c = ClassifyTriggerError(err);
+      again.kind = c.kind;
+      again.reason = c.reason;
+      again.error = rd_kafka_err2str(err);
+      state_->AbandonFailed(DeliveryStatus(static_cast<RdKafka::ErrorCode>(err), f.topic), std::move(again));
+      return;
+    }
+  }
+
+  std::vector<TriggerFailure> Failures() override {
+    if (!state_->Done()) return {};
+    return state_->TakeFailures();
   }
 
   Status Finish() override {
@@ -367,6 +463,24 @@ class KafkaTriggerBatch final : public TriggerBatch {
   void NotifyWhenDone(std::function<void()> fn) override { state_->NotifyWhenDone(std::move(fn)); }
 
  private:
+  // A trigger that failed before it became a message; its value is in value_.
+  TriggerFailure SyncFailure(const TriggerView& t, TriggerErrorClass c, std::string error) const {
+    TriggerFailure f;
+    f.kind = c.kind;
+    f.reason = c.reason;
+    f.error = std::move(error);
+    f.job_id = std::string(t.job_id);
+    f.topic = std::string(t.topic);
+    f.key = std::string(t.key);
+    f.value = value_;
+    f.scheduled_for_ms = t.scheduled_for_ms;
+    f.headers.emplace_back(kJobIdHeader, f.job_id);
+    f.headers.emplace_back(kScheduledForHeader, std::to_string(t.scheduled_for_ms));
+    if (t.attempt > 0) f.headers.emplace_back(kAttemptHeader, AttemptHeader(t.attempt));
+    if (!t.manual.empty()) f.headers.emplace_back(kManualHeader, std::string(t.manual));
+    return f;
+  }
+
   // This batch's handle for `name`, created on first use. A handle per message (what
   // RD_KAFKA_V_TOPIC does) takes the client's write lock and searches its topic list for every
   // trigger. nullptr if librdkafka refuses the topic (see rd_kafka_last_error()).

@@ -18,6 +18,9 @@ struct KafkaTriggerSinkOptions {
   std::string client_id = "belfry-triggers";
   // Upper bound on one trigger's delivery, retries included (librdkafka message.timeout.ms).
   int64_t message_timeout_ms = 30000;
+  // How long a topic the broker does not know stays queued before its triggers fail as a record
+  // error (librdkafka topic.metadata.propagation.max.ms). Reached only when auto-creation is off.
+  int64_t unknown_topic_wait_ms = 10000;
   int32_t linger_ms = 5;
   int64_t batch_size_bytes = 1024 * 1024;
   std::string compression = "lz4";

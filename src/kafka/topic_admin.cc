@@ -72,6 +72,7 @@ std::vector<TopicSpec> BelfryTopicSpecs(const KafkaConfig& config) {
       TopicSpec{config.dlq_topic, 3, -1, {}},
       TopicSpec{config.results_topic, 6, -1, {}},
       TopicSpec{config.changes_topic, 6, -1, {{"cleanup.policy", "compact"}}},
+      TopicSpec{config.triggers_dlq_topic, 3, -1, {}},
   };
 }
 

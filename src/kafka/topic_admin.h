@@ -19,8 +19,8 @@ struct TopicSpec {
 };
 
 // belfry's own topics: config.commands_topic (12 partitions), config.dlq_topic (3),
-// config.results_topic (6) and config.changes_topic (6, compacted: the audit trail's events, keyed
-// by job id), with the broker's default replication factor.
+// config.results_topic (6), config.changes_topic (6, compacted: the audit trail's events, keyed
+// by job id) and config.triggers_dlq_topic (3), with the broker's default replication factor.
 std::vector<TopicSpec> BelfryTopicSpecs(const KafkaConfig& config);
 
 // Creates every topic in `topics` that does not exist yet, then waits until the brokers serve all

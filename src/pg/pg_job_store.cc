@@ -54,6 +54,8 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kGetJobName, q::kGetJobSql},
       {q::kGetJobInShardName, q::kGetJobInShardSql},
       {q::kGetJobViewName, q::kGetJobViewSql},
+      {q::kRecordDeliveryErrorName, q::kRecordDeliveryErrorSql},
+      {q::kGetDeliveryErrorName, q::kGetDeliveryErrorSql},
       {q::kGetJobViewInShardName, q::kGetJobViewInShardSql},
       {q::kListJobsName, q::kListJobsSql},
       {q::kListJobsByOwnerName, q::kListJobsByOwnerSql},
@@ -602,6 +604,14 @@ StatusOr<std::optional<StoredJob>> PgJobStore::GetJob(const std::string& id) {
   return job;
 }
 
+Status PgJobStore::RecordDeliveryError(const DeliveryErrorRecord& e) {
+  return session_.Run("record delivery error", [&](pqxx::connection& conn) {
+    pqxx::nontransaction txn(conn);
+    txn.exec_prepared(pg_queries::kRecordDeliveryErrorName, e.job_id, e.topic, e.slot_ms, e.error, e.at_ms);
+    return Status::Ok();
+  });
+}
+
 StatusOr<std::optional<JobAndStats>> PgJobStore::GetJobAndStats(const std::string& id) {
   std::optional<JobAndStats> view;
   Status st = session_.Run("get job view", [&](pqxx::connection& conn) {
@@ -623,6 +633,16 @@ StatusOr<std::optional<JobAndStats>> PgJobStore::GetJobAndStats(const std::strin
     view->stats_read = true;
     if (!r[0][pg_queries::kJobViewStatsColumn].is_null()) {
       view->stats = JobStatsFromRow(r[0], pg_queries::kJobViewStatsColumn);
+    }
+    const pqxx::result e = txn.exec_prepared(pg_queries::kGetDeliveryErrorName, id);
+    if (!e.empty()) {
+      DeliveryErrorRecord d;
+      d.job_id = id;
+      d.topic = e[0][0].as<std::string>();
+      d.slot_ms = e[0][1].as<int64_t>();
+      d.error = e[0][2].as<std::string>();
+      d.at_ms = e[0][3].as<int64_t>();
+      view->last_delivery_error = std::move(d);
     }
     return Status::Ok();
   });

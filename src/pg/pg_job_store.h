@@ -49,6 +49,7 @@ class PgJobStore final : public JobStore {
 
   // StoredJob.spec.offset_explicit is always false and source.timestamp_ms 0: neither is stored.
   StatusOr<std::optional<JobAndStats>> GetJobAndStats(const std::string& id) override;
+  Status RecordDeliveryError(const DeliveryErrorRecord& e) override;
   StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) override;
   // Ordered by id; filter.limit is clamped to 1..1000.
   StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter& filter) override;

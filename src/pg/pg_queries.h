@@ -598,6 +598,18 @@ inline constexpr const char kLockJobsByKeysSql[] =
   " floor(extract(epoch FROM last_finished_at) * 1000)::bigint, consecutive_failures,"        \
   " total_succeeded, total_failed, last_success_scheduled_for_ms"
 
+// A job's last undeliverable trigger (migration 0017), written only when the broker refuses one
+// for good. $1 job id, $2 topic, $3 slot ms, $4 error text, $5 at ms.
+inline constexpr const char kRecordDeliveryErrorName[] = "belfry_record_delivery_error";
+inline constexpr const char kRecordDeliveryErrorSql[] =
+    "INSERT INTO trigger_delivery_errors (job_id, topic, slot_ms, error, at_ms) VALUES ($1, $2, $3, $4, $5) "
+    "ON CONFLICT (job_id) DO UPDATE SET topic = EXCLUDED.topic, slot_ms = EXCLUDED.slot_ms, "
+    "error = EXCLUDED.error, at_ms = EXCLUDED.at_ms";
+// The job view's lastDeliveryError. $1 job id. Columns: topic, slot_ms, error, at_ms.
+inline constexpr const char kGetDeliveryErrorName[] = "belfry_get_delivery_error";
+inline constexpr const char kGetDeliveryErrorSql[] =
+    "SELECT topic, slot_ms, error, at_ms FROM trigger_delivery_errors WHERE job_id = $1";
+
 // The admin API's job view: the job's columns (BELFRY_JOB_COLUMNS, 36 of them) and then its
 // job_stats row (BELFRY_STATS_COLUMNS, all NULL before the first report), in one statement
 // instead of two. Same parameters as kGetJobInShard / kGetJob.

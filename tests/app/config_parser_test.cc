@@ -249,6 +249,8 @@ std::map<std::string, KeyCase> KeyCases() {
        {"e.t", "e.t", [](const Config& c) { EXPECT_EQ(c.kafka.executions_topic, "e.t"); }}},
       {"kafka.executions_dlq_topic",
        {"ed.t", "ed.t", [](const Config& c) { EXPECT_EQ(c.kafka.executions_dlq_topic, "ed.t"); }}},
+      {"kafka.triggers_dlq_topic",
+       {"td.t", "td.t", [](const Config& c) { EXPECT_EQ(c.kafka.triggers_dlq_topic, "td.t"); }}},
       {"kafka.executions_group_id",
        {"eg", "eg", [](const Config& c) { EXPECT_EQ(c.kafka.executions_group_id, "eg"); }}},
       {"kafka.group_id", {"g", "g", [](const Config& c) { EXPECT_EQ(c.kafka.group_id, "g"); }}},

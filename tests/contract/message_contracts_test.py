@@ -283,6 +283,7 @@ class Checker:
         "commandsDlq": ("dlq_topic", "send"),
         "executions": ("executions_topic", "receive"),
         "executionsDlq": ("executions_dlq_topic", "send"),
+        "triggersDlq": ("triggers_dlq_topic", "send"),
         "changes": ("changes_topic", "send"),
         "triggers": (None, "send"),
     }

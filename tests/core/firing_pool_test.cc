@@ -163,5 +163,40 @@ TEST_F(FiringPoolTest, AFailedShardWaitsItsJitteredBackoffBeforeAScanRetriesIt) 
   EXPECT_EQ(ledger_.FiredThrough(a_.shard), kM) << "not retried once its back-off ended";
 }
 
+
+// A shard whose debt firings keep failing waits longer after each one: 1 s, doubling to 5 s
+// (jittered), so a poisoned debt no longer re-fires every second without end.
+TEST_F(FiringPoolTest, AFailingDebtFiringBacksOffLongerEachTime) {
+  // Every shard fired through kM, and the waits below stay within minute kM: the only firings
+  // (and so the only batches) are the debt firings of a's shard.
+  for (int32_t s = 0; s < 120; ++s) ledger_.SetFiredThrough(s, kM);
+  ledger_.AddDebt(a_.shard, MinuteRange{kM - 1, kM - 1});
+  clock_.Set(SlotMs(kM, 0, 500));
+  Backoff expected(BackoffPolicy{1000, 5000}, (7 ^ 0x9e3779b97f4a7c15ULL) + static_cast<uint64_t>(a_.shard));
+  sink_.FailNextBatches(1000);
+  auto pool = StartPool(4);
+  int64_t batches = 0;
+  std::vector<int64_t> waits;
+  for (int failure = 1; failure <= 5; ++failure) {
+    pool->DispatchCatchUpScan();
+    pool->Drain();
+    ASSERT_EQ(sink_.batches_created(), ++batches) << "debt firing " << failure << " did not run";
+    const EpochMs failed_at = clock_.NowMs();
+    const int64_t wait = expected.NextDelayMs();
+    waits.push_back(wait);
+    clock_.Set(failed_at + wait - 1);
+    pool->DispatchCatchUpScan();
+    pool->Drain();
+    ASSERT_EQ(sink_.batches_created(), batches) << "debt retried before back-off " << failure << " ended";
+    clock_.Set(failed_at + wait);
+  }
+  EXPECT_GE(waits[0], 500);
+  EXPECT_LE(waits[0], 1000);
+  EXPECT_GT(waits[2], 2000) << "the third failure's ceiling is 4 s";
+  EXPECT_GE(waits[4], 2500);
+  EXPECT_LE(waits[4], 5000);
+  EXPECT_EQ(ledger_.Debt(a_.shard).size(), 1u) << "a failed debt firing keeps its debt";
+}
+
 }  // namespace
 }  // namespace belfry

@@ -48,8 +48,13 @@ class RecordingObserver final : public SchedulerObserver {
     std::lock_guard<std::mutex> lock(mu_);
     ++release_failures;
   }
+  void OnTriggerRefused(std::string_view reason) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    undeliverable.emplace_back(reason);
+  }
   std::vector<ShardMinuteReport> fired;
   int64_t caught_up = 0, skipped = 0, too_old = 0, failures = 0, refused = 0, release_failures = 0;
+  std::vector<std::string> undeliverable;  // OnTriggerRefused reasons
 
  private:
   std::mutex mu_;

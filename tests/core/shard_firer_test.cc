@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "core/shard_hash.h"
 #include "scheduler_sim.h"
 
@@ -404,6 +409,180 @@ TEST_F(ShardFirerTest, APendingFiringThatQueuedNothingIsDoneAtOnce) {
   EXPECT_EQ(firer_.Complete(pending), ShardFirer::Outcome::kFired);
   EXPECT_EQ(ledger_.FiredThrough(s.shard), kM);
   EXPECT_EQ(observer_.skipped, 3);
+}
+
+
+// Records what the firer refuses, as TriggerDeadLetterer would; can be told to fail.
+class RecordingRefusals final : public TriggerRefusals {
+ public:
+  Status Record(const TriggerFailure& f, EpochMs at_ms) override {
+    if (fail_) return Status::Retryable("injected DLQ failure");
+    refused.push_back({f.job_id, f.scheduled_for_ms});
+    reasons.push_back(f.reason);
+    last_at = at_ms;
+    return Status::Ok();
+  }
+  bool fail_ = false;
+  std::vector<std::pair<std::string, EpochMs>> refused;
+  std::vector<std::string> reasons;
+  EpochMs last_at = 0;
+};
+
+// Issue 33's scenario: one job whose topic refuses its trigger, among 20 healthy every-minute
+// jobs of the same shard.
+class UndeliverableTriggerTest : public ::testing::Test {
+ protected:
+  UndeliverableTriggerTest()
+      : clock_(SlotMs(kM, 0, 500)),
+        ledger_(120, clock_),
+        policy_({"*"}, {}),
+        firer_(cfg_, "node-a", store_, ledger_, sink_, sink_, nullptr, policy_, clock_, observer_, nullptr,
+               &refusals_) {
+    for (int i = 0; static_cast<int>(healthy_.size()) < 21; ++i) {
+      const std::string id = "job-" + std::to_string(i);
+      if (ShardForId(id, 120) != kShard) continue;
+      JobSpec s = MakeJob(id, 1, 0);
+      s.topic = "out.shared";
+      store_.Put(s);
+      healthy_.push_back(id);
+    }
+    bad_ = healthy_.back();
+    healthy_.pop_back();
+    ledger_.SetFiredThrough(kShard, kM - 1);
+    clock_.Set(SlotMs(kM, kShard, 500));
+  }
+
+  // How many times each job was sent and acknowledged.
+  std::map<std::string, int> SentPerJob() const {
+    std::map<std::string, int> n;
+    for (const SentTrigger& t : sink_.sent()) ++n[t.job_id];
+    return n;
+  }
+
+  static constexpr int32_t kShard = 7;
+  SchedulerConfig cfg_;
+  FakeClock clock_;
+  FakeJobStore store_;
+  FakeShardLedger ledger_;
+  FakeTriggerSink sink_;
+  TopicPolicy policy_;
+  RecordingObserver observer_;
+  RecordingRefusals refusals_;
+  ShardFirer firer_;
+  std::vector<std::string> healthy_;
+  std::string bad_;
+};
+
+TEST_F(UndeliverableTriggerTest, ARecordErrorFailsOnlyItsTriggerAndTheShardMinuteCompletes) {
+  sink_.RefuseJob(bad_, "message_too_large");
+  ASSERT_EQ(firer_.FireUpTo(kShard, kM), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(ledger_.FiredThrough(kShard), kM);
+  EXPECT_EQ(observer_.failures, 0);
+  const std::map<std::string, int> sent = SentPerJob();
+  for (const std::string& id : healthy_) EXPECT_EQ(sent.count(id) ? sent.at(id) : 0, 1) << id;
+  EXPECT_EQ(sent.count(bad_), 0u);
+  ASSERT_EQ(refusals_.refused.size(), 1u);
+  EXPECT_EQ(refusals_.refused[0], std::make_pair(bad_, SlotMs(kM, kShard, 500)));
+  EXPECT_EQ(refusals_.reasons, std::vector<std::string>{"message_too_large"});
+  EXPECT_EQ(observer_.undeliverable, std::vector<std::string>{"message_too_large"});
+  EXPECT_EQ(sink_.resends(), 0) << "a lone failure in its topic is refused without a resend";
+  ASSERT_EQ(observer_.fired.size(), 1u);
+  EXPECT_EQ(observer_.fired[0].undeliverable, 1);
+
+  // The next minute: the same again, once; nothing of the first minute repeats.
+  clock_.Set(SlotMs(kM + 1, kShard, 500));
+  ASSERT_EQ(firer_.FireUpTo(kShard, kM + 1), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(ledger_.FiredThrough(kShard), kM + 1);
+  for (const auto& [id, n] : SentPerJob()) EXPECT_EQ(n, 2) << id;
+  EXPECT_EQ(refusals_.refused.size(), 2u);
+}
+
+TEST_F(UndeliverableTriggerTest, HealthyTriggersSpoiledByARefusedBatchMateAreResentAlone) {
+  sink_.RefuseJob(bad_, "message_too_large", /*spoils_batch=*/true);
+  ASSERT_EQ(firer_.FireUpTo(kShard, kM), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(ledger_.FiredThrough(kShard), kM);
+  const std::map<std::string, int> sent = SentPerJob();
+  for (const std::string& id : healthy_) EXPECT_EQ(sent.count(id) ? sent.at(id) : 0, 1) << id;
+  EXPECT_EQ(sink_.resends(), 21) << "each failed trigger once, alone";
+  ASSERT_EQ(refusals_.refused.size(), 1u);
+  EXPECT_EQ(refusals_.refused[0].first, bad_);
+}
+
+TEST_F(UndeliverableTriggerTest, ABrokerErrorStillFailsTheShardMinute) {
+  sink_.FailNextBatches(1);
+  Status err;
+  EXPECT_EQ(firer_.FireUpTo(kShard, kM, &err), ShardFirer::Outcome::kFailed);
+  EXPECT_TRUE(err.retryable());
+  EXPECT_EQ(ledger_.FiredThrough(kShard), kM - 1);
+  EXPECT_TRUE(refusals_.refused.empty());
+}
+
+TEST_F(UndeliverableTriggerTest, ARefusalThatCannotBeDeadLetteredFailsTheShardMinute) {
+  sink_.RefuseJob(bad_, "topic_authorization");
+  refusals_.fail_ = true;
+  EXPECT_EQ(firer_.FireUpTo(kShard, kM), ShardFirer::Outcome::kFailed);
+  EXPECT_EQ(ledger_.FiredThrough(kShard), kM - 1) << "no refused trigger is lost without its dead letter";
+  refusals_.fail_ = false;
+  ASSERT_EQ(firer_.FireUpTo(kShard, kM), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(ledger_.FiredThrough(kShard), kM);
+  EXPECT_EQ(refusals_.refused.size(), 1u);
+}
+
+// The issue's second run: the poisoned oldest minute of the debt must settle, or later slots are
+// never fired while earlier ones repeat.
+TEST_F(UndeliverableTriggerTest, APoisonedDebtMinuteSettles) {
+  sink_.RefuseJob(bad_, "message_too_large");
+  ledger_.AddDebt(kShard, MinuteRange{kM - 3, kM - 1});
+  clock_.Set(SlotMs(kM + 1, kShard, 500));
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(firer_.FireDebt(kShard), ShardFirer::Outcome::kFired) << i;
+  EXPECT_TRUE(ledger_.Debt(kShard).empty());
+  for (const auto& [id, n] : SentPerJob()) EXPECT_EQ(n, 3) << id;
+  EXPECT_EQ(refusals_.refused.size(), 3u);
+  EXPECT_EQ(observer_.failures, 0);
+}
+
+
+// A topic that fails with broker errors for longer than the bound while other triggers are
+// delivered stops holding its shard: its trigger is dead-lettered as topic_unavailable.
+TEST(UndeliverableTopicTest, ABrokerErrorLastingPastTheBoundBecomesARecordError) {
+  SchedulerConfig cfg;
+  cfg.misfire_threshold_ms = 600'000;  // the retried minute stays on time throughout
+  FakeClock clock(SlotMs(kM, 7, 500));
+  FakeJobStore store;
+  FakeShardLedger ledger(120, clock);
+  FakeTriggerSink sink;
+  TopicPolicy policy({"*"}, {});
+  RecordingObserver observer;
+  RecordingRefusals refusals;
+  BrokerErrorStreaks streaks(120'000, 60'000);
+  ShardFirer firer(cfg, "node-a", store, ledger, sink, sink, nullptr, policy, clock, observer, nullptr, &refusals,
+                   &streaks);
+  std::string ok, dark;
+  for (int i = 0; ok.empty() || dark.empty(); ++i) {
+    const std::string id = "t-" + std::to_string(i);
+    if (ShardForId(id, 120) != 7) continue;
+    JobSpec s = MakeJob(id, 1, 0);
+    if (ok.empty()) {
+      ok = id;
+    } else {
+      dark = id;
+      s.topic = "out.dark";
+    }
+    store.Put(s);
+  }
+  sink.RefuseJob(dark, "broker", false, TriggerErrorKind::kBroker);
+  ledger.SetFiredThrough(7, kM - 1);
+  EXPECT_EQ(firer.FireUpTo(7, kM), ShardFirer::Outcome::kFailed) << "a broker error holds the shard at first";
+  for (int i = 0; i < 3; ++i) {  // other shards deliver; this one keeps failing on its dark topic
+    clock.Advance(30'000);
+    streaks.OnDelivered(clock.NowMs());
+    EXPECT_EQ(firer.FireUpTo(7, kM), ShardFirer::Outcome::kFailed) << i;
+  }
+  clock.Advance(31'000);  // 121 s after the first error
+  ASSERT_EQ(firer.FireUpTo(7, kM), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(ledger.FiredThrough(7), kM);
+  EXPECT_EQ(refusals.reasons, std::vector<std::string>{"topic_unavailable"});
+  EXPECT_EQ(refusals.refused.front().first, dark);
 }
 
 }  // namespace

@@ -58,8 +58,19 @@ class FakeJobStore final : public JobStore {
     return read_fences_;
   }
 
+  Status RecordDeliveryError(const DeliveryErrorRecord& e) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    delivery_errors_[e.job_id] = e;
+    return Status::Ok();
+  }
+  std::map<std::string, DeliveryErrorRecord> delivery_errors() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return delivery_errors_;
+  }
+
  private:
   mutable std::mutex mu_;
+  std::map<std::string, DeliveryErrorRecord> delivery_errors_;
   std::map<std::string, Row> rows_;
   std::vector<BulkOpState> bulk_ops_;  // in acceptance order
   std::vector<std::pair<JobChange, bool>> changes_;  // in change_id order; bool: published

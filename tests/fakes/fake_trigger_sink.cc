@@ -30,7 +30,19 @@ class FakeTriggerBatch final : public TriggerBatch {
       }
     }
     pending_.push_back(std::move(s));
+    pending_headers_.push_back({{"belfry-job-id", std::string(t.job_id)},
+                                {"belfry-scheduled-for", std::to_string(t.scheduled_for_ms)}});
   }
+  void Resend(const TriggerFailure& f) override {
+    {
+      std::lock_guard<std::mutex> lock(sink_->mu_);
+      ++sink_->resends_;
+    }
+    SentTrigger s{f.job_id, f.topic, f.key, f.value, 0, f.scheduled_for_ms};
+    pending_.push_back(std::move(s));
+    pending_headers_.push_back(f.headers);
+  }
+  std::vector<TriggerFailure> Failures() override { return failures_; }
   Status Finish() override {
     std::unique_lock<std::mutex> lock(sink_->mu_);
     if (sink_->hold_) {
@@ -39,8 +51,38 @@ class FakeTriggerBatch final : public TriggerBatch {
       --sink_->finishes_held_;
     }
     if (fail_) return Status::Retryable("injected broker failure");
-    for (SentTrigger& s : pending_) sink_->sent_.push_back(std::move(s));
+    // Record errors: a refused job's triggers, and with spoils_batch its topic's batch-mates.
+    std::map<std::string, std::string> spoiled;  // topic -> reason
+    for (const SentTrigger& s : pending_) {
+      auto it = sink_->refused_jobs_.find(s.job_id);
+      if (it != sink_->refused_jobs_.end() && it->second.second) spoiled[s.topic] = it->second.first;
+    }
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      SentTrigger& s = pending_[i];
+      auto it = sink_->refused_jobs_.find(s.job_id);
+      auto sp = spoiled.find(s.topic);
+      if (it == sink_->refused_jobs_.end() && sp == spoiled.end()) {
+        sink_->sent_.push_back(std::move(s));
+        continue;
+      }
+      TriggerFailure f;
+      f.kind = it != sink_->refused_jobs_.end() ? sink_->refused_kind_[s.job_id] : TriggerErrorKind::kRecord;
+      f.reason = it != sink_->refused_jobs_.end() ? it->second.first : sp->second;
+      f.error = "injected record error: " + f.reason;
+      f.job_id = s.job_id;
+      f.topic = s.topic;
+      f.key = s.key;
+      f.value = s.value;
+      f.scheduled_for_ms = s.scheduled_for_ms;
+      f.headers = pending_headers_[i];
+      failures_.push_back(std::move(f));
+    }
     pending_.clear();
+    pending_headers_.clear();
+    for (const TriggerFailure& f : failures_) {
+      if (f.kind == TriggerErrorKind::kBroker) return Status::Retryable(f.error);
+    }
+    if (!failures_.empty()) return Status::Invalid("kafka_delivery", failures_.front().error);
     return Status::Ok();
   }
   bool Done() override {
@@ -68,6 +110,8 @@ class FakeTriggerBatch final : public TriggerBatch {
   int64_t number_;
   int64_t last_ack_us_ = 0;
   std::vector<SentTrigger> pending_;
+  std::vector<std::vector<std::pair<std::string, std::string>>> pending_headers_;
+  std::vector<TriggerFailure> failures_;
 };
 
 std::unique_ptr<TriggerBatch> FakeTriggerSink::NewBatch() {
@@ -90,6 +134,18 @@ void FakeTriggerSink::Clear() {
 void FakeTriggerSink::FailNextBatches(int n) {
   std::lock_guard<std::mutex> lock(mu_);
   fail_batches_ = n;
+}
+
+void FakeTriggerSink::RefuseJob(const std::string& job_id, const std::string& reason, bool spoils_batch,
+                                TriggerErrorKind kind) {
+  std::lock_guard<std::mutex> lock(mu_);
+  refused_jobs_[job_id] = {reason, spoils_batch};
+  refused_kind_[job_id] = kind;
+}
+
+int64_t FakeTriggerSink::resends() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return resends_;
 }
 
 void FakeTriggerSink::HoldAcks() {

@@ -34,6 +34,14 @@ class FakeTriggerSink final : public TriggerSink {
   void Clear();
   // The next n batches fail in Finish() (their triggers are still recorded as "attempted").
   void FailNextBatches(int n);
+  // Every trigger of `job_id` fails as a record error with `reason`, resends included. With
+  // `spoils_batch`, as a broker refuses a whole record batch, the other triggers to the same
+  // topic in the same batch fail with it (they succeed when resent alone).
+  // `kind` kBroker: its triggers fail as a broker error instead (a topic without a leader).
+  void RefuseJob(const std::string& job_id, const std::string& reason, bool spoils_batch = false,
+                 TriggerErrorKind kind = TriggerErrorKind::kRecord);
+  // Resend() calls so far.
+  int64_t resends() const;
   // While held, no batch is Done() and Finish() blocks; ReleaseAcks() acknowledges them all
   // and runs the NotifyWhenDone callbacks.
   void HoldAcks();
@@ -55,6 +63,9 @@ class FakeTriggerSink final : public TriggerSink {
   std::condition_variable acks_cv_;
   std::vector<SentTrigger> sent_;
   int fail_batches_ = 0;
+  std::map<std::string, std::pair<std::string, bool>> refused_jobs_;  // job -> reason, spoils_batch
+  std::map<std::string, TriggerErrorKind> refused_kind_;
+  int64_t resends_ = 0;
   bool hold_ = false;
   int64_t finishes_held_ = 0;
   int64_t next_batch_ = 0;

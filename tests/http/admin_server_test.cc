@@ -459,6 +459,7 @@ TEST_F(AdminServerTest, GetJobReturnsTheStoredJob) {
       {"totalSucceeded", 0},
       {"totalFailed", 0},
       {"firesRemaining", nullptr},
+      {"lastDeliveryError", nullptr},  // no trigger of it was refused
   };
   EXPECT_EQ(r.json(), expected) << r.body;
   // Fields come in the documented order.

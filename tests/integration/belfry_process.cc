@@ -59,7 +59,11 @@ int64_t NowMs() {
 
 }  // namespace
 
-std::string BelfryBinary() { return BELFRY_BINARY; }
+std::string BelfryBinary() {
+  // An override to run a scenario against another build (e.g. the "before" of a fix).
+  if (const char* other = std::getenv("BELFRY_ITEST_BINARY"); other != nullptr && *other != '\0') return other;
+  return BELFRY_BINARY;
+}
 
 int RunBelfry(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
               std::string* output) {

@@ -45,7 +45,7 @@ class BelfryProcess final {
   bool reaped_ = false;
 };
 
-// The compiled-in path of the belfry binary.
+// The compiled-in path of the belfry binary, or $BELFRY_ITEST_BINARY when set (a "before" run).
 std::string BelfryBinary();
 
 }  // namespace belfry

@@ -55,6 +55,7 @@ std::map<std::string, std::string> ItestWorld::Env(const std::string& group) con
           {"BELFRY_KAFKA_DLQ_TOPIC", dlq_topic},
           {"BELFRY_KAFKA_RESULTS_TOPIC", results_topic},
           {"BELFRY_KAFKA_CHANGES_TOPIC", changes_topic},
+          {"BELFRY_KAFKA_TRIGGERS_DLQ_TOPIC", triggers_dlq_topic},
           {"BELFRY_KAFKA_GROUP_ID", "it-" + run_id + (group.empty() ? "" : "-" + group)},
           {"BELFRY_KAFKA_EXECUTIONS_TOPIC", executions_topic},
           {"BELFRY_KAFKA_EXECUTIONS_DLQ_TOPIC", executions_dlq_topic},
@@ -91,6 +92,7 @@ std::unique_ptr<ItestWorld> ItestWorld::Create(const std::string& name) {
   w->trigger_topic = t + ".triggers";
   w->executions_topic = t + ".executions";
   w->executions_dlq_topic = t + ".executions.dlq";
+  w->triggers_dlq_topic = t + ".triggers-dlq";
   std::string out;
   const int rc = RunBelfry({"migrate"}, w->Env(), &out);
   if (rc != 0) {

@@ -30,7 +30,7 @@ struct ItestWorld {
   std::string run_id;  // unique per test process
   std::unique_ptr<PgTestDatabase> db;
   std::string brokers;
-  std::string commands_topic, dlq_topic, results_topic, changes_topic, trigger_topic;
+  std::string commands_topic, dlq_topic, results_topic, changes_topic, trigger_topic, triggers_dlq_topic;
   // This world's own executions topics and group: a shared group would join every test's nodes,
   // and their static members (group.instance.id from BELFRY_NODE_ID) would fence each other.
   std::string executions_topic, executions_dlq_topic;

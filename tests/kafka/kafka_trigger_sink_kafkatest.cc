@@ -171,6 +171,56 @@ TEST(KafkaTriggerSinkTest, OversizedTriggerIsAPermanentFailure) {
   EXPECT_EQ(sink->triggers_failed_total(), 1u);
 }
 
+// Issue 33: a topic that refuses one trigger for its size (the broker's max.message.bytes) fails
+// that trigger alone, as a record error, and reports it as it was produced, so that it can be
+// sent again (Resend) or dead-lettered; the same batch's other triggers are delivered.
+TEST(KafkaTriggerSinkTest, ARefusedTriggerIsListedAsARecordErrorWithItsMessage) {
+  const KafkaConfig config = TestKafkaConfig();
+  const std::string small = UniqueName("kt.small");
+  const std::string fine = UniqueName("kt.triggers");
+  ASSERT_TRUE(EnsureTopics(config, {TopicSpec{small, 1, -1, {{"max.message.bytes", "100"}}},
+                                    TopicSpec{fine, 1, -1, {}}})
+                  .ok());
+  std::unique_ptr<KafkaTriggerSink> sink = NewSink(config);
+  ASSERT_NE(sink, nullptr);
+  OwnedTrigger bad = MakeTrigger(small, 1);
+  bad.details = "{\"pad\":\"" + std::string(300, 'x') + "\"}";
+  std::unique_ptr<TriggerBatch> batch = sink->NewBatch();
+  batch->Add(bad.view());
+  for (int i = 2; i < 12; ++i) batch->Add(MakeTrigger(fine, i).view());
+  ASSERT_FALSE(batch->Finish().ok());
+  const std::vector<TriggerFailure> failures = batch->Failures();
+  ASSERT_EQ(failures.size(), 1u);
+  const TriggerFailure& f = failures[0];
+  EXPECT_EQ(f.kind, TriggerErrorKind::kRecord) << f.error;
+  EXPECT_EQ(f.reason, "message_too_large") << f.error;
+  EXPECT_EQ(f.job_id, bad.job_id);
+  EXPECT_EQ(f.topic, small);
+  EXPECT_EQ(f.key, bad.key);
+  EXPECT_EQ(f.scheduled_for_ms, bad.scheduled_for);
+  EXPECT_NE(f.value.find(std::string(300, 'x')), std::string::npos);
+  EXPECT_EQ(ReadAll(config, fine, 10, seconds(30)).size(), 10u) << "the batch-mates were delivered";
+
+  // The same bytes to a topic that takes them: delivered, with the trigger's headers.
+  TriggerFailure elsewhere = f;
+  elsewhere.topic = fine;
+  std::unique_ptr<TriggerBatch> again = sink->NewBatch();
+  again->Resend(elsewhere);
+  ASSERT_TRUE(again->Finish().ok());
+  EXPECT_TRUE(again->Failures().empty());
+  const std::vector<TailRecord> records = ReadAll(config, fine, 11, seconds(30));
+  ASSERT_EQ(records.size(), 11u);
+  bool found = false;
+  for (const TailRecord& r : records) {
+    if (r.headers.count("belfry-job-id") && r.headers.at("belfry-job-id") == bad.job_id) {
+      found = true;
+      EXPECT_EQ(r.value, f.value);
+      EXPECT_EQ(r.headers.at("belfry-scheduled-for"), std::to_string(bad.scheduled_for));
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST(KafkaTriggerSinkTest, FullQueueBlocksInsteadOfDropping) {
   const KafkaConfig config = TestKafkaConfig();
   const std::string topic = UniqueName("kt.triggers");

@@ -49,10 +49,12 @@ TEST(EnsureTopicsTest, CreatesThenIsIdempotent) {
   EXPECT_EQ(PartitionCount(specs[1].name), 3);
 }
 
-TEST(EnsureTopicsTest, BelfryTopicSpecsCreateAllFour) {
-  const KafkaConfig config = TestKafkaConfig();
+TEST(EnsureTopicsTest, BelfryTopicSpecsCreateAllFive) {
+  KafkaConfig config = TestKafkaConfig();
+  config.triggers_dlq_topic = UniqueName("kt.triggers.dlq");
   const std::vector<TopicSpec> specs = BelfryTopicSpecs(config);
-  ASSERT_EQ(specs.size(), 4u);
+  ASSERT_EQ(specs.size(), 5u);
+  EXPECT_EQ(specs[4].name, config.triggers_dlq_topic);
   EXPECT_EQ(specs[0].name, config.commands_topic);
   EXPECT_EQ(specs[0].partitions, 12);
   EXPECT_EQ(specs[3].name, config.changes_topic);
@@ -64,6 +66,7 @@ TEST(EnsureTopicsTest, BelfryTopicSpecsCreateAllFour) {
   EXPECT_GT(PartitionCount(config.dlq_topic), 0);
   EXPECT_GT(PartitionCount(config.results_topic), 0);
   EXPECT_EQ(PartitionCount(config.changes_topic), 6);
+  EXPECT_EQ(PartitionCount(config.triggers_dlq_topic), 3);
 }
 
 TEST(EnsureTopicsTest, InvalidSpecsAreInvalid) {

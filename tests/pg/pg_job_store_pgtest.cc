@@ -174,6 +174,32 @@ TEST_F(PgJobStoreTest, GetJobAndStatsReadsTheJobAndItsCountersTogether) {
   EXPECT_FALSE(missing->has_value());
 }
 
+// Issue 33: a refused trigger becomes its job's last delivery error (the latest one wins), and the
+// job view reads it back; a job with none reads none.
+TEST_F(PgJobStoreTest, RecordDeliveryErrorIsTheJobViewsLastDeliveryError) {
+  db().Exec("TRUNCATE trigger_delivery_errors");
+  Apply({Upsert("poisoned", 1, 0, 10, 3), Upsert("healthy", 1, 0, 10, 3)});
+  DeliveryErrorRecord e{"poisoned", "out.small", 1779449852500, "Broker: Message size too large", 1779449853000};
+  ASSERT_TRUE(store_->RecordDeliveryError(e).ok());
+  e.slot_ms += 60'000;
+  e.at_ms += 60'000;
+  e.error = "Broker: Topic authorization failed";
+  ASSERT_TRUE(store_->RecordDeliveryError(e).ok());
+  StatusOr<std::optional<JobAndStats>> view = store_->GetJobAndStats("poisoned");
+  ASSERT_TRUE(view.ok() && view->has_value()) << view.status().ToString();
+  ASSERT_TRUE((*view)->last_delivery_error.has_value());
+  const DeliveryErrorRecord& got = *(*view)->last_delivery_error;
+  EXPECT_EQ(got.job_id, "poisoned");
+  EXPECT_EQ(got.topic, "out.small");
+  EXPECT_EQ(got.slot_ms, 1779449912500);
+  EXPECT_EQ(got.at_ms, 1779449913000);
+  EXPECT_EQ(got.error, "Broker: Topic authorization failed");
+  EXPECT_EQ(db().Exec("SELECT count(*) FROM trigger_delivery_errors")[0][0].as<int64_t>(), 1);
+  StatusOr<std::optional<JobAndStats>> healthy = store_->GetJobAndStats("healthy");
+  ASSERT_TRUE(healthy.ok() && healthy->has_value());
+  EXPECT_FALSE((*healthy)->last_delivery_error.has_value());
+}
+
 TEST_F(PgJobStoreTest, DatesRoundTripToTheMillisecondUpToYear9999) {
   const std::vector<std::pair<EpochMs, EpochMs>> dates = {
       {0, 1}, {1'779'449'852'123, 1'779'449'852'124}, {123'456'789'012'345, 253'402'300'799'999}};

@@ -478,6 +478,15 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
            Use::kAllowed, "as GetJobViewInPartitionSql, for shards beyond the 120 partitions", none)
       .Add("kGetJobViewSql", q::kGetJobViewSql, {f.job}, Routing::kAllShards, Use::kAllowed,
            "the job view's fallback after a miss in its shard: by id in every shard", cluster)
+      .Add("kGetDeliveryErrorSql", q::kGetDeliveryErrorSql, {f.job}, Routing::kNoShardColumn, Use::kAllowed,
+           "the job view's last delivery error: trigger_delivery_errors (migration 0017) is keyed by job id "
+           "and has no shard column",
+           cluster)
+      .Add("kRecordDeliveryErrorSql", q::kRecordDeliveryErrorSql, {f.job, "out.small", "1", "e", "2"},
+           Routing::kNoShardColumn, Use::kKnownGap,
+           "a trigger the broker refused for good (rare; never on the healthy firing path): "
+           "trigger_delivery_errors has no shard column",
+           none)
       .Add("kCountJobsSql", q::kCountJobsSql, {}, Routing::kAllShards, Use::kAllowed, admin, none)
       .Add("kExplainDueJobsSql", q::kExplainDueJobsSql, tick, Routing::kOneShard, Use::kRouted, "", cluster)
       .Add("kExplainDueJobsHighSql", q::kExplainDueJobsHighSql, tick, Routing::kOneShard, Use::kRouted, "",

@@ -1,0 +1,66 @@
+#include "core/trigger_dead_letterer.h"
+
+#include <gtest/gtest.h>
+
+#include "fakes/fake_job_store.h"
+#include "fakes/fake_trigger_sink.h"
+
+namespace belfry {
+namespace {
+
+TriggerFailure Refused() {
+  TriggerFailure f;
+  f.kind = TriggerErrorKind::kRecord;
+  f.reason = "message_too_large";
+  f.error = "Broker: Message size too large";
+  f.job_id = "j1";
+  f.topic = "out.small";
+  f.key = "custom-key";
+  f.value = R"({"jobId":"j1"})";
+  f.scheduled_for_ms = 1'700'000'000'000;
+  f.headers = {{"belfry-job-id", "j1"}, {"belfry-scheduled-for", "1700000000000"}};
+  return f;
+}
+
+TEST(TriggerDeadLetterTest, KeepsTheTriggerAndNamesTheErrorAndTheTarget) {
+  const TriggerFailure letter = TriggerDeadLetter(Refused(), "belfry.triggers.dlq");
+  EXPECT_EQ(letter.topic, "belfry.triggers.dlq");
+  EXPECT_EQ(letter.key, "j1") << "keyed by job, so a job's dead letters stay in order";
+  EXPECT_EQ(letter.value, Refused().value);
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"belfry-job-id", "j1"},
+      {"belfry-scheduled-for", "1700000000000"},
+      {"belfry-error", "message_too_large: Broker: Message size too large"},
+      {"belfry-error-reason", "message_too_large"},
+      {"belfry-target-topic", "out.small"}};
+  EXPECT_EQ(letter.headers, want);
+}
+
+TEST(TriggerDeadLettererTest, SendsTheDeadLetterThenRecordsTheJobsLastDeliveryError) {
+  FakeTriggerSink sink;
+  FakeJobStore store;
+  TriggerDeadLetterer letterer(sink, "t.dlq", &store);
+  ASSERT_TRUE(letterer.Record(Refused(), 1'700'000'000'500).ok());
+  ASSERT_EQ(sink.sent().size(), 1u);
+  EXPECT_EQ(sink.sent()[0].topic, "t.dlq");
+  EXPECT_EQ(sink.sent()[0].job_id, "j1");
+  const auto errors = store.delivery_errors();
+  ASSERT_EQ(errors.count("j1"), 1u);
+  EXPECT_EQ(errors.at("j1").topic, "out.small");
+  EXPECT_EQ(errors.at("j1").slot_ms, 1'700'000'000'000);
+  EXPECT_EQ(errors.at("j1").at_ms, 1'700'000'000'500);
+  EXPECT_EQ(errors.at("j1").error, "Broker: Message size too large");
+}
+
+TEST(TriggerDeadLettererTest, AnUnsentDeadLetterRecordsNothingAndIsRetryable) {
+  FakeTriggerSink sink;
+  FakeJobStore store;
+  TriggerDeadLetterer letterer(sink, "t.dlq", &store);
+  sink.FailNextBatches(1);
+  const Status st = letterer.Record(Refused(), 1);
+  EXPECT_TRUE(st.retryable()) << st.ToString();
+  EXPECT_TRUE(store.delivery_errors().empty());
+}
+
+}  // namespace
+}  // namespace belfry
