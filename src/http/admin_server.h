@@ -37,7 +37,7 @@ struct AdminServerOptions {
   // "host:port" or "[v6-host]:port". Port 0 picks an ephemeral port (see AdminServer::port()).
   std::string listen = "127.0.0.1:8080";
   std::string token;  // empty = no auth; only allowed on a loopback address
-  // shard_count and tick_ms for /v1/jobs/{id}/next and /v1/shards.
+  // intervals for /v1/load (slots, shards and ticks come from the database's layout record).
   SchedulerConfig scheduler;
   int32_t max_list_limit = 1000;  // largest accepted ?limit= of /v1/jobs
   // Connections served at once: a kept-alive connection holds its worker between requests until
@@ -106,7 +106,10 @@ class AdminServer final {
   void HandleRebalance(const httplib::Request& req, httplib::Response& res);
   // 503 + Retry-After: overloaded, come back later. `why` goes into the error message.
   void SendOverloaded(httplib::Response& res, const std::string& why);
-  void SendSessionsBusy(httplib::Response& res);  // SendOverloaded, counted as reason "sessions"
+  void SendSessionsBusy(httplib::Response& res);
+  // The database's shard layout record, through one borrowed session: what every view of slots,
+  // lag and load takes (not options_.scheduler.shard_count). False after it answered the error.
+  bool ReadLayout(httplib::Response& res, ShardLayout* layout);  // SendOverloaded, counted as reason "sessions"
 
   const AdminServerOptions options_;
   const AdminDeps deps_;

@@ -212,6 +212,7 @@ class FailingLedger final : public ShardLedger {
   Status SettleDebt(int32_t, const MinuteRange&, const std::string&) override { return error; }
   Status ReleaseDebt(int32_t, const std::string&) override { return error; }
   StatusOr<std::vector<ShardState>> LoadStates() override { return error; }
+  StatusOr<ShardLayout> ReadLayout() override { return error; }
   Status error = Status::Retryable("connection refused");
 };
 
