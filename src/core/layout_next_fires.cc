@@ -8,7 +8,7 @@ namespace belfry {
 
 std::vector<NextFire> LayoutNextFires(const JobSpec& spec, bool paused, const ShardLayout& layout, EpochMs now,
                                       int n) {
-  const int32_t stored = StoredShard(spec.id, layout);
+  const int32_t stored = spec.shard;  // the row's shard: the partition that stores it
   const FiringBasis basis = FiringBasisOf(layout, EpochMinuteOf(now), stored);
   JobSpec at_basis = spec;
   at_basis.shard = basis.shard;
@@ -26,7 +26,7 @@ std::vector<NextFire> LayoutNextFires(const JobSpec& spec, bool paused, const Sh
 
 std::optional<int64_t> LayoutFiresRemaining(const JobSpec& spec, bool paused, std::optional<EpochMs> paused_at,
                                             const ShardLayout& layout, EpochMs now) {
-  const FiringBasis basis = FiringBasisOf(layout, EpochMinuteOf(now), StoredShard(spec.id, layout));
+  const FiringBasis basis = FiringBasisOf(layout, EpochMinuteOf(now), spec.shard);
   JobSpec at_basis = spec;
   at_basis.shard = basis.shard;
   return FiresRemaining(at_basis, paused, paused_at, basis.tick_ms, now);

@@ -737,9 +737,12 @@ StatusOr<PgJobStore::ReplanReport> PgJobStore::ReplanCalendarJobs(const std::str
         continue;
       }
       if (spec.interval_minutes == row[4].as<int32_t>() && spec.offset_minutes == row[5].as<int32_t>()) continue;
+      // A command that changed the job after the read above wins: its update matched no row, and
+      // the old expression's slots must not be added beside the new one's.
+      const pqxx::result updated = txn.exec_prepared(q::kReplanJobName, spec.shard, spec.id, spec.interval_minutes,
+                                                     spec.offset_minutes, cron, zone);
+      if (updated.affected_rows() == 0) continue;
       ++report.changed;
-      txn.exec_prepared(q::kReplanJobName, spec.shard, spec.id, spec.interval_minutes, spec.offset_minutes, cron,
-                        zone);
       if (spec.calendar_slots()) {
         const CalendarSlots& slots = spec.calendar->slots;
         txn.exec_prepared(q::kRegisterZoneName, zone);

@@ -22,6 +22,16 @@ class FakeJobStore final : public JobStore {
   Status ApplyActions(const std::vector<JobAction>& actions) override;
   StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) override;
   StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter& filter) override;
+  // The groups SetLoadGroups gave, whatever the query; FailedPrecondition (as the base) before.
+  StatusOr<LoadGroups> ReadLoadGroups(const LoadGroupQuery&) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!load_groups_) return Status::FailedPrecondition("this job store cannot project load");
+    return *load_groups_;
+  }
+  void SetLoadGroups(LoadGroups groups) {
+    std::lock_guard<std::mutex> lock(mu_);
+    load_groups_ = std::move(groups);
+  }
 
   // Bulk operations as the real store runs them (docs/bulk-operations.md), over the rows in
   // (shard, id) order: pause, resume and delete change the rows; a trigger only counts its jobs
@@ -60,6 +70,7 @@ class FakeJobStore final : public JobStore {
 
  private:
   mutable std::mutex mu_;
+  std::optional<LoadGroups> load_groups_;
   std::map<std::string, Row> rows_;
   std::vector<BulkOpState> bulk_ops_;  // in acceptance order
   std::vector<std::pair<JobChange, bool>> changes_;  // in change_id order; bool: published

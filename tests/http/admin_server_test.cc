@@ -1077,3 +1077,55 @@ TEST_F(AdminServerTest, OneShotJobShowsItsTimesAndOneNextInstant) {
 
 }  // namespace
 }  // namespace belfry
+
+// Issue 33 §4: after `belfry reshard --to 240` the database's layout record, not the node's
+// configured shard_count (120 here, tick 500 ms), says which shard and tick fire a job: /next,
+// the job view, /v1/load and /v1/shards answer as the firer fires (shard s at s * 250 ms).
+TEST_F(AdminServerTest, SlotsLoadAndLagFollowTheLayoutRecordNotTheConfiguredShardCount) {
+  ShardLayout resharded;  // 120 -> 240 done: stable at 240
+  resharded.from = 240;
+  ledger_.SetLayout(resharded);
+  const int64_t minute = EpochMinuteOf(kNow);  // 13:37; now is 10.25 s into it
+  store_.Put(Spec("on-200", "o", 1, 0, 200));  // a job of a shard the reshard added
+  store_.Put(Spec("on-119", "o", 1, 0, 119));
+  LoadGroups groups;
+  for (int32_t shard : {30, 200}) {
+    LoadGroup g;
+    g.shard = shard;
+    g.interval_minutes = 1;
+    g.jobs = 1;
+    groups.groups.push_back(g);
+  }
+  store_.SetLoadGroups(groups);
+  ledger_.SetFiredThrough(30, minute - 1);   // slot 13:37:07.500 (13:37:15 at 120 shards): due
+  ledger_.SetFiredThrough(200, minute - 1);  // slot 13:37:50: not yet due
+  StartServer();
+
+  Json r = Get("/v1/jobs/on-200/next?n=2").json();
+  EXPECT_EQ(r["next"], Json({"2026-11-22T13:37:50.000Z", "2026-11-22T13:38:50.000Z"})) << r.dump();
+  r = Get("/v1/jobs/on-119/next?n=1").json();
+  EXPECT_EQ(r["next"], Json({"2026-11-22T13:37:29.750Z"})) << r.dump();
+  r = Get("/v1/jobs/on-119").json();
+  ASSERT_FALSE(r["nextFires"].empty()) << r.dump();
+  EXPECT_EQ(r["nextFires"][0]["at"], "2026-11-22T13:37:29.750Z");
+
+  Reply load = Get("/v1/load?from=2026-11-22T13:40:00Z&to=2026-11-22T13:41:00Z&shards=true");
+  ASSERT_EQ(load.status, 200) << load.body;
+  r = load.json();
+  EXPECT_EQ(r["shardCount"], 240);
+  EXPECT_EQ(r["tickMs"], 250);
+  EXPECT_EQ(r["total"], 2);  // shard 200's job is not dropped
+  ASSERT_EQ(r["minutes"].size(), 1u);
+  ASSERT_EQ(r["minutes"][0]["shards"].size(), 240u);
+  EXPECT_EQ(r["minutes"][0]["shards"][30], 1);
+  EXPECT_EQ(r["minutes"][0]["shards"][200], 1);
+
+  r = Get("/v1/shards").json();
+  std::map<int, Json> by_shard;
+  for (const Json& s : r["shards"]) by_shard[s["shard"].get<int>()] = s;
+  ASSERT_TRUE(by_shard.count(30) && by_shard.count(200)) << r.dump();
+  EXPECT_EQ(by_shard[30]["behind_minutes"], 1);
+  EXPECT_DOUBLE_EQ(by_shard[30]["lag_seconds"].get<double>(), 2.75);
+  EXPECT_EQ(by_shard[200]["behind_minutes"], 0);
+  EXPECT_EQ(by_shard[200]["lag_seconds"], 0.0);
+}
