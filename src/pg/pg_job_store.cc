@@ -47,6 +47,7 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kLockJobsByKeysName, q::kLockJobsByKeysSql},
       {q::kListJobChangesName, q::kListJobChangesSql},
       {q::kLockChangePublisherName, q::kLockChangePublisherSql},
+      {q::kUnlockChangePublisherName, q::kUnlockChangePublisherSql},
       {q::kUnpublishedChangesName, q::kUnpublishedChangesSql},
       {q::kMarkChangesPublishedName, q::kMarkChangesPublishedSql},
       {q::kSweepJobChangesName, q::kSweepJobChangesSql},
