@@ -896,7 +896,9 @@ void AdminServer::HandleListJobs(const httplib::Request& req, httplib::Response&
   SendJsonText(res, 200, std::move(body));
 }
 
-// GET /v1/load reads at most this many groups per statement (LoadGroupQuery::max_groups).
+// GET /v1/load reads at most this many groups in all (LoadGroupQuery::max_groups; more is a 422),
+// and a node runs one projection at a time (another gets 503 + Retry-After): its memory is bounded
+// by one request's groups (~100 MB), whatever the number of connection workers (issue 33 §5).
 constexpr int64_t kMaxLoadGroups = 500'000;
 
 void AdminServer::HandleLoad(const httplib::Request& req, httplib::Response& res) {
@@ -920,6 +922,14 @@ void AdminServer::HandleLoad(const httplib::Request& req, httplib::Response& res
   }
   int64_t top = 20;
   if (std::string e = IntParam(req, "top", 1, 1000, &top); !e.empty()) return SendError(res, 400, e);
+  if (loads_in_flight_.fetch_add(1) > 0) {
+    loads_in_flight_.fetch_sub(1);
+    return SendOverloaded(res, "another load projection is running");
+  }
+  struct Done {
+    std::atomic<int>& n;
+    ~Done() { n.fetch_sub(1); }
+  } done{loads_in_flight_};
   std::optional<StatusOr<LoadGroups>> read =
       ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.store->ReadLoadGroups(query); });
   if (!read) return SendSessionsBusy(res);

@@ -119,6 +119,7 @@ class AdminServer final {
   std::unique_ptr<Counters> counters_;  // belfry_admin_* metrics
   std::unique_ptr<httplib::Server> server_;
   std::atomic<bool> listen_returned_{false};  // set by thread_ when the accept loop ends
+  std::atomic<int> loads_in_flight_{0};       // GET /v1/load projections running (at most one)
   std::thread thread_;
 };
 

@@ -818,9 +818,12 @@ StatusOr<LoadGroups> PgJobStore::ReadLoadGroups(const LoadGroupQuery& query) {
       g.label = row[6].as<std::string>();
       g.jobs = row[7].as<int64_t>();
     }
+    // max_groups bounds the request's groups, both statements together (issue 33 §5).
+    const int64_t job_groups = static_cast<int64_t>(job_rows.size());
+    const int64_t calendar_limit = query.max_groups > 0 ? query.max_groups - job_groups + 1 : INT64_MAX;
     const pqxx::result calendar_rows =
-        txn.exec_params(pg_queries::kLoadCalendarGroupsSql[variant], first_ms, end_ms, limit);
-    if (query.max_groups > 0 && static_cast<int64_t>(calendar_rows.size()) > query.max_groups) {
+        txn.exec_params(pg_queries::kLoadCalendarGroupsSql[variant], first_ms, end_ms, calendar_limit);
+    if (query.max_groups > 0 && job_groups + static_cast<int64_t>(calendar_rows.size()) > query.max_groups) {
       return TooManyGroups(query);
     }
     for (const pqxx::row& row : calendar_rows) {

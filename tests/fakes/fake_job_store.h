@@ -1,7 +1,9 @@
 // FakeJobStore: an in-memory JobStore with the due rule of design.md, for unit tests.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -23,7 +25,9 @@ class FakeJobStore final : public JobStore {
   StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) override;
   StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter& filter) override;
   // The groups SetLoadGroups gave, whatever the query; FailedPrecondition (as the base) before.
+  // Calls `during_load_read` (if set; outside the store's lock) first: a test holds a read there.
   StatusOr<LoadGroups> ReadLoadGroups(const LoadGroupQuery&) override {
+    if (during_load_read) during_load_read();
     std::lock_guard<std::mutex> lock(mu_);
     if (!load_groups_) return Status::FailedPrecondition("this job store cannot project load");
     return *load_groups_;
@@ -32,6 +36,7 @@ class FakeJobStore final : public JobStore {
     std::lock_guard<std::mutex> lock(mu_);
     load_groups_ = std::move(groups);
   }
+  std::function<void()> during_load_read;  // set before the reads start
 
   // Bulk operations as the real store runs them (docs/bulk-operations.md), over the rows in
   // (shard, id) order: pause, resume and delete change the rows; a trigger only counts its jobs

@@ -7,7 +7,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include <map>
@@ -1128,4 +1130,48 @@ TEST_F(AdminServerTest, SlotsLoadAndLagFollowTheLayoutRecordNotTheConfiguredShar
   EXPECT_DOUBLE_EQ(by_shard[30]["lag_seconds"].get<double>(), 2.75);
   EXPECT_EQ(by_shard[200]["behind_minutes"], 0);
   EXPECT_EQ(by_shard[200]["lag_seconds"], 0.0);
+}
+
+// Issue 33 §5: a node runs one load projection at a time (each can hold up to 500,000 groups), so
+// its memory does not grow with its 64 connection workers: another request meanwhile gets 503.
+TEST_F(AdminServerTest, OneLoadProjectionAtATime) {
+  store_.SetLoadGroups(LoadGroups{});
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> reads{0};
+  store_.during_load_read = [&] {
+    if (reads.fetch_add(1) == 0) {
+      entered.set_value();
+      released.wait();
+    }
+  };
+  // Two sessions, so that the second request is not turned away for want of one.
+  pools_.push_back(std::make_unique<ReaderPool>(
+      std::vector<ReadSession>{{&store_, &ledger_, nullptr}, {&store_, &ledger_, nullptr}},
+      std::chrono::milliseconds(2000)));
+  AdminDeps deps = Deps();
+  deps.readers = pools_.back().get();
+  AdminServerOptions options;
+  options.listen = "127.0.0.1:0";
+  auto started = AdminServer::Start(options, deps);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  server_ = std::move(*started);
+  client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+  client_->set_read_timeout(10);
+
+  Reply first;
+  std::thread t([&] {
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_read_timeout(10);
+    first = Wrap(c.Get("/v1/load"));
+  });
+  entered.get_future().wait();  // the first projection is reading
+  Reply second = Get("/v1/load");
+  release.set_value();
+  t.join();
+  EXPECT_EQ(second.status, 503) << second.body;
+  EXPECT_NE(second.body.find("another load projection is running"), std::string::npos) << second.body;
+  EXPECT_FALSE(second.headers.find("Retry-After") == second.headers.end());
+  EXPECT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(Get("/v1/load").status, 200);  // and the next one runs
 }
