@@ -1077,9 +1077,6 @@ TEST_F(AdminServerTest, OneShotJobShowsItsTimesAndOneNextInstant) {
   EXPECT_EQ(next["next"][0], FormatIsoTime(s.scheduled_for_ms));
 }
 
-}  // namespace
-}  // namespace belfry
-
 // Issue 33 §4: after `belfry reshard --to 240` the database's layout record, not the node's
 // configured shard_count (120 here, tick 500 ms), says which shard and tick fire a job: /next,
 // the job view, /v1/load and /v1/shards answer as the firer fires (shard s at s * 250 ms).
@@ -1175,3 +1172,6 @@ TEST_F(AdminServerTest, OneLoadProjectionAtATime) {
   EXPECT_EQ(first.status, 200) << first.body;
   EXPECT_EQ(Get("/v1/load").status, 200);  // and the next one runs
 }
+
+}  // namespace
+}  // namespace belfry
