@@ -255,7 +255,9 @@ int RunBulkList(const Config& cfg, int limit) {
 
 // The database's shard layout record, which every view of slots, lag and load takes (never the
 // configured shard_count: a reshard changes the record under the config).
-static StatusOr<ShardLayout> DatabaseLayout(const Config& cfg) { return PgShardLedger(cfg.database_url).ReadLayout(); }
+static StatusOr<ShardLayout> DatabaseLayout(const Config& cfg) {
+  return PgShardLedger(cfg.database_url).ReadLayout();
+}
 
 int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
   PgJobStore store(cfg.database_url);

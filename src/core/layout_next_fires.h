@@ -15,8 +15,9 @@
 namespace belfry {
 
 // NextFires of the job with each minute's slot from the layout: the job's stored shard (the
-// shard of its row as read, spec.shard, which a reshard's move rewrites) fired by that minute's firing shard and tick (StoredShardSlotMs), so a
-// cut-over in the window moves the later fires to the new layout's slots.
+// shard of its row as read, spec.shard, which a reshard's move rewrites) fired by that minute's
+// firing shard and tick (StoredShardSlotMs), so a cut-over in the window moves the later fires
+// to the new layout's slots.
 std::vector<NextFire> LayoutNextFires(const JobSpec& spec, bool paused, const ShardLayout& layout, EpochMs now,
                                       int n);
 

@@ -106,10 +106,10 @@ class AdminServer final {
   void HandleRebalance(const httplib::Request& req, httplib::Response& res);
   // 503 + Retry-After: overloaded, come back later. `why` goes into the error message.
   void SendOverloaded(httplib::Response& res, const std::string& why);
-  void SendSessionsBusy(httplib::Response& res);
+  void SendSessionsBusy(httplib::Response& res);  // SendOverloaded, counted as reason "sessions"
   // The database's shard layout record, through one borrowed session: what every view of slots,
   // lag and load takes (not options_.scheduler.shard_count). False after it answered the error.
-  bool ReadLayout(httplib::Response& res, ShardLayout* layout);  // SendOverloaded, counted as reason "sessions"
+  bool ReadLayout(httplib::Response& res, ShardLayout* layout);
 
   const AdminServerOptions options_;
   const AdminDeps deps_;
