@@ -46,7 +46,7 @@ struct LoadGroupQuery {
   int64_t first_minute = 0;
   int64_t last_minute = 0;
   std::string by;
-  // At most this many groups per statement (0: no limit). A breakdown by owner can have nearly
+  // At most this many groups in all (0: no limit). A breakdown by owner can have nearly
   // one group per job (millions, and as many hundred bytes each); a store that would read more
   // answers Invalid "too_many_groups" instead of reading them.
   int64_t max_groups = 0;

@@ -100,6 +100,11 @@ class ShardLedger {
   virtual Status ReleaseDebt(int32_t shard, const std::string& node) = 0;
 
   virtual StatusOr<std::vector<ShardState>> LoadStates() = 0;
+
+  // The shard layout record as it stands (docs/resharding.md): which shard and tick fire each
+  // job. Every reader that shows slots, lag or load takes the layout from here, never from the
+  // node's configured shard_count (a reshard changes it under a running node).
+  virtual StatusOr<ShardLayout> ReadLayout() = 0;
 };
 
 }  // namespace belfry

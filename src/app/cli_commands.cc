@@ -27,6 +27,7 @@
 #include "core/bulk_selector.h"
 #include "core/job_labels.h"
 #include "core/layout_due_query.h"
+#include "core/layout_next_fires.h"
 #include "core/load_projection.h"
 #include "core/load_rebalance.h"
 #include "core/shard_lag.h"
@@ -253,6 +254,12 @@ int RunBulkList(const Config& cfg, int limit) {
   return 0;
 }
 
+// The database's shard layout record, which every view of slots, lag and load takes (never the
+// configured shard_count: a reshard changes the record under the config).
+static StatusOr<ShardLayout> DatabaseLayout(const Config& cfg) {
+  return PgShardLedger(cfg.database_url).ReadLayout();
+}
+
 int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
   PgJobStore store(cfg.database_url);
   auto view = store.GetJobAndStats(id);  // the admin API's read: job and counters in one statement
@@ -260,9 +267,11 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
   if (!view->has_value()) return Fail(fmt::format("no job with id '{}'", id), 4);
   const StoredJob& j = (*view)->job;
   const std::optional<JobStats>& st = (*view)->stats;
+  const StatusOr<ShardLayout> layout = DatabaseLayout(cfg);
+  if (!layout.ok()) return Fail(layout.status().message());
   const EpochMs now = SystemClock().NowMs();
-  const std::vector<NextFire> fires = NextFires(j.spec, j.paused, cfg.scheduler.tick_ms, now, 3);
-  const std::optional<int64_t> remaining = FiresRemaining(j.spec, j.paused, j.paused_at, cfg.scheduler.tick_ms, now);
+  const std::vector<NextFire> fires = LayoutNextFires(j.spec, j.paused, *layout, now, 3);
+  const std::optional<int64_t> remaining = LayoutFiresRemaining(j.spec, j.paused, j.paused_at, *layout, now);
   if (json) {
     std::printf("%s\n", EncodeJobDetailJson(j, st, fires, remaining, (*view)->last_delivery_error).c_str());
     return 0;
@@ -458,7 +467,9 @@ int RunJobsNext(const Config& cfg, const std::string& id, int n) {
     std::printf("job '%s' is paused: it has no next triggers until resumed\n", id.c_str());
     return 0;
   }
-  for (const NextFire& f : NextFires(j.spec, j.paused, cfg.scheduler.tick_ms, SystemClock().NowMs(), n)) {
+  const StatusOr<ShardLayout> layout = DatabaseLayout(cfg);
+  if (!layout.ok()) return Fail(layout.status().message());
+  for (const NextFire& f : LayoutNextFires(j.spec, j.paused, *layout, SystemClock().NowMs(), n)) {
     PrintNextFire("", f);
   }
   return 0;
@@ -492,9 +503,9 @@ int RunRebalance(const Config& cfg, int example_ids, bool json) {
 
 int RunLoad(const Config& cfg, const std::string& from, const std::string& to, const std::string& by, int top,
             bool with_shards, bool json) {
-  const SchedulerConfig& sc = cfg.scheduler;
-  StatusOr<LoadWindow> window =
-      ParseLoadWindow(from, to, SystemClock().NowMs(), sc.shard_count, sc.tick_ms, sc.intervals);
+  const StatusOr<ShardLayout> layout = DatabaseLayout(cfg);
+  if (!layout.ok()) return Fail(layout.status().message());
+  StatusOr<LoadWindow> window = ParseLoadWindow(from, to, SystemClock().NowMs(), *layout, cfg.scheduler.intervals);
   if (!window.ok()) return Fail(window.status().message());
   PgJobStore store(cfg.database_url);
   StatusOr<LoadGroups> read = store.ReadLoadGroups(LoadGroupQuery{window->first_minute, window->last_minute, by});
@@ -526,6 +537,8 @@ int RunLoad(const Config& cfg, const std::string& from, const std::string& to, c
 
 int RunShards(const Config& cfg, bool json) {
   PgShardLedger ledger(cfg.database_url);
+  const StatusOr<ShardLayout> layout = ledger.ReadLayout();
+  if (!layout.ok()) return Fail(layout.status().message());
   auto states = ledger.LoadStates();
   if (!states.ok()) return Fail(states.status().message());
   const EpochMs now = SystemClock().NowMs();
@@ -533,7 +546,7 @@ int RunShards(const Config& cfg, bool json) {
   if (!json)
     std::printf("%5s %-20s %8s %6s %-32s %s\n", "SHARD", "FIRED THROUGH", "LAG", "DEBT", "CLAIMED BY", "");
   for (const ShardState& s : *states) {
-    const ShardLag lag = ComputeShardLag(s, now, cfg.scheduler.tick_ms);
+    const ShardLag lag = ComputeShardLag(s, now, *layout);
     const int64_t lag_s = static_cast<int64_t>(lag.lag_seconds.value_or(0));
     if (json) {
       arr.push_back(
@@ -566,7 +579,7 @@ int RunExplain(const Config& cfg, int shard, const std::string& at) {
   const int64_t minute = EpochMinuteOf(t);
   // The query the firer would run: by the database's shard layout for that minute
   // (docs/resharding.md), which decides the shard count and tick, not the config's.
-  StatusOr<ShardLayout> layout = PgReshard(cfg.database_url).Read();
+  StatusOr<ShardLayout> layout = DatabaseLayout(cfg);
   if (!layout.ok()) return Fail(layout.status().message());
   const MinuteLayout firing = FiringLayout(*layout, minute);
   if (shard >= firing.shard_count) {

@@ -307,6 +307,27 @@ int RunServe(const Config& cfg) {
   std::unique_ptr<AdminServer> admin = std::move(admin_or.value());
   spdlog::info("admin HTTP listening on {} (port {})", cfg.admin.listen, admin->port());
 
+  // Every step that can fail comes before the first thread starts: returning with a joinable
+  // std::thread would call std::terminate (issue 33 §5).
+  // The bulk operations' outcome records (the bulk thread below).
+  CommandPublisherOptions outcome_options;
+  outcome_options.client_id = "belfry-bulk-outcomes";
+  outcome_options.topic = cfg.kafka.results_topic;
+  auto outcome_publisher = CommandPublisher::Create(cfg.kafka, outcome_options);
+  if (!outcome_publisher.ok()) {
+    spdlog::error("cannot create the bulk outcome publisher: {}", outcome_publisher.status().ToString());
+    return 1;
+  }
+  // The audit trail's change events (the change thread below).
+  CommandPublisherOptions change_options;
+  change_options.client_id = "belfry-change-events";
+  change_options.topic = cfg.kafka.changes_topic;
+  change_options.delivery_timeout_ms = 30'000;
+  auto change_events = CommandPublisher::Create(cfg.kafka, change_options);
+  if (!change_events.ok()) {
+    spdlog::error("cannot create the change event publisher: {}", change_events.status().ToString());
+    return 1;
+  }
   auto pool =
       std::make_unique<FiringPool>(cfg.scheduler, pool_workers, clock, std::random_device{}(), &health, &layout_cell);
   std::thread consumer_thread([&] { consumer->Run(stop); });
@@ -365,14 +386,6 @@ int RunServe(const Config& cfg) {
   });
   // Bulk operations (docs/bulk-operations.md): every node steps them, off the command partition
   // and the trigger path, on its own connection; outcome records go to the results topic.
-  CommandPublisherOptions outcome_options;
-  outcome_options.client_id = "belfry-bulk-outcomes";
-  outcome_options.topic = cfg.kafka.results_topic;
-  auto outcome_publisher = CommandPublisher::Create(cfg.kafka, outcome_options);
-  if (!outcome_publisher.ok()) {
-    spdlog::error("cannot create the bulk outcome publisher: {}", outcome_publisher.status().ToString());
-    return 1;
-  }
   std::thread bulk_thread([&] {
     PgJobStore bulk_store(cfg.database_url);
     BulkOpRunnerOptions bulk_options;
@@ -388,15 +401,6 @@ int RunServe(const Config& cfg) {
   });
   // The audit trail's change events (docs/audit-trail.md): every node runs a publisher; the store
   // lets one publish at a time.
-  CommandPublisherOptions change_options;
-  change_options.client_id = "belfry-change-events";
-  change_options.topic = cfg.kafka.changes_topic;
-  change_options.delivery_timeout_ms = 30'000;
-  auto change_events = CommandPublisher::Create(cfg.kafka, change_options);
-  if (!change_events.ok()) {
-    spdlog::error("cannot create the change event publisher: {}", change_events.status().ToString());
-    return 1;
-  }
   ChangeMetrics change_metrics(metrics.registry());
   std::thread change_thread([&] {
     PgJobStore change_store(cfg.database_url);

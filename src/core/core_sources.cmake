@@ -40,6 +40,7 @@ set(BELFRY_CORE_SOURCES
   retry_policy.cc
   shard_firer.cc
   shard_hash.cc
+  layout_next_fires.cc
   shard_lag.cc
   shard_layout.cc
   shard_ticker.cc

@@ -6,6 +6,7 @@
 
 #include "core/iso_time.h"
 #include "core/json_writer.h"
+#include "core/shard_layout.h"
 #include "core/slot_math.h"
 
 namespace belfry {
@@ -75,7 +76,7 @@ LoadProjection ProjectLoad(const LoadWindow& window, const std::vector<LoadGroup
   std::unordered_map<int64_t, std::vector<std::pair<size_t, size_t>>> by_slot_key;  // (group, row)
   for (size_t i = 0; i < groups.size(); ++i) {
     const LoadGroup& g = groups[i];
-    if (g.shard < 0 || g.shard >= window.shard_count || g.jobs <= 0) continue;
+    if (g.shard < 0 || g.shard >= StoredShardCount(window.layout) || g.jobs <= 0) continue;
     switch (g.kind) {
       case LoadGroup::Kind::kInterval:
         by_interval[IntervalKey(g.interval_minutes, g.offset_minutes)].push_back(i);
@@ -94,8 +95,10 @@ LoadProjection ProjectLoad(const LoadWindow& window, const std::vector<LoadGroup
   std::vector<int64_t> fired_in(groups.size(), INT64_MIN);  // calendar: the minute a group last fired
   std::vector<CalendarTerm> terms;
   const auto add = [&](const LoadGroup& g, int64_t minute) {
-    if (!WithinDates(g, SlotMs(minute, g.shard, window.tick_ms))) return;
-    p.counts[static_cast<size_t>((minute - window.first_minute) * window.shard_count + g.shard)] += g.jobs;
+    if (!WithinDates(g, StoredShardSlotMs(window.layout, minute, g.shard))) return;
+    const int32_t firing = FiringShardRow(window.layout, minute, g.shard);
+    if (firing >= window.shard_count) return;
+    p.counts[static_cast<size_t>((minute - window.first_minute) * window.shard_count + firing)] += g.jobs;
     p.total += g.jobs;
     if (!g.label.empty()) labels[g.label] += g.jobs;
   };
@@ -141,10 +144,11 @@ LoadProjection ProjectLoad(const LoadWindow& window, const LoadGroups& read) {
 }
 
 StatusOr<LoadWindow> ParseLoadWindow(std::string_view from, std::string_view to, EpochMs now,
-                                     int32_t shard_count, int64_t tick_ms, const std::vector<int32_t>& intervals) {
+                                     const ShardLayout& layout, const std::vector<int32_t>& intervals) {
   LoadWindow w;
-  w.shard_count = shard_count;
-  w.tick_ms = tick_ms;
+  w.layout = layout;
+  w.shard_count = MaxFiringShards(layout);
+  w.tick_ms = LatestTickMs(layout);
   w.intervals = intervals;
   const auto bad = [](std::string message) { return Status::Invalid("invalid_window", std::move(message)); };
   if (from.empty()) {

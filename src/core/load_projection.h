@@ -22,6 +22,7 @@
 
 #include "belfry/clock.h"
 #include "belfry/load_group.h"
+#include "belfry/shard_layout.h"
 #include "belfry/status.h"
 #include "core/calendar_schedule.h"
 
@@ -30,6 +31,11 @@ namespace belfry {
 struct LoadWindow {
   int64_t first_minute = 0;  // epoch minutes, inclusive
   int64_t last_minute = 0;   // REQUIRES: first_minute <= last_minute
+  // The database's shard layout record (docs/resharding.md): a group's stored shard is fired in
+  // each minute by that minute's firing shard, at its slot (FiringShardRow, StoredShardSlotMs).
+  ShardLayout layout;
+  // The grid: the most shards any minute fires with (MaxFiringShards) and the newest firing
+  // layout's tick (LatestTickMs), which place each shard's triggers in a second of the minute.
   int32_t shard_count = 120;
   int64_t tick_ms = 500;
   std::vector<int32_t> intervals;  // scheduler.intervals: the intervals the tick asks for
@@ -68,7 +74,7 @@ struct LoadProjection {
 };
 
 // Projects `groups` over `window`. `zones` are the calendar zones (cron_zones), as the tick
-// uses them. Groups of shards outside [0, shard_count) are ignored.
+// uses them. Groups of stored shards outside [0, StoredShardCount(layout)) are ignored.
 LoadProjection ProjectLoad(const LoadWindow& window, const std::vector<LoadGroup>& groups,
                            const std::vector<ZoneEntry>& zones);
 
@@ -82,7 +88,7 @@ LoadProjection ProjectLoad(const LoadWindow& window, const LoadGroups& read);
 // parameter.
 constexpr int64_t kMaxLoadWindowMinutes = 1440;
 StatusOr<LoadWindow> ParseLoadWindow(std::string_view from, std::string_view to, EpochMs now,
-                                     int32_t shard_count, int64_t tick_ms, const std::vector<int32_t>& intervals);
+                                     const ShardLayout& layout, const std::vector<int32_t>& intervals);
 
 // The projection as the admin API and `belfry load --json` return it (docs/load-projection.md):
 // totals, the peak minute, shard and second, every minute's total with its busiest shard and

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "belfry/clock.h"
+#include "belfry/shard_layout.h"
 #include "belfry/shard_ledger.h"
 
 namespace belfry {
@@ -19,6 +20,8 @@ struct ShardLag {
   std::optional<double> lag_seconds;
 };
 
-ShardLag ComputeShardLag(const ShardState& s, EpochMs now, int64_t tick_ms);
+// Each minute's slot is the layout record's (core/shard_layout.h): a shard that does not fire
+// yet (a new shard before the cut-over) is behind by its debt only.
+ShardLag ComputeShardLag(const ShardState& s, EpochMs now, const ShardLayout& layout);
 
 }  // namespace belfry

@@ -25,6 +25,7 @@
 #include "core/calendar_schedule.h"
 #include "core/execution_report.h"
 #include "core/fire_limit.h"
+#include "core/layout_next_fires.h"
 #include "core/iso_time.h"
 #include "core/job_change.h"
 #include "core/job_json.h"
@@ -580,6 +581,21 @@ void AdminServer::SendSessionsBusy(httplib::Response& res) {
   SendOverloaded(res, "every database session is busy");
 }
 
+bool AdminServer::ReadLayout(httplib::Response& res, ShardLayout* layout) {
+  std::optional<StatusOr<ShardLayout>> read =
+      ReadWith(*deps_.readers, [](const ReadSession& s) { return s.ledger->ReadLayout(); });
+  if (!read) {
+    SendSessionsBusy(res);
+    return false;
+  }
+  if (!read->ok()) {
+    SendStoreError(res, "shard ledger", read->status());
+    return false;
+  }
+  *layout = **read;
+  return true;
+}
+
 void AdminServer::SendOverloaded(httplib::Response& res, const std::string& why) {
   res.set_header("Retry-After", std::to_string(options_.retry_after_s));
   SendError(res, 503, "overloaded (" + why + "), retry after " + std::to_string(options_.retry_after_s) + " s");
@@ -682,6 +698,8 @@ void AdminServer::HandleGetBulkOp(const httplib::Request& req, httplib::Response
 }
 
 void AdminServer::HandleGetJob(const std::string& id, httplib::Response& res) {
+  ShardLayout layout;
+  if (!ReadLayout(res, &layout)) return;
   std::optional<ReaderPool::Lease> session = deps_.readers->Borrow();
   if (!session) return SendSessionsBusy(res);
   StatusOr<std::optional<JobAndStats>> job = (*session)->store->GetJobAndStats(id);
@@ -698,9 +716,9 @@ void AdminServer::HandleGetJob(const std::string& id, httplib::Response& res) {
   const StoredJob& stored = (*job)->job;
   const EpochMs now = deps_.clock->NowMs();
   const std::vector<NextFire> fires =
-      NextFires(stored.spec, stored.paused, options_.scheduler.tick_ms, now, kNextFiresInJob);
+      LayoutNextFires(stored.spec, stored.paused, layout, now, kNextFiresInJob);
   const std::optional<int64_t> remaining =
-      FiresRemaining(stored.spec, stored.paused, stored.paused_at, options_.scheduler.tick_ms, now);
+      LayoutFiresRemaining(stored.spec, stored.paused, stored.paused_at, layout, now);
   SendJsonText(res, 200, EncodeJobDetailJson(stored, stats, fires, remaining, (*job)->last_delivery_error));
 }
 
@@ -800,6 +818,8 @@ void AdminServer::HandleNext(const std::string& id, const httplib::Request& req,
   if (std::string e = CheckParams(req, {"n"}); !e.empty()) return SendError(res, 400, e);
   int64_t n = kDefaultNext;
   if (std::string e = IntParam(req, "n", 1, kMaxNext, &n); !e.empty()) return SendError(res, 400, e);
+  ShardLayout layout;
+  if (!ReadLayout(res, &layout)) return;
   std::optional<StatusOr<std::optional<StoredJob>>> read =
       ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.store->GetJob(id); });
   if (!read) return SendSessionsBusy(res);
@@ -808,7 +828,7 @@ void AdminServer::HandleNext(const std::string& id, const httplib::Request& req,
   if (!job->has_value()) return SendError(res, 404, "job \"" + id + "\" not found");
   const StoredJob& j = **job;
   const std::vector<NextFire> fires =
-      NextFires(j.spec, j.paused, options_.scheduler.tick_ms, deps_.clock->NowMs(), static_cast<int>(n));
+      LayoutNextFires(j.spec, j.paused, layout, deps_.clock->NowMs(), static_cast<int>(n));
   Json times = Json::array();
   for (const NextFire& f : fires) times.push_back(FormatIsoTime(f.at));
   Json out{{"id", id}, {"paused", j.paused}, {"next", std::move(times)}, {"fires", Json::parse(EncodeNextFires(fires))}};
@@ -876,16 +896,19 @@ void AdminServer::HandleListJobs(const httplib::Request& req, httplib::Response&
   SendJsonText(res, 200, std::move(body));
 }
 
-// GET /v1/load reads at most this many groups per statement (LoadGroupQuery::max_groups).
+// GET /v1/load reads at most this many groups in all (LoadGroupQuery::max_groups; more is a 422),
+// and a node runs one projection at a time (another gets 503 + Retry-After): its memory is bounded
+// by one request's groups (~100 MB), whatever the number of connection workers (issue 33 §5).
 constexpr int64_t kMaxLoadGroups = 500'000;
 
 void AdminServer::HandleLoad(const httplib::Request& req, httplib::Response& res) {
   if (std::string e = CheckParams(req, {"from", "to", "by", "shards", "top"}); !e.empty()) {
     return SendError(res, 400, e);
   }
-  const SchedulerConfig& sc = options_.scheduler;
-  StatusOr<LoadWindow> window = ParseLoadWindow(Param(req, "from"), Param(req, "to"), deps_.clock->NowMs(),
-                                                sc.shard_count, sc.tick_ms, sc.intervals);
+  ShardLayout layout;
+  if (!ReadLayout(res, &layout)) return;
+  StatusOr<LoadWindow> window = ParseLoadWindow(Param(req, "from"), Param(req, "to"), deps_.clock->NowMs(), layout,
+                                                options_.scheduler.intervals);
   if (!window.ok()) return SendError(res, 400, window.status().message());
   LoadGroupQuery query{window->first_minute, window->last_minute, Param(req, "by")};
   // A breakdown can have a group per job; inside a serving node, read at most this many (~100 MB).
@@ -899,6 +922,14 @@ void AdminServer::HandleLoad(const httplib::Request& req, httplib::Response& res
   }
   int64_t top = 20;
   if (std::string e = IntParam(req, "top", 1, 1000, &top); !e.empty()) return SendError(res, 400, e);
+  if (loads_in_flight_.fetch_add(1) > 0) {
+    loads_in_flight_.fetch_sub(1);
+    return SendOverloaded(res, "another load projection is running");
+  }
+  struct Done {
+    std::atomic<int>& n;
+    ~Done() { n.fetch_sub(1); }
+  } done{loads_in_flight_};
   std::optional<StatusOr<LoadGroups>> read =
       ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.store->ReadLoadGroups(query); });
   if (!read) return SendSessionsBusy(res);
@@ -922,16 +953,17 @@ void AdminServer::HandleRebalance(const httplib::Request& req, httplib::Response
 }
 
 void AdminServer::HandleShards(httplib::Response& res) {
+  ShardLayout layout;
+  if (!ReadLayout(res, &layout)) return;
   std::optional<StatusOr<std::vector<ShardState>>> read =
       ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.ledger->LoadStates(); });
   if (!read) return SendSessionsBusy(res);
   StatusOr<std::vector<ShardState>>& states = *read;
   if (!states.ok()) return SendStoreError(res, "shard ledger", states.status());
   const EpochMs now = deps_.clock->NowMs();
-  const int64_t tick = options_.scheduler.tick_ms;
   Json shards = Json::array();
   for (const ShardState& s : *states) {
-    const ShardLag lag = ComputeShardLag(s, now, tick);
+    const ShardLag lag = ComputeShardLag(s, now, layout);
     shards.push_back(Json{
         {"shard", s.shard},
         {"fired_through",

@@ -37,7 +37,7 @@ struct AdminServerOptions {
   // "host:port" or "[v6-host]:port". Port 0 picks an ephemeral port (see AdminServer::port()).
   std::string listen = "127.0.0.1:8080";
   std::string token;  // empty = no auth; only allowed on a loopback address
-  // shard_count and tick_ms for /v1/jobs/{id}/next and /v1/shards.
+  // intervals for /v1/load (slots, shards and ticks come from the database's layout record).
   SchedulerConfig scheduler;
   int32_t max_list_limit = 1000;  // largest accepted ?limit= of /v1/jobs
   // Connections served at once: a kept-alive connection holds its worker between requests until
@@ -107,6 +107,9 @@ class AdminServer final {
   // 503 + Retry-After: overloaded, come back later. `why` goes into the error message.
   void SendOverloaded(httplib::Response& res, const std::string& why);
   void SendSessionsBusy(httplib::Response& res);  // SendOverloaded, counted as reason "sessions"
+  // The database's shard layout record, through one borrowed session: what every view of slots,
+  // lag and load takes (not options_.scheduler.shard_count). False after it answered the error.
+  bool ReadLayout(httplib::Response& res, ShardLayout* layout);
 
   const AdminServerOptions options_;
   const AdminDeps deps_;
@@ -116,6 +119,7 @@ class AdminServer final {
   std::unique_ptr<Counters> counters_;  // belfry_admin_* metrics
   std::unique_ptr<httplib::Server> server_;
   std::atomic<bool> listen_returned_{false};  // set by thread_ when the accept loop ends
+  std::atomic<int> loads_in_flight_{0};       // GET /v1/load projections running (at most one)
   std::thread thread_;
 };
 

@@ -26,7 +26,12 @@ inline constexpr const char kListJobChangesSql[] =
 // One publisher at a time, cluster-wide: held to the end of its transaction. ASCII "belfrych".
 inline constexpr long long kChangePublisherLockKey = 0x62656c6672796368LL;
 inline constexpr const char kLockChangePublisherName[] = "belfry_lock_change_publisher";
-inline constexpr const char kLockChangePublisherSql[] = "SELECT pg_try_advisory_xact_lock($1::bigint)";
+// A session-level lock, held across the round's statements and the wait for the broker with no
+// transaction open (issue 33 §5: a transaction held open through that wait kept its snapshot and
+// locks for up to the delivery timeout). A lost connection releases it.
+inline constexpr const char kLockChangePublisherSql[] = "SELECT pg_try_advisory_lock($1::bigint)";
+inline constexpr const char kUnlockChangePublisherName[] = "belfry_unlock_change_publisher";
+inline constexpr const char kUnlockChangePublisherSql[] = "SELECT pg_advisory_unlock($1::bigint)";
 
 // The oldest unpublished changes, at most $1.
 inline constexpr const char kUnpublishedChangesName[] = "belfry_unpublished_changes";

@@ -47,6 +47,7 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kLockJobsByKeysName, q::kLockJobsByKeysSql},
       {q::kListJobChangesName, q::kListJobChangesSql},
       {q::kLockChangePublisherName, q::kLockChangePublisherSql},
+      {q::kUnlockChangePublisherName, q::kUnlockChangePublisherSql},
       {q::kUnpublishedChangesName, q::kUnpublishedChangesSql},
       {q::kMarkChangesPublishedName, q::kMarkChangesPublishedSql},
       {q::kSweepJobChangesName, q::kSweepJobChangesSql},
@@ -757,9 +758,12 @@ StatusOr<PgJobStore::ReplanReport> PgJobStore::ReplanCalendarJobs(const std::str
         continue;
       }
       if (spec.interval_minutes == row[4].as<int32_t>() && spec.offset_minutes == row[5].as<int32_t>()) continue;
+      // A command that changed the job after the read above wins: its update matched no row, and
+      // the old expression's slots must not be added beside the new one's.
+      const pqxx::result updated = txn.exec_prepared(q::kReplanJobName, spec.shard, spec.id, spec.interval_minutes,
+                                                     spec.offset_minutes, cron, zone);
+      if (updated.affected_rows() == 0) continue;
       ++report.changed;
-      txn.exec_prepared(q::kReplanJobName, spec.shard, spec.id, spec.interval_minutes, spec.offset_minutes, cron,
-                        zone);
       if (spec.calendar_slots()) {
         const CalendarSlots& slots = spec.calendar->slots;
         txn.exec_prepared(q::kRegisterZoneName, zone);
@@ -834,9 +838,12 @@ StatusOr<LoadGroups> PgJobStore::ReadLoadGroups(const LoadGroupQuery& query) {
       g.label = row[6].as<std::string>();
       g.jobs = row[7].as<int64_t>();
     }
+    // max_groups bounds the request's groups, both statements together (issue 33 §5).
+    const int64_t job_groups = static_cast<int64_t>(job_rows.size());
+    const int64_t calendar_limit = query.max_groups > 0 ? query.max_groups - job_groups + 1 : INT64_MAX;
     const pqxx::result calendar_rows =
-        txn.exec_params(pg_queries::kLoadCalendarGroupsSql[variant], first_ms, end_ms, limit);
-    if (query.max_groups > 0 && static_cast<int64_t>(calendar_rows.size()) > query.max_groups) {
+        txn.exec_params(pg_queries::kLoadCalendarGroupsSql[variant], first_ms, end_ms, calendar_limit);
+    if (query.max_groups > 0 && job_groups + static_cast<int64_t>(calendar_rows.size()) > query.max_groups) {
       return TooManyGroups(query);
     }
     for (const pqxx::row& row : calendar_rows) {

@@ -58,10 +58,22 @@ StatusOr<int64_t> PgJobStore::PublishChanges(int32_t limit,
   Status st = session_.Run("publish job changes", [&](pqxx::connection& conn) {
     namespace q = pg_queries;
     marked = 0;
-    pqxx::work txn(conn, "publish_job_changes");
+    // No transaction is open while `publish` waits for the broker: the round holds a
+    // session-level advisory lock instead, and each statement commits on its own. A crash between
+    // the publish and the mark publishes the changes again (at least once, as before).
+    pqxx::nontransaction txn(conn, "publish_job_changes");
     if (!txn.exec_prepared1(q::kLockChangePublisherName, q::kChangePublisherLockKey)[0].as<bool>()) {
       return Status::Ok();  // another node publishes
     }
+    struct Unlock {
+      pqxx::nontransaction& txn;
+      ~Unlock() {
+        try {
+          txn.exec_prepared(q::kUnlockChangePublisherName, q::kChangePublisherLockKey);
+        } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): a broken connection released it
+        }
+      }
+    } unlock{txn};
     std::vector<JobChange> changes;
     for (const pqxx::row& row : txn.exec_prepared(q::kUnpublishedChangesName, std::max(1, limit))) {
       changes.push_back(JobChangeFromRow(row));
@@ -75,7 +87,6 @@ StatusOr<int64_t> PgJobStore::PublishChanges(int32_t limit,
     }
     ids.push_back('}');
     marked = static_cast<int64_t>(txn.exec_prepared(q::kMarkChangesPublishedName, ids).affected_rows());
-    txn.commit();
     return Status::Ok();
   });
   if (!st.ok()) return st;

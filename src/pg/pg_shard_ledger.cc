@@ -11,7 +11,7 @@ namespace belfry {
 namespace {
 
 // The layout record a claim read (migration 0016 writes it; docs/resharding.md).
-Status ReadLayout(const pqxx::field& field, ShardLayout* out) {
+Status LayoutOfField(const pqxx::field& field, ShardLayout* out) {
   if (field.is_null()) return Status::FailedPrecondition("the database has no shard layout record: run `belfry migrate`");
   StatusOr<ShardLayout> layout = ParseShardLayout(field.as<std::string>());
   if (!layout.ok()) return layout.status();
@@ -28,6 +28,7 @@ PgShardLedger::PgShardLedger(std::string database_url)
                    {pg_queries::kMarkFiredName, pg_queries::kMarkFiredSql},
                    {pg_queries::kReleaseShardName, pg_queries::kReleaseShardSql},
                    {pg_queries::kLoadShardStatesName, pg_queries::kLoadShardStatesSql},
+                   {pg_queries::kReadLayoutName, pg_queries::kReadLayoutSql},
                    {pg_queries::kAdvanceShardName, pg_queries::kAdvanceShardSql},
                    {pg_queries::kClaimDebtName, pg_queries::kClaimDebtSql},
                    {pg_queries::kRenewDebtName, pg_queries::kRenewDebtSql},
@@ -51,7 +52,7 @@ StatusOr<ShardClaim> PgShardLedger::Claim(int32_t shard, int64_t up_to_minute, c
     claim.claimed = r[0][0].as<bool>();
     if (!r[0][1].is_null()) claim.fired_through = r[0][1].as<int64_t>();
     claim.read_fence = r[0][2].as<int64_t>();
-    if (Status st = ReadLayout(r[0][3], &claim.layout); !st.ok()) return st;
+    if (Status st = LayoutOfField(r[0][3], &claim.layout); !st.ok()) return st;
     return Status::Ok();
   });
   if (!st.ok()) return st;
@@ -96,7 +97,7 @@ StatusOr<DebtClaim> PgShardLedger::ClaimDebt(int32_t shard, const std::string& n
     claim.lowest = MinuteRange{r[0][0].as<int64_t>(), r[0][1].as<int64_t>()};
     claim.owed_minutes = r[0][2].as<int64_t>();
     claim.read_fence = r[0][3].as<int64_t>();
-    if (Status st = ReadLayout(r[0][4], &claim.layout); !st.ok()) return st;
+    if (Status st = LayoutOfField(r[0][4], &claim.layout); !st.ok()) return st;
     return Status::Ok();
   });
   if (!st.ok()) return st;
@@ -166,6 +167,18 @@ StatusOr<std::vector<ShardState>> PgShardLedger::LoadStates() {
   });
   if (!st.ok()) return st;
   return states;
+}
+
+StatusOr<ShardLayout> PgShardLedger::ReadLayout() {
+  ShardLayout layout;
+  Status st = session_.Run("read shard layout", [&](pqxx::connection& conn) {
+    pqxx::nontransaction txn(conn);
+    const pqxx::result r = txn.exec_prepared(pg_queries::kReadLayoutName);
+    if (r.empty()) return Status::FailedPrecondition("the database has no shard layout record: run `belfry migrate`");
+    return LayoutOfField(r[0][0], &layout);
+  });
+  if (!st.ok()) return st;
+  return layout;
 }
 
 }  // namespace belfry

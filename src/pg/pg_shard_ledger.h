@@ -39,6 +39,7 @@ class PgShardLedger final : public ShardLedger {
   Status SettleDebt(int32_t shard, const MinuteRange& paid, const std::string& node) override;
   Status ReleaseDebt(int32_t shard, const std::string& node) override;
   StatusOr<std::vector<ShardState>> LoadStates() override;
+  StatusOr<ShardLayout> ReadLayout() override;
 
  private:
   PgSession session_;

@@ -1,7 +1,9 @@
 // FakeJobStore: an in-memory JobStore with the due rule of design.md, for unit tests.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -22,6 +24,19 @@ class FakeJobStore final : public JobStore {
   Status ApplyActions(const std::vector<JobAction>& actions) override;
   StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) override;
   StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter& filter) override;
+  // The groups SetLoadGroups gave, whatever the query; FailedPrecondition (as the base) before.
+  // Calls `during_load_read` (if set; outside the store's lock) first: a test holds a read there.
+  StatusOr<LoadGroups> ReadLoadGroups(const LoadGroupQuery&) override {
+    if (during_load_read) during_load_read();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!load_groups_) return Status::FailedPrecondition("this job store cannot project load");
+    return *load_groups_;
+  }
+  void SetLoadGroups(LoadGroups groups) {
+    std::lock_guard<std::mutex> lock(mu_);
+    load_groups_ = std::move(groups);
+  }
+  std::function<void()> during_load_read;  // set before the reads start
 
   // Bulk operations as the real store runs them (docs/bulk-operations.md), over the rows in
   // (shard, id) order: pause, resume and delete change the rows; a trigger only counts its jobs
@@ -71,6 +86,7 @@ class FakeJobStore final : public JobStore {
  private:
   mutable std::mutex mu_;
   std::map<std::string, DeliveryErrorRecord> delivery_errors_;
+  std::optional<LoadGroups> load_groups_;
   std::map<std::string, Row> rows_;
   std::vector<BulkOpState> bulk_ops_;  // in acceptance order
   std::vector<std::pair<JobChange, bool>> changes_;  // in change_id order; bool: published

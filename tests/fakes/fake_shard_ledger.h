@@ -24,6 +24,10 @@ class FakeShardLedger final : public ShardLedger {
   Status SettleDebt(int32_t shard, const MinuteRange& paid, const std::string& node) override;
   Status ReleaseDebt(int32_t shard, const std::string& node) override;
   StatusOr<std::vector<ShardState>> LoadStates() override;
+  StatusOr<ShardLayout> ReadLayout() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return layout_;
+  }
 
   // Test controls.
   void SetFiredThrough(int32_t shard, int64_t minute);

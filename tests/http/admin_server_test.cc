@@ -7,7 +7,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include <map>
@@ -212,6 +214,7 @@ class FailingLedger final : public ShardLedger {
   Status SettleDebt(int32_t, const MinuteRange&, const std::string&) override { return error; }
   Status ReleaseDebt(int32_t, const std::string&) override { return error; }
   StatusOr<std::vector<ShardState>> LoadStates() override { return error; }
+  StatusOr<ShardLayout> ReadLayout() override { return ShardLayout{}; }  // the record reads
   Status error = Status::Retryable("connection refused");
 };
 
@@ -1073,6 +1076,102 @@ TEST_F(AdminServerTest, OneShotJobShowsItsTimesAndOneNextInstant) {
   Json next = Get("/v1/jobs/once/next?n=5").json();
   ASSERT_EQ(next["next"].size(), 1u);
   EXPECT_EQ(next["next"][0], FormatIsoTime(s.scheduled_for_ms));
+}
+
+// Issue 33 §4: after `belfry reshard --to 240` the database's layout record, not the node's
+// configured shard_count (120 here, tick 500 ms), says which shard and tick fire a job: /next,
+// the job view, /v1/load and /v1/shards answer as the firer fires (shard s at s * 250 ms).
+TEST_F(AdminServerTest, SlotsLoadAndLagFollowTheLayoutRecordNotTheConfiguredShardCount) {
+  ShardLayout resharded;  // 120 -> 240 done: stable at 240
+  resharded.from = 240;
+  ledger_.SetLayout(resharded);
+  const int64_t minute = EpochMinuteOf(kNow);  // 13:37; now is 10.25 s into it
+  store_.Put(Spec("on-200", "o", 1, 0, 200));  // a job of a shard the reshard added
+  store_.Put(Spec("on-119", "o", 1, 0, 119));
+  LoadGroups groups;
+  for (int32_t shard : {30, 200}) {
+    LoadGroup g;
+    g.shard = shard;
+    g.interval_minutes = 1;
+    g.jobs = 1;
+    groups.groups.push_back(g);
+  }
+  store_.SetLoadGroups(groups);
+  ledger_.SetFiredThrough(30, minute - 1);   // slot 13:37:07.500 (13:37:15 at 120 shards): due
+  ledger_.SetFiredThrough(200, minute - 1);  // slot 13:37:50: not yet due
+  StartServer();
+
+  Json r = Get("/v1/jobs/on-200/next?n=2").json();
+  EXPECT_EQ(r["next"], Json({"2026-11-22T13:37:50.000Z", "2026-11-22T13:38:50.000Z"})) << r.dump();
+  r = Get("/v1/jobs/on-119/next?n=1").json();
+  EXPECT_EQ(r["next"], Json({"2026-11-22T13:37:29.750Z"})) << r.dump();
+  r = Get("/v1/jobs/on-119").json();
+  ASSERT_FALSE(r["nextFires"].empty()) << r.dump();
+  EXPECT_EQ(r["nextFires"][0]["at"], "2026-11-22T13:37:29.750Z");
+
+  Reply load = Get("/v1/load?from=2026-11-22T13:40:00Z&to=2026-11-22T13:41:00Z&shards=true");
+  ASSERT_EQ(load.status, 200) << load.body;
+  r = load.json();
+  EXPECT_EQ(r["shardCount"], 240);
+  EXPECT_EQ(r["tickMs"], 250);
+  EXPECT_EQ(r["total"], 2);  // shard 200's job is not dropped
+  ASSERT_EQ(r["minutes"].size(), 1u);
+  ASSERT_EQ(r["minutes"][0]["shards"].size(), 240u);
+  EXPECT_EQ(r["minutes"][0]["shards"][30], 1);
+  EXPECT_EQ(r["minutes"][0]["shards"][200], 1);
+
+  r = Get("/v1/shards").json();
+  std::map<int, Json> by_shard;
+  for (const Json& s : r["shards"]) by_shard[s["shard"].get<int>()] = s;
+  ASSERT_TRUE(by_shard.count(30) && by_shard.count(200)) << r.dump();
+  EXPECT_EQ(by_shard[30]["behind_minutes"], 1);
+  EXPECT_DOUBLE_EQ(by_shard[30]["lag_seconds"].get<double>(), 2.75);
+  EXPECT_EQ(by_shard[200]["behind_minutes"], 0);
+  EXPECT_EQ(by_shard[200]["lag_seconds"], 0.0);
+}
+
+// Issue 33 §5: a node runs one load projection at a time (each can hold up to 500,000 groups), so
+// its memory does not grow with its 64 connection workers: another request meanwhile gets 503.
+TEST_F(AdminServerTest, OneLoadProjectionAtATime) {
+  store_.SetLoadGroups(LoadGroups{});
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> reads{0};
+  store_.during_load_read = [&] {
+    if (reads.fetch_add(1) == 0) {
+      entered.set_value();
+      released.wait();
+    }
+  };
+  AdminDeps deps = Deps();
+  // Two sessions, so that the second request is not turned away for want of one.
+  pools_.push_back(std::make_unique<ReaderPool>(
+      std::vector<ReadSession>{{&store_, &ledger_, nullptr}, {&store_, &ledger_, nullptr}},
+      std::chrono::milliseconds(2000)));
+  deps.readers = pools_.back().get();
+  AdminServerOptions options;
+  options.listen = "127.0.0.1:0";
+  auto started = AdminServer::Start(options, deps);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  server_ = std::move(*started);
+  client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+  client_->set_read_timeout(10);
+
+  Reply first;
+  std::thread t([&] {
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_read_timeout(10);
+    first = Wrap(c.Get("/v1/load"));
+  });
+  entered.get_future().wait();  // the first projection is reading
+  Reply second = Get("/v1/load");
+  release.set_value();
+  t.join();
+  EXPECT_EQ(second.status, 503) << second.body;
+  EXPECT_NE(second.body.find("another load projection is running"), std::string::npos) << second.body;
+  EXPECT_FALSE(second.headers.find("Retry-After") == second.headers.end());
+  EXPECT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(Get("/v1/load").status, 200);  // and the next one runs
 }
 
 }  // namespace

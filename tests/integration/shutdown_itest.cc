@@ -6,6 +6,9 @@
 // triggers a second, and the next node's first minutes after it.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -98,6 +101,32 @@ TEST(ShutdownTest, SigtermDuringHeavyFiringExitsCleanlyAndLosesNothing) {
   EXPECT_EQ(handover.missing, 0);
   EXPECT_TRUE(b->running()) << b->Log();
   Note("shutdown test wall time " + std::to_string((WallMs() - test_start) / 1000) + " s");
+}
+
+}  // namespace
+}  // namespace belfry
+
+namespace belfry {
+namespace {
+
+// Issue 33 §5: a start-up step that fails after the node's threads have started used to return
+// from RunServe with joinable std::threads, and the process died in std::terminate (SIGABRT).
+// Here the bulk outcome publisher cannot be created (its message.timeout.ms, 10 s, is not above
+// the configured linger.ms; every client created before it has 30 s): the node must exit 1.
+TEST(ShutdownTest, AStartUpFailureExitsWithAnErrorNotAnAbort) {
+  std::unique_ptr<ItestWorld> world = ItestWorld::Create("startfail");
+  const std::string config = "/tmp/belfry-" + world->run_id + "-startfail.yaml";
+  {
+    std::ofstream out(config);
+    out << "kafka:\n  properties:\n    linger.ms: \"15000\"\n";
+  }
+  std::map<std::string, std::string> env = world->Env();
+  env["BELFRY_CONFIG"] = config;
+  std::string output;
+  const int rc = RunBelfry({"serve"}, env, &output);
+  EXPECT_EQ(rc, 1) << output;
+  EXPECT_NE(output.find("cannot create the bulk outcome publisher"), std::string::npos) << output;
+  std::remove(config.c_str());
 }
 
 }  // namespace

@@ -3,11 +3,15 @@
 // order with interval jobs; the coalesced range returns each once at its latest fire.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <pqxx/pqxx>
 
 #include "belfry/config.h"
 #include "core/calendar_schedule.h"
@@ -174,6 +178,45 @@ TEST_F(CronPgTest, CoalescedRangeReturnsEachCronJobOnceAtItsLatestFire) {
   EXPECT_EQ(due, (std::map<std::string, int64_t>{{"cron-every-10", MinuteAt("2026-11-25T07:40:00Z")},
                                                  {"cron-0805", MinuteAt("2026-11-25T07:05:00Z")},
                                                  {"cron-ended", MinuteAt("2026-11-25T07:20:00Z")}}));
+}
+
+// Issue 33 §5: a command that changes a job while a re-plan runs wins, and the re-plan, whose
+// guarded update then matches no row, adds none of the old expression's slots (else the job
+// would fire at the old expression's times too).
+TEST_F(CronPgTest, ARePlanAddsNoSlotsToAJobACommandChangedMeanwhile) {
+  ASSERT_TRUE(store_->ApplyActions({CronUpsert("berlin-daily", "0 9 * * *", "Europe/Berlin", 1, 0, 4)}).ok());
+  const EpochMs now = *ParseIsoTime("2026-11-25T00:00:00Z");
+  ASSERT_TRUE(store_->ReplanCalendarJobs("2099z", now, kCfg.intervals).ok());  // records the version
+  // As if an older tzdata had planned it as a fixed interval: the next version re-plans it to slots.
+  db().Exec(
+      "UPDATE jobs SET cron_expr = '*/15 * * * *', interval_minutes = 15, offset_minutes = 0 "
+      "WHERE id = 'berlin-daily'");
+  db().Exec("DELETE FROM cron_slots WHERE job_id = 'berlin-daily'");
+  // A command's transaction changes the job and holds its row while the re-plan reads it.
+  pqxx::connection other(db().url());
+  pqxx::work command(other);
+  command.exec0(
+      "UPDATE jobs SET cron_expr = '0 * * * *', time_zone = 'UTC', interval_minutes = 60, offset_minutes = 0 "
+      "WHERE id = 'berlin-daily'");
+  StatusOr<PgJobStore::ReplanReport> r = Status::FailedPrecondition("not run");
+  std::thread replan([&] { r = store_->ReplanCalendarJobs("2100a", now, kCfg.intervals); });
+  // The re-plan read the old row and now waits for the command's row lock.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  bool waited = false;
+  while (!waited && std::chrono::steady_clock::now() < deadline) {
+    waited = db().Exec("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND wait_event_type = 'Lock'")[0][0]
+                 .as<int>() > 0;
+    if (!waited) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  command.commit();
+  replan.join();
+  EXPECT_TRUE(waited) << "the re-plan never waited for the command's row";
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->checked, 1);
+  EXPECT_EQ(r->changed, 0);
+  EXPECT_EQ(db().Exec("SELECT interval_minutes FROM jobs WHERE id = 'berlin-daily'")[0][0].as<int>(), 60);
+  EXPECT_EQ(Slots("berlin-daily"), 0);
 }
 
 TEST_F(CronPgTest, ANewTzdataRePlansTheJobsStoredAsFixedIntervals) {

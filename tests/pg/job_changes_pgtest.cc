@@ -221,6 +221,41 @@ TEST_F(PgJobChangesTest, OnePublisherAtATimeMarksWhatItPublished) {
   EXPECT_EQ(n.value(), 0);
 }
 
+// Issue 33 §5: while the publisher waits for the broker's acknowledgements, its connection has
+// no transaction open (no "idle in transaction" session holding a snapshot and locks), and the
+// one-publisher rule still holds.
+TEST_F(PgJobChangesTest, NoTransactionIsOpenWhileThePublisherWaitsForTheBroker) {
+  ASSERT_TRUE(store_->ApplyActions({Upsert("a", 1)}).ok());
+  PgJobStore other(db().url());
+  std::string states;
+  int64_t other_marked = -1;
+  StatusOr<int64_t> n = store_->PublishChanges(10, [&](const std::vector<JobChange>&) {
+    // The broker's wait, as seen from another session.
+    for (const pqxx::row& r : db().Exec("SELECT state FROM pg_stat_activity WHERE datname = current_database() "
+                                        "AND pid <> pg_backend_pid() AND backend_type = 'client backend' "
+                                        "ORDER BY state")) {
+      states += r[0].is_null() ? std::string("null") : r[0].as<std::string>();
+      states += ';';
+    }
+    StatusOr<int64_t> o = other.PublishChanges(10, [](const std::vector<JobChange>&) {
+      ADD_FAILURE() << "two publishers at once";
+      return Status::Ok();
+    });
+    other_marked = o.ok() ? o.value() : -2;
+    return Status::Ok();
+  });
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(n.value(), 1);
+  EXPECT_EQ(other_marked, 0);
+  EXPECT_EQ(states.find("idle in transaction"), std::string::npos) << states;
+  EXPECT_NE(states.find("idle;"), std::string::npos) << states;
+  // The lock is released after the round: the other store publishes the next change.
+  ASSERT_TRUE(store_->ApplyActions({Upsert("b", 2)}).ok());
+  n = other.PublishChanges(10, [](const std::vector<JobChange>&) { return Status::Ok(); });
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value(), 1);
+}
+
 TEST_F(PgJobChangesTest, TheSweepDeletesOnlyOldPublishedChanges) {
   ASSERT_TRUE(store_->ApplyActions({Upsert("a", 1), Upsert("b", 2)}).ok());
   ASSERT_TRUE(store_->PublishChanges(1, [](const std::vector<JobChange>&) { return Status::Ok(); }).ok());

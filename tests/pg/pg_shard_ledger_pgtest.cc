@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "migrated_database_test.h"
+#include "core/shard_layout.h"
 #include "pg/pg_shard_ledger.h"
 
 namespace belfry {
@@ -305,6 +306,20 @@ TEST_F(PgShardLedgerTest, RacingNodesNeverGetTheSameDebtChunk) {
   int64_t owed = 0;
   for (int32_t s = 0; s < 20; ++s) owed += State(s).debt_minutes;
   EXPECT_EQ(static_cast<int64_t>(paid.size()) + owed, 20 * 20);  // nothing lost either
+}
+
+// Issue 33 §4: the admin API's and the CLI's views read the layout record through ReadLayout,
+// as it stands: after `belfry reshard --to 240`'s cut-over, whatever the node's configured count.
+TEST_F(PgShardLedgerTest, ReadLayoutReturnsTheRecordAsItStands) {
+  StatusOr<ShardLayout> read = ledger_->ReadLayout();
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(*read, ShardLayout{});  // migrated with 120: stable at 120
+  ShardLayout cutover{120, 240, ShardLayout::Phase::kCutover, 119, 29'000'000};
+  db().Exec("UPDATE belfry_meta SET value = '" + EncodeShardLayout(cutover) + "' WHERE key = 'layout'");
+  read = ledger_->ReadLayout();
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(*read, cutover);
+  EXPECT_EQ(MaxFiringShards(*read), 240);
 }
 
 }  // namespace

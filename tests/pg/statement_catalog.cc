@@ -535,6 +535,9 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
            "admin read of one job's changes; job_changes: " + no_shard_column, cluster)
       .Add("kLockChangePublisherSql", q::kLockChangePublisherSql, {N(q::kChangePublisherLockKey)},
            Routing::kNoTable, Use::kRouted, "", cluster)
+      .Add("kUnlockChangePublisherSql", q::kUnlockChangePublisherSql, {N(q::kChangePublisherLockKey)},
+           Routing::kNoTable, Use::kAllowed,
+           "the change publisher's session advisory lock (as `belfry migrate`'s), on the coordinator", cluster)
       .Add("kUnpublishedChangesSql", q::kUnpublishedChangesSql, {"100"}, Routing::kNoShardColumn,
            Use::kAllowed,
            "the change publisher: the oldest unpublished changes of the whole cluster, in change_id order",
