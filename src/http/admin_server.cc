@@ -11,11 +11,13 @@
 #include <cctype>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <limits>
 #include <optional>
+#include <random>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -89,15 +91,31 @@ void SendError(httplib::Response& res, int status, const std::string& message) {
   SendJson(res, status, Json{{"error", message}});
 }
 
+// A fresh id for one internal error: 16 hex digits, random, so that ids from different nodes
+// and restarts do not collide.
+std::string NewErrorId() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  char out[17];
+  std::snprintf(out, sizeof(out), "%016llx", static_cast<unsigned long long>(rng()));
+  return out;
+}
+
+// 500: the client learns only an id; the log line with the same id has the text, which may name
+// tables, statements or internals that are not the client's business.
+void SendInternalError(httplib::Response& res, std::string_view log_text) {
+  const std::string id = NewErrorId();
+  spdlog::error("admin: internal error error_id={}: {}", id, log_text);
+  SendJson(res, 500, Json{{"error", "internal error"}, {"error_id", id}});
+}
+
 // A store or ledger failure: Retryable is the database being unreachable (503, try again);
-// anything else is a server fault (500).
+// anything else is a server fault (500, its text logged under an error id).
 void SendStoreError(httplib::Response& res, std::string_view what, const Status& st) {
   if (st.retryable()) {
     spdlog::warn("admin: {} unavailable: {}", what, st.ToString());
     SendError(res, 503, std::string(what) + " is unavailable, retry later: " + st.message());
   } else {
-    spdlog::error("admin: {} failed: {}", what, st.ToString());
-    SendError(res, 500, std::string(what) + " failed: " + st.ToString());
+    SendInternalError(res, std::string(what) + " failed: " + st.ToString());
   }
 }
 
@@ -520,6 +538,10 @@ void AdminServer::InstallRoutes() {
           }
           return httplib::Server::HandlerResponse::Handled;
         }
+        if (res.status == 500) {
+          SendInternalError(res, req.method + " " + req.path + ": httplib answered " + std::to_string(res.status));
+          return httplib::Server::HandlerResponse::Handled;
+        }
         std::string message = DefaultErrorMessage(res.status);
         if (res.status == 404) message += ": " + req.path;
         SendJson(res, res.status, Json{{"error", message}});
@@ -533,8 +555,7 @@ void AdminServer::InstallRoutes() {
       what = e.what();
     } catch (...) {
     }
-    spdlog::error("admin: {} {} failed: {}", req.method, req.path, what);
-    SendError(res, 500, "internal error: " + what);
+    SendInternalError(res, req.method + " " + req.path + " threw: " + what);
   });
 
   svr.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) { HandleHealthz(res); });

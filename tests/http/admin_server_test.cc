@@ -13,6 +13,11 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <sstream>
+#include <stdexcept>
 #include <optional>
 #include <set>
 #include <string>
@@ -150,6 +155,7 @@ class ScriptedJobStore final : public JobStore {
   Status ForEachDueJob(const DueQuery&, const std::function<void(const DueJob&)>&) override { return error; }
   Status ApplyActions(const std::vector<JobAction>&) override { return error; }
   StatusOr<std::optional<StoredJob>> GetJob(const std::string&) override {
+    if (!throw_what.empty()) throw std::runtime_error(throw_what);
     if (!error.ok()) return error;
     return job;
   }
@@ -159,6 +165,7 @@ class ScriptedJobStore final : public JobStore {
   }
   Status error;
   std::optional<StoredJob> job;
+  std::string throw_what;  // non-empty: GetJob throws std::runtime_error with this text
 };
 
 // An ExecutionStore with a fixed history of `n` reports for job "h" and fixed stats.
@@ -877,6 +884,43 @@ TEST_F(AdminServerTest, RetryableStoreErrorsAre503) {
             std::string::npos);
   scripted.error = Status::FailedPrecondition("schema mismatch");
   ExpectError(Get("/v1/jobs/x"), 500);
+}
+
+// A 500's text may name tables, statements or internals: the client gets only an id, and the log
+// line with that id has the text.
+TEST_F(AdminServerTest, InternalErrorsAnswerAnIdAndLogTheText) {
+  std::ostringstream log;
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(
+      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  ScriptedJobStore scripted;
+  StartServer({}, &scripted);
+  std::set<std::string> ids;
+  auto expect_opaque_500 = [&](const Reply& r, const std::string& secret) {
+    ExpectError(r, 500);
+    const Json j = Json::parse(r.body);
+    EXPECT_EQ(j.size(), 2u) << r.body;
+    EXPECT_EQ(j["error"], "internal error");
+    ASSERT_TRUE(j["error_id"].is_string()) << r.body;
+    const std::string id = j["error_id"];
+    EXPECT_EQ(id.size(), 16u);
+    EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
+    EXPECT_EQ(r.body.find(secret), std::string::npos) << r.body;
+    ids.insert(id);
+    spdlog::default_logger()->flush();
+    const std::string text = log.str();
+    const size_t at = text.find("error_id=" + id);
+    ASSERT_NE(at, std::string::npos) << text;
+    EXPECT_NE(text.find(secret, at), std::string::npos) << text;
+  };
+  scripted.throw_what = "relation \"jobs_secret_7\" is broken";
+  expect_opaque_500(Get("/v1/jobs/x"), "jobs_secret_7");
+  scripted.throw_what.clear();
+  scripted.error = Status::FailedPrecondition("schema mismatch in table secret_table_9");
+  expect_opaque_500(Get("/v1/jobs/x"), "secret_table_9");
+  expect_opaque_500(Get("/v1/jobs/y/next"), "secret_table_9");
+  EXPECT_EQ(ids.size(), 3u);  // one id per failure
+  spdlog::set_default_logger(previous);
 }
 
 TEST_F(AdminServerTest, UnknownRoutesAre404AndWritesAre405) {
