@@ -952,18 +952,13 @@ void AdminServer::HandleListJobs(const httplib::Request& req, httplib::Response&
     }
     filter.after_id = *after;
   }
-  filter.limit = static_cast<int32_t>(limit) + 1;  // one more than asked, to know whether another page exists
-  std::optional<StatusOr<std::vector<StoredJob>>> read =
+  filter.limit = static_cast<int32_t>(limit);
+  std::optional<StatusOr<JobPage>> read =
       ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.store->ListJobs(filter); });
   if (!read) return SendSessionsBusy(res);
-  StatusOr<std::vector<StoredJob>>& jobs = *read;
-  if (!jobs.ok()) return SendStoreError(res, "job store", jobs.status());
-  std::vector<StoredJob>& page = *jobs;
-  std::string next_cursor;
-  if (static_cast<int64_t>(page.size()) > limit) {
-    page.resize(static_cast<size_t>(limit));
-    next_cursor = Base64UrlEncode(page.back().spec.id);
-  }
+  if (!read->ok()) return SendStoreError(res, "job store", read->status());
+  const std::vector<StoredJob>& page = (*read)->jobs;
+  const std::string next_cursor = (*read)->next_after_id.empty() ? "" : Base64UrlEncode((*read)->next_after_id);
   std::string body = "{\"jobs\":[";
   for (size_t i = 0; i < page.size(); ++i) {
     if (i > 0) body.push_back(',');

@@ -21,7 +21,7 @@ class FakeJobStore final : public JobStore {
   Status ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn) override;
   Status ApplyActions(const std::vector<JobAction>& actions) override;
   StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) override;
-  StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter& filter) override;
+  StatusOr<JobPage> ListJobs(const JobListFilter& filter) override;
 
   // Bulk operations as the real store runs them (docs/bulk-operations.md), over the rows in
   // (shard, id) order: pause, resume and delete change the rows; a trigger only counts its jobs

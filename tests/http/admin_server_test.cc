@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
+#include <fmt/format.h>
 
 #include <sstream>
 #include <stdexcept>
@@ -183,9 +184,9 @@ class ScriptedJobStore final : public JobStore {
     if (!error.ok()) return error;
     return job;
   }
-  StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter&) override {
+  StatusOr<JobPage> ListJobs(const JobListFilter&) override {
     if (!error.ok()) return error;
-    return std::vector<StoredJob>();
+    return JobPage();
   }
   Status error;
   std::optional<StoredJob> job;
@@ -455,6 +456,7 @@ TEST_F(AdminServerTest, SlowClientsCannotMakeAHealthyNodeLookDead) {
 
   std::atomic<int> refused_at_once{0};  // 503 before the head was complete
   std::atomic<int> head_timeouts{0};    // 408
+  std::atomic<int> connect_errno{0};
   std::thread attacker([&] {
     std::vector<int> fds(kSlowConnections, -1);
     auto open = [&](int& fd) {
@@ -463,7 +465,10 @@ TEST_F(AdminServerTest, SlowClientsCannotMakeAHealthyNodeLookDead) {
       addr.sin_family = AF_INET;
       addr.sin_port = htons(static_cast<uint16_t>(port));
       addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return;
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+        connect_errno = errno;
+        return;
+      }
       const std::string line = "GET /v1/jobs/fast-1 HTTP/1.1\r\n";
       (void)::send(fd, line.data(), line.size(), MSG_NOSIGNAL);
     };
@@ -541,8 +546,8 @@ TEST_F(AdminServerTest, SlowClientsCannotMakeAHealthyNodeLookDead) {
   }
   // The attacker's connections beyond its 32 were turned away at once, and the ones admitted were
   // cut when their head's deadline passed.
-  std::printf("attack: %d answered 503 at once, %d cut with 408; probes %d fresh + %d kept-alive, data %d + %d\n",
-              refused_at_once.load(), head_timeouts.load(), fresh_probes.sent, kept_probes.sent, fresh_data.sent,
+  std::printf("attack: connect errno %d; %d answered 503 at once, %d cut with 408; probes %d fresh + %d kept-alive, data %d + %d\n",
+              connect_errno.load(), refused_at_once.load(), head_timeouts.load(), fresh_probes.sent, kept_probes.sent, fresh_data.sent,
               kept_data.sent);
   EXPECT_GE(refused_at_once.load(), kSlowConnections - 32);
   EXPECT_GE(head_timeouts.load(), 32);
@@ -768,6 +773,20 @@ TEST_F(AdminServerTest, ListExactMultipleEndsWithoutAnEmptyPage) {
   ASSERT_TRUE(p1["next_cursor"].is_string());
   Json p2 = Get("/v1/jobs?limit=2&cursor=" + p1["next_cursor"].get<std::string>()).json();
   EXPECT_EQ(p2["jobs"].size(), 2u);
+  EXPECT_TRUE(p2["next_cursor"].is_null());
+}
+
+// Issue 33: ?limit=1000 asked the store for 1001 rows, the store clamped to 1000, and the answer
+// never had a next_cursor. The store now reads limit + 1 itself (JobPageOf), as the fake does.
+TEST_F(AdminServerTest, AFullPageOfTheMostJobsHasANextCursor) {
+  for (int i = 0; i < 1001; ++i) store_.Put(Spec(fmt::format("m{:04d}", i)));
+  StartServer();
+  Json p1 = Get("/v1/jobs?limit=1000").json();
+  ASSERT_EQ(p1["jobs"].size(), 1000u);
+  ASSERT_TRUE(p1["next_cursor"].is_string()) << p1["next_cursor"];
+  Json p2 = Get("/v1/jobs?limit=1000&cursor=" + p1["next_cursor"].get<std::string>()).json();
+  ASSERT_EQ(p2["jobs"].size(), 1u);
+  EXPECT_EQ(p2["jobs"][0]["id"], "m1000");
   EXPECT_TRUE(p2["next_cursor"].is_null());
 }
 
