@@ -403,6 +403,11 @@ class AdminServer::GateServer final : public httplib::Server {
  public:
   std::function<void(int)> admit;
 
+  // httplib listens with a backlog of 5: a burst of connections (140 at once, in the slow-client
+  // attack) overflowed it, and the kernel dropped SYNs, so a probe's connect waited 1 s, 3 s... for
+  // a retransmission. listen() again on the bound socket only raises the backlog.
+  void RaiseBacklog(int backlog) { ::listen(svr_sock_, backlog); }
+
   // One request from `strm`: httplib's parsing, routing and response writing.
   bool Serve(httplib::Stream& strm, bool close_connection, bool& connection_closed) {
     return process_request(strm, close_connection, connection_closed, nullptr);
@@ -520,6 +525,7 @@ StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(AdminServerOptions opt
   } else if (svr.bind_to_port(addr->host, addr->port)) {
     s->port_ = addr->port;
   }
+  if (s->port_ != 0) s->server_->RaiseBacklog(SOMAXCONN);
   if (s->port_ == 0) {
     return Status::FailedPrecondition("admin HTTP cannot listen on \"" + s->options_.listen +
                                       "\": the address is in use or not available on this host");
