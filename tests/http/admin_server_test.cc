@@ -33,6 +33,7 @@
 #include "core/iso_time.h"
 #include "core/slot_math.h"
 #include "fakes/fake_clock.h"
+#include "http/cached_check.h"
 #include "fakes/fake_job_store.h"
 #include "fakes/fake_shard_ledger.h"
 
@@ -551,6 +552,35 @@ TEST_F(AdminServerTest, SlowClientsCannotMakeAHealthyNodeLookDead) {
               kept_data.sent);
   EXPECT_GE(refused_at_once.load(), kSlowConnections - 32);
   EXPECT_GE(head_timeouts.load(), 32);
+}
+
+// Issue 33: each /readyz and each scrape opened a database connection and waited for it, so an
+// unreachable database stalled them all. With the readiness a CachedCheck (as `belfry serve`
+// wires it), a check that hangs (a blackholed database) never holds a probe or a scrape.
+TEST_F(AdminServerTest, ReadyzAndMetricsAnswerAtOnceWhileTheDatabaseCheckHangs) {
+  std::promise<void> unblock;
+  std::shared_future<void> unblocked = unblock.get_future().share();
+  CachedCheck check([&] {
+    unblocked.wait();
+    return Status::Retryable("connection timed out");
+  }, clock_);
+  metrics_.SetSampler([&](MetricsRegistry& m) { m.SetReady(check.Get().ok()); });
+  AdminDeps deps = Deps();
+  deps.readiness = [&] { return check.Get(); };
+  auto started = AdminServer::Start(Options("127.0.0.1:0"), deps);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  server_ = std::move(*started);
+  for (int i = 0; i < 20; ++i) {
+    RawConnection c(server_->port(), "127.0.0.1", 1000);
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(c.Get("/readyz").status, 503);
+    EXPECT_EQ(c.Get("/metrics").status, 200);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500)) << i;
+  }
+  EXPECT_EQ(check.checks_started(), 1);  // one connection attempt, not one per request
+  unblock.set_value();
+  server_.reset();
+  metrics_.SetSampler({});  // it refers to `check`
 }
 
 TEST_F(AdminServerTest, ConnectionsPerClientAddressAreLimited) {
