@@ -99,8 +99,13 @@ struct AdminConfig {
   int32_t db_sessions = 4;
   int64_t read_wait_ms = 250;          // longest wait for a free session, then 503 + Retry-After
   int64_t statement_timeout_ms = 2000;  // PostgreSQL statement_timeout of the API's sessions
-  int32_t worker_threads = 64;          // connections served at once (kept-alive ones hold theirs)
-  int32_t max_queued_connections = 64;  // then new connections get 503 + Retry-After
+  // Connections (docs/operations.md, "Connections"): request heads are read without a thread,
+  // each within one deadline; a worker is held only while a request is served.
+  int32_t worker_threads = 64;          // requests served at once (probes have a lane of their own)
+  int32_t max_queued_connections = 64;  // requests waiting for a worker; then 503 + Retry-After
+  int64_t request_head_timeout_ms = 5000;  // the whole request head; then 408 and close
+  int32_t max_connections = 1024;          // open at once; then 503 + Retry-After and close
+  int32_t max_connections_per_client = 32;  // open at once from one client address; then the same
 };
 
 // A hot standby of database_url (docs/hot-standby.md): it serves the tick query, fenced by the

@@ -49,7 +49,7 @@ struct JobListFilter {
   std::string topic;   // empty = any
   std::string labels;  // a canonical label object (core/job_labels.h) the job's must contain; empty = any
   std::string after_id;  // keyset cursor: ids strictly greater than this
-  int32_t limit = 100;
+  int32_t limit = 100;   // jobs per page, 1..kMaxJobPage (clamped)
 };
 
 // The last trigger of a job that the broker refused for good (docs/reliability.md,
@@ -61,6 +61,27 @@ struct DeliveryErrorRecord {
   std::string error;
   EpochMs at_ms = 0;  // when the refusal was recorded
 };
+
+constexpr int32_t kMaxJobPage = 1000;
+
+// One page of ListJobs, in id order.
+struct JobPage {
+  std::vector<StoredJob> jobs;
+  // When more jobs match: the last id shown (the next page's after_id). Empty on the last page.
+  std::string next_after_id;
+};
+
+// The one pagination rule: a store reads limit + 1 rows; the extra row only says that another
+// page exists. `rows` are those (at most limit + 1) rows, in id order.
+inline JobPage JobPageOf(std::vector<StoredJob> rows, int32_t limit) {
+  JobPage page;
+  if (static_cast<int64_t>(rows.size()) > limit) {
+    rows.resize(static_cast<size_t>(limit));
+    page.next_after_id = rows.back().spec.id;
+  }
+  page.jobs = std::move(rows);
+  return page;
+}
 
 // A job and what its execution reports say, read together (the admin API's job view).
 struct JobAndStats {
@@ -186,7 +207,9 @@ class JobStore {
     if (!job->has_value()) return std::optional<JobAndStats>();
     return std::optional<JobAndStats>(JobAndStats{std::move(**job), false, std::nullopt, std::nullopt});
   }
-  virtual StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter& filter) = 0;
+  // Up to filter.limit (clamped to 1..kMaxJobPage) matching jobs after filter.after_id, and
+  // whether more follow (JobPageOf).
+  virtual StatusOr<JobPage> ListJobs(const JobListFilter& filter) = 0;
 
   // The groups a load projection needs (belfry/load_group.h), read in one snapshot. Read-only;
   // reads every job row once (a full scan: seconds at millions of jobs), so it is for operators,

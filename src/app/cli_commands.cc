@@ -420,18 +420,15 @@ int RunJobsList(const Config& cfg, const std::string& owner, const std::string& 
   filter.owner = owner;
   filter.topic = topic;
   filter.after_id = cursor;
-  filter.limit = limit + 1;  // one more, to know if a next page exists
+  filter.limit = limit;
   if (!labels.empty()) {
     if (Status s = ParseLabelFilter(labels, &filter.labels); !s.ok()) return Fail(s.message(), 64);
   }
   PgJobStore store(cfg.database_url);
-  auto jobs = store.ListJobs(filter);
-  if (!jobs.ok()) return Fail(jobs.status().message());
-  std::string next_cursor;  // the CLI's cursor is the last id shown
-  if (static_cast<int>(jobs->size()) > limit) {
-    jobs->resize(static_cast<size_t>(limit));
-    next_cursor = jobs->back().spec.id;
-  }
+  auto read = store.ListJobs(filter);
+  if (!read.ok()) return Fail(read.status().message());
+  const std::vector<StoredJob>* jobs = &read->jobs;
+  const std::string next_cursor = read->next_after_id;  // the CLI's cursor is the last id shown
   if (output == "json") {
     std::string out = "{\"jobs\":[";
     for (size_t i = 0; i < jobs->size(); ++i) {

@@ -374,6 +374,9 @@ const std::vector<Section>& Sections() {
               DurationKey("statement_timeout", &AdminConfig::statement_timeout_ms, 10, 10 * kMinute),
               IntegerKey("worker_threads", &AdminConfig::worker_threads, 1, 4096),
               IntegerKey("max_queued_connections", &AdminConfig::max_queued_connections, 0, 65'536),
+              DurationKey("request_head_timeout", &AdminConfig::request_head_timeout_ms, 100, 10 * kMinute),
+              IntegerKey("max_connections", &AdminConfig::max_connections, 1, 65'536),
+              IntegerKey("max_connections_per_client", &AdminConfig::max_connections_per_client, 1, 65'536),
           }),
       MakeSection<StandbyConfig>(
           "standby", [](Config* c) { return &c->standby; },

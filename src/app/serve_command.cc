@@ -27,6 +27,7 @@
 #include "core/trigger_dead_letterer.h"
 #include "core/shard_ticker.h"
 #include "http/admin_server.h"
+#include "http/cached_check.h"
 #include "http/change_metrics.h"
 #include "http/execution_metrics.h"
 #include "http/metrics_registry.h"
@@ -268,8 +269,13 @@ int RunServe(const Config& cfg) {
   }
   ReaderPool readers(std::move(read_sessions), std::chrono::milliseconds(cfg.admin.read_wait_ms));
   // GET /readyz, and belfry_ready at each scrape.
+  // The database part is cached: at most one connection a second, and no probe or scrape waits
+  // for it (an unreachable database used to stall every /readyz and /metrics).
+  CachedCheck database_check(
+      [&cfg, &migrations_dir] { return CheckSchema(cfg.database_url, migrations_dir, cfg.scheduler.shard_count); },
+      clock);
   const std::function<Status()> readiness = [&]() -> Status {
-    if (Status st = CheckSchema(cfg.database_url, migrations_dir, cfg.scheduler.shard_count); !st.ok()) return st;
+    if (Status st = database_check.Get(); !st.ok()) return st;
     if (health.consecutive_failures() >= 10) {
       return Status::Retryable("the last 10 shard firings failed (is Kafka reachable?)");
     }
@@ -292,6 +298,9 @@ int RunServe(const Config& cfg) {
   admin_options.scheduler = cfg.scheduler;
   admin_options.worker_threads = cfg.admin.worker_threads;
   admin_options.max_queued_connections = cfg.admin.max_queued_connections;
+  admin_options.request_head_timeout_ms = cfg.admin.request_head_timeout_ms;
+  admin_options.max_connections = cfg.admin.max_connections;
+  admin_options.max_connections_per_client = cfg.admin.max_connections_per_client;
   AdminDeps deps;
   deps.readers = &readers;
   deps.metrics = &metrics;

@@ -11,11 +11,13 @@
 #include <cctype>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <limits>
 #include <optional>
+#include <random>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -37,7 +39,9 @@
 #include "core/message_quote.h"
 #include "core/shard_lag.h"
 #include "core/slot_math.h"
-#include "http/admission_queue.h"
+#include "http/connection_gate.h"
+#include "http/request_stream.h"
+#include "http/worker_lane.h"
 
 namespace belfry {
 namespace {
@@ -90,15 +94,31 @@ void SendError(httplib::Response& res, int status, const std::string& message) {
   SendJson(res, status, Json{{"error", message}});
 }
 
+// A fresh id for one internal error: 16 hex digits, random, so that ids from different nodes
+// and restarts do not collide.
+std::string NewErrorId() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  char out[17];
+  std::snprintf(out, sizeof(out), "%016llx", static_cast<unsigned long long>(rng()));
+  return out;
+}
+
+// 500: the client learns only an id; the log line with the same id has the text, which may name
+// tables, statements or internals that are not the client's business.
+void SendInternalError(httplib::Response& res, std::string_view log_text) {
+  const std::string id = NewErrorId();
+  spdlog::error("admin: internal error error_id={}: {}", id, log_text);
+  SendJson(res, 500, Json{{"error", "internal error"}, {"error_id", id}});
+}
+
 // A store or ledger failure: Retryable is the database being unreachable (503, try again);
-// anything else is a server fault (500).
+// anything else is a server fault (500, its text logged under an error id).
 void SendStoreError(httplib::Response& res, std::string_view what, const Status& st) {
   if (st.retryable()) {
     spdlog::warn("admin: {} unavailable: {}", what, st.ToString());
     SendError(res, 503, std::string(what) + " is unavailable, retry later: " + st.message());
   } else {
-    spdlog::error("admin: {} failed: {}", what, st.ToString());
-    SendError(res, 500, std::string(what) + " failed: " + st.ToString());
+    SendInternalError(res, std::string(what) + " failed: " + st.ToString());
   }
 }
 
@@ -356,35 +376,94 @@ std::optional<std::string> Base64UrlDecode(std::string_view text) {
   return out;
 }
 
+namespace {
+
+// Threads and queue places of the probe lane (/healthz and /readyz): both answer from memory.
+constexpr size_t kProbeThreads = 2;
+constexpr size_t kProbeQueue = 64;
+// Each write() of a response must complete within this (a client that does not read holds a
+// worker this long at most, per write).
+constexpr std::chrono::seconds kWriteTimeout{5};
+
+bool IsProbePath(std::string_view target) {
+  const std::string_view path = target.substr(0, target.find('?'));
+  return path == "/healthz" || path == "/readyz";
+}
+
+// Runs each task on the caller's thread: httplib's accept loop hands each accepted socket to
+// GateServer::process_and_close_socket, which only passes it to the gate.
+class InlineTaskQueue final : public httplib::TaskQueue {
+ public:
+  void enqueue(std::function<void()> fn) override { fn(); }
+  void shutdown() override {}
+};
+
+}  // namespace
+
+class AdminServer::GateServer final : public httplib::Server {
+ public:
+  std::function<void(int)> admit;
+
+  // httplib listens with a backlog of 5: a burst of connections (140 at once, in the slow-client
+  // attack) overflowed it, and the kernel dropped SYNs, so a probe's connect waited 1 s, 3 s... for
+  // a retransmission. listen() again on the bound socket only raises the backlog.
+  void RaiseBacklog(int backlog) { ::listen(svr_sock_, backlog); }
+
+  // One request from `strm`: httplib's parsing, routing and response writing.
+  bool Serve(httplib::Stream& strm, bool close_connection, bool& connection_closed) {
+    return process_request(strm, close_connection, connection_closed, nullptr);
+  }
+
+ private:
+  // httplib would serve the socket here, on this thread, until the connection closes.
+  bool process_and_close_socket(socket_t sock) override {
+    admit(sock);
+    return true;
+  }
+};
+
 struct AdminServer::Counters {
   explicit Counters(prometheus::Registry& registry)
       : family(prometheus::BuildCounter()
                    .Name("belfry_admin_overload_total")
                    .Help("Admin API requests answered 503 + Retry-After because the node was saturated, by "
                          "reason (sessions: no database session freed up within admin.read_wait; "
-                         "connections: every worker was busy and admin.max_queued_connections were waiting).")
+                         "connections: every worker was busy and admin.max_queued_connections were waiting, "
+                         "or admin.max_connections were open; client: the client's address had "
+                         "admin.max_connections_per_client open).")
                    .Register(registry)),
         sessions(family.Add({{"reason", "sessions"}})),
-        connections(family.Add({{"reason", "connections"}})) {}
+        connections(family.Add({{"reason", "connections"}})),
+        client(family.Add({{"reason", "client"}})),
+        head_timeouts(prometheus::BuildCounter()
+                          .Name("belfry_admin_request_head_timeouts_total")
+                          .Help("Admin API connections closed with 408 because the request head did not "
+                                "arrive within admin.request_head_timeout.")
+                          .Register(registry)
+                          .Add({})) {}
   prometheus::Family<prometheus::Counter>& family;
   prometheus::Counter& sessions;
   prometheus::Counter& connections;
+  prometheus::Counter& client;
+  prometheus::Counter& head_timeouts;
 };
 
 AdminServer::AdminServer(AdminServerOptions options, AdminDeps deps)
     : options_(std::move(options)),
       deps_(std::move(deps)),
       counters_(std::make_unique<Counters>(deps_.metrics->registry())),
-      server_(std::make_unique<httplib::Server>()) {}
+      server_(std::make_unique<GateServer>()) {}
 
 StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(AdminServerOptions options, AdminDeps deps) {
   if (!deps.readers || !deps.metrics || !deps.clock) {
     return Status::Invalid("admin_deps", "AdminServer needs a reader pool, metrics and a clock");
   }
   if (options.worker_threads < 1 || options.max_queued_connections < 0 || options.keep_alive_timeout_s < 1 ||
-      options.keep_alive_max_requests < 1 || options.retry_after_s < 1) {
+      options.keep_alive_max_requests < 1 || options.retry_after_s < 1 || options.request_head_timeout_ms < 1 ||
+      options.max_connections < 1 || options.max_connections_per_client < 1) {
     return Status::Invalid("admin_limits",
-                           "worker_threads, keep_alive_timeout_s, keep_alive_max_requests and retry_after_s must "
+                           "worker_threads, keep_alive_timeout_s, keep_alive_max_requests, retry_after_s, "
+                           "request_head_timeout_ms, max_connections and max_connections_per_client must "
                            "be at least 1, max_queued_connections at least 0");
   }
   if (options.max_list_limit < 1) {
@@ -405,6 +484,41 @@ StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(AdminServerOptions opt
   std::unique_ptr<AdminServer> s(new AdminServer(std::move(options), std::move(deps)));
   s->host_ = addr->host;
   s->InstallRoutes();
+  const AdminServerOptions& o = s->options_;
+  s->data_lane_ = std::make_unique<WorkerLane>(static_cast<size_t>(o.worker_threads),
+                                               static_cast<size_t>(o.max_queued_connections));
+  s->probe_lane_ = std::make_unique<WorkerLane>(kProbeThreads, kProbeQueue);
+  ConnectionGateOptions gate;
+  gate.head_timeout = std::chrono::milliseconds(o.request_head_timeout_ms);
+  gate.idle_timeout = std::chrono::seconds(o.keep_alive_timeout_s);
+  gate.max_connections = static_cast<size_t>(o.max_connections);
+  gate.max_connections_per_client = static_cast<size_t>(o.max_connections_per_client);
+  gate.retry_after_s = o.retry_after_s;
+  AdminServer* self = s.get();
+  s->gate_ = std::make_unique<ConnectionGate>(
+      gate,
+      [self](ReadyConnection&& c) {
+        WorkerLane& lane = IsProbePath(RequestTarget(c.buffered)) ? *self->probe_lane_ : *self->data_lane_;
+        return lane.TrySubmit([self, c = std::move(c)]() mutable { self->Serve(std::move(c)); });
+      },
+      [self](ConnectionGate::Refusal why) {
+        switch (why) {
+          case ConnectionGate::Refusal::kClientLimit:
+            return self->counters_->client.Increment();
+          case ConnectionGate::Refusal::kConnectionLimit:
+          case ConnectionGate::Refusal::kBusy:
+            return self->counters_->connections.Increment();
+          case ConnectionGate::Refusal::kHeadTimeout:
+            return self->counters_->head_timeouts.Increment();
+          case ConnectionGate::Refusal::kHeadTooLarge:
+            return;
+        }
+      },
+      [self](std::string_view why) {
+        const std::string after = std::to_string(self->options_.retry_after_s);
+        return Dump(Json{{"error", "overloaded (" + std::string(why) + "), retry after " + after + " s"}});
+      });
+  s->server_->admit = [gate = s->gate_.get()](int fd) { gate->Admit(fd); };
   httplib::Server& svr = *s->server_;
   if (addr->port == 0) {
     s->port_ = svr.bind_to_any_port(addr->host);
@@ -412,6 +526,7 @@ StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(AdminServerOptions opt
   } else if (svr.bind_to_port(addr->host, addr->port)) {
     s->port_ = addr->port;
   }
+  if (s->port_ != 0) s->server_->RaiseBacklog(SOMAXCONN);
   if (s->port_ == 0) {
     return Status::FailedPrecondition("admin HTTP cannot listen on \"" + s->options_.listen +
                                       "\": the address is in use or not available on this host");
@@ -442,6 +557,22 @@ AdminServer::~AdminServer() {
   }
   if (server_->is_running()) server_->stop();
   thread_.join();
+  // No more admissions. Stop reading heads, let the requests in progress finish (they give their
+  // connections back to the stopped gate), then close every connection.
+  gate_->Stop();
+  probe_lane_->Shutdown();
+  data_lane_->Shutdown();
+  gate_.reset();
+}
+
+void AdminServer::Serve(ReadyConnection&& c) {
+  RequestStream stream(c.fd, std::move(c.peer_ip), c.peer_port, std::move(c.buffered),
+                       std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.request_head_timeout_ms),
+                       kWriteTimeout);
+  const bool last = c.served + 1 >= options_.keep_alive_max_requests;
+  bool closed = false;
+  const bool served = server_->Serve(stream, last, closed);
+  gate_->Return(c.fd, stream.TakeUnread(), served && !closed && !last);
 }
 
 bool AdminServer::Authorized(const httplib::Request& req) const {
@@ -460,19 +591,7 @@ bool AdminServer::Authorized(const httplib::Request& req) const {
 
 void AdminServer::InstallRoutes() {
   httplib::Server& svr = *server_;
-  const size_t threads = static_cast<size_t>(options_.worker_threads);
-  const size_t max_queued = static_cast<size_t>(options_.max_queued_connections);
-  svr.new_task_queue = [threads, max_queued, shed = &counters_->connections] {
-    return new AdmissionQueue(threads, max_queued, [shed] { shed->Increment(); });
-  };
-  svr.set_read_timeout(5, 0);
-  svr.set_write_timeout(5, 0);
-  svr.set_keep_alive_timeout(options_.keep_alive_timeout_s);
-  svr.set_keep_alive_max_count(static_cast<size_t>(options_.keep_alive_max_requests));
-  // Without TCP_NODELAY, Nagle's algorithm holds back a response written in two segments (headers,
-  // then body) until the client's delayed ACK: ~40 ms on every request of a kept-alive
-  // connection after the first. tests/http/admin_server_test.cc, KeptAliveConnectionIsFast.
-  svr.set_tcp_nodelay(true);
+  svr.new_task_queue = [] { return new InlineTaskQueue; };
   svr.set_payload_max_length(64 * 1024);
   // httplib's default also sets SO_REUSEPORT, which would let a second process bind the same
   // port and silently receive half of the requests. SO_REUSEADDR alone keeps fast restarts.
@@ -482,22 +601,6 @@ void AdminServer::InstallRoutes() {
   });
 
   svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (AdmissionQueue::OnShedThread()) {
-      SendOverloaded(res, "every connection worker is busy");
-      // Close the connection once the response is out, freeing the shedding thread: httplib
-      // ignores a handler's "Connection: close", but ends the connection when a content provider
-      // reports failure, which this one does after writing the whole body.
-      res.set_header("Connection", "close");
-      std::string body = std::move(res.body);
-      res.body.clear();
-      const size_t size = body.size();
-      res.set_content_provider(size, std::string(kJsonType),
-                               [body = std::move(body)](size_t offset, size_t length, httplib::DataSink& sink) {
-                                 sink.write(body.data() + offset, length);
-                                 return false;
-                               });
-      return httplib::Server::HandlerResponse::Handled;
-    }
     if (RequiresAuth(req.path) && !Authorized(req)) {
       res.set_header("WWW-Authenticate", "Bearer realm=\"belfry\"");
       SendError(res, 401, "missing or wrong bearer token: send \"Authorization: Bearer <admin.token>\"");
@@ -508,8 +611,7 @@ void AdminServer::InstallRoutes() {
   // Called for every response >= 400; fills in JSON only where httplib produced the error.
   svr.set_error_handler(
       httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-        // A shed connection's 503 streams its body from a content provider (see above).
-        if (!res.body.empty() || res.has_header("Retry-After")) return httplib::Server::HandlerResponse::Unhandled;
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
         // httplib parses TRACE and CONNECT but has no way to route them, and answers 400: they are
         // methods the API does not allow, like any other but GET and HEAD.
         if (res.status == 400 && (req.method == "TRACE" || req.method == "CONNECT")) {
@@ -519,6 +621,10 @@ void AdminServer::InstallRoutes() {
             res.set_header("Allow", "GET, HEAD");
             SendJson(res, 405, Json{{"error", "method " + req.method + " is not allowed: the admin API is read-only"}});
           }
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        if (res.status == 500) {
+          SendInternalError(res, req.method + " " + req.path + ": httplib answered " + std::to_string(res.status));
           return httplib::Server::HandlerResponse::Handled;
         }
         std::string message = DefaultErrorMessage(res.status);
@@ -534,8 +640,7 @@ void AdminServer::InstallRoutes() {
       what = e.what();
     } catch (...) {
     }
-    spdlog::error("admin: {} {} failed: {}", req.method, req.path, what);
-    SendError(res, 500, "internal error: " + what);
+    SendInternalError(res, req.method + " " + req.path + " threw: " + what);
   });
 
   svr.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) { HandleHealthz(res); });
@@ -873,18 +978,13 @@ void AdminServer::HandleListJobs(const httplib::Request& req, httplib::Response&
     }
     filter.after_id = *after;
   }
-  filter.limit = static_cast<int32_t>(limit) + 1;  // one more than asked, to know whether another page exists
-  std::optional<StatusOr<std::vector<StoredJob>>> read =
+  filter.limit = static_cast<int32_t>(limit);
+  std::optional<StatusOr<JobPage>> read =
       ReadWith(*deps_.readers, [&](const ReadSession& s) { return s.store->ListJobs(filter); });
   if (!read) return SendSessionsBusy(res);
-  StatusOr<std::vector<StoredJob>>& jobs = *read;
-  if (!jobs.ok()) return SendStoreError(res, "job store", jobs.status());
-  std::vector<StoredJob>& page = *jobs;
-  std::string next_cursor;
-  if (static_cast<int64_t>(page.size()) > limit) {
-    page.resize(static_cast<size_t>(limit));
-    next_cursor = Base64UrlEncode(page.back().spec.id);
-  }
+  if (!read->ok()) return SendStoreError(res, "job store", read->status());
+  const std::vector<StoredJob>& page = (*read)->jobs;
+  const std::string next_cursor = (*read)->next_after_id.empty() ? "" : Base64UrlEncode((*read)->next_after_id);
   std::string body = "{\"jobs\":[";
   for (size_t i = 0; i < page.size(); ++i) {
     if (i > 0) body.push_back(',');

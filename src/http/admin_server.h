@@ -33,6 +33,10 @@ struct Response;
 
 namespace belfry {
 
+class ConnectionGate;
+class WorkerLane;
+struct ReadyConnection;
+
 struct AdminServerOptions {
   // "host:port" or "[v6-host]:port". Port 0 picks an ephemeral port (see AdminServer::port()).
   std::string listen = "127.0.0.1:8080";
@@ -40,12 +44,18 @@ struct AdminServerOptions {
   // intervals for /v1/load (slots, shards and ticks come from the database's layout record).
   SchedulerConfig scheduler;
   int32_t max_list_limit = 1000;  // largest accepted ?limit= of /v1/jobs
-  // Connections served at once: a kept-alive connection holds its worker between requests until
-  // it closes or idles out (keep_alive_timeout_s).
+  // Requests served at once, besides probes (/healthz, /readyz), which have two threads of their
+  // own. A connection holds a worker only while its request is served: the ConnectionGate reads
+  // request heads, and keeps connections between requests, without a thread.
   int32_t worker_threads = 64;
-  // Connections accepted while every worker is busy and waiting for one; beyond this, a new
-  // connection's first request gets 503 + Retry-After and the connection is closed.
+  // Requests with a complete head that may wait for a worker; beyond this, 503 + Retry-After at
+  // once, and the connection is closed.
   int32_t max_queued_connections = 64;
+  // The whole request head must arrive within this, from accept (or, on a kept-alive connection,
+  // from its first byte); then 408 and close.
+  int64_t request_head_timeout_ms = 5000;
+  int32_t max_connections = 1024;            // open at once; then 503 at once and close
+  int32_t max_connections_per_client = 32;   // open at once from one client address; then the same
   int32_t keep_alive_timeout_s = 5;
   int32_t keep_alive_max_requests = 10000;  // then the server closes the connection (nginx: 1000)
   int32_t retry_after_s = 1;                // the Retry-After of every 503 the server sheds
@@ -86,7 +96,12 @@ class AdminServer final {
  private:
   AdminServer(AdminServerOptions options, AdminDeps deps);
 
+  class GateServer;  // httplib::Server whose accepted sockets go to the gate
+
   void InstallRoutes();
+  // Serves one request of a connection whose head is complete (on a lane's thread), then gives
+  // the connection back to the gate.
+  void Serve(ReadyConnection&& c);
   bool Authorized(const httplib::Request& req) const;
 
   void HandleHealthz(httplib::Response& res);
@@ -117,7 +132,10 @@ class AdminServer final {
   int port_ = 0;
   struct Counters;
   std::unique_ptr<Counters> counters_;  // belfry_admin_* metrics
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<GateServer> server_;
+  std::unique_ptr<WorkerLane> data_lane_;
+  std::unique_ptr<WorkerLane> probe_lane_;
+  std::unique_ptr<ConnectionGate> gate_;
   std::atomic<bool> listen_returned_{false};  // set by thread_ when the accept loop ends
   std::atomic<int> loads_in_flight_{0};       // GET /v1/load projections running (at most one)
   std::thread thread_;

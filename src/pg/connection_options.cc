@@ -117,4 +117,21 @@ StatusOr<std::string> WithSessionSetting(const std::string& database_url, const 
   return out;
 }
 
+std::string WithConnectTimeout(const std::string& database_url) {
+  StatusOr<ConninfoPtr> options = ParseConninfo(database_url, "database_url");
+  if (!options.ok()) return database_url;  // connecting reports libpq's own message
+  const char* set = ValueOf(options->get(), "connect_timeout");
+  if (set != nullptr && *set != '\0') return database_url;
+  std::string out;
+  for (const PQconninfoOption* o = options->get(); o->keyword != nullptr; ++o) {
+    if (o->val == nullptr) continue;
+    out.append(o->keyword);
+    out.push_back('=');
+    AppendQuoted(&out, o->val);
+    out.push_back(' ');
+  }
+  out.append("connect_timeout='" + std::to_string(kDefaultConnectTimeoutS) + "'");
+  return out;
+}
+
 }  // namespace belfry

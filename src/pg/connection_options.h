@@ -22,6 +22,15 @@ StatusOr<std::string> WithSessionSetting(const std::string& database_url, const 
 // parameter is the standby's. Invalid when either cannot be parsed, when either names hostaddr
 // or more than one host, or when they differ in anything but host and port (user, dbname,
 // password, TLS: one parameter set must serve both servers).
+// libpq waits for a connection without limit unless connect_timeout is set, so an unreachable
+// database (packets dropped, or a listener that never answers) stalled whatever connected: every
+// /readyz, every /metrics scrape. Every connection belfry opens (PgSession, PgDueQueryStream) goes
+// through this: `database_url` as a keyword=value string with connect_timeout=5 (seconds, per host
+// tried) added, unless it already sets connect_timeout (that is how to configure it:
+// `postgresql://...?connect_timeout=10`). Returned unchanged when libpq cannot parse it.
+constexpr int kDefaultConnectTimeoutS = 5;
+std::string WithConnectTimeout(const std::string& database_url);
+
 StatusOr<std::string> PreferStandbyConninfo(const std::string& standby_url, const std::string& primary_url);
 
 }  // namespace belfry

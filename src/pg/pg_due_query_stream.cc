@@ -6,6 +6,7 @@
 #include <memory>
 #include <utility>
 
+#include "pg/connection_options.h"
 #include "pg/pg_queries.h"
 #include "pg/pg_status.h"
 
@@ -77,7 +78,7 @@ StatusOr<std::string> PhaseArrayLiteral(const DueQuery& q) {
   return out;
 }
 
-PgDueQueryStream::PgDueQueryStream(std::string database_url) : database_url_(std::move(database_url)) {}
+PgDueQueryStream::PgDueQueryStream(std::string database_url) : database_url_(WithConnectTimeout(database_url)) {}
 
 PgDueQueryStream::~PgDueQueryStream() { Disconnect(); }
 

@@ -662,8 +662,9 @@ Status PgJobStore::LoadLayout(pqxx::transaction_base& txn, bool lock) {
   return Status::Ok();
 }
 
-StatusOr<std::vector<StoredJob>> PgJobStore::ListJobs(const JobListFilter& filter) {
-  const int32_t limit = std::clamp(filter.limit, 1, 1000);
+StatusOr<JobPage> PgJobStore::ListJobs(const JobListFilter& filter) {
+  const int32_t page_size = std::clamp(filter.limit, 1, kMaxJobPage);
+  const int32_t limit = page_size + 1;  // the extra row says whether another page exists
   std::vector<StoredJob> jobs;
   Status st = session_.Run("list jobs", [&](pqxx::connection& conn) {
     namespace q = pg_queries;
@@ -688,7 +689,7 @@ StatusOr<std::vector<StoredJob>> PgJobStore::ListJobs(const JobListFilter& filte
     return Status::Ok();
   });
   if (!st.ok()) return st;
-  return jobs;
+  return JobPageOf(std::move(jobs), page_size);
 }
 
 StatusOr<std::string> PgJobStore::ExplainDueQuery(const DueQuery& q) {

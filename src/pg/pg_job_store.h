@@ -52,7 +52,7 @@ class PgJobStore final : public JobStore {
   Status RecordDeliveryError(const DeliveryErrorRecord& e) override;
   StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) override;
   // Ordered by id; filter.limit is clamped to 1..1000.
-  StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter& filter) override;
+  StatusOr<JobPage> ListJobs(const JobListFilter& filter) override;
 
   // EXPLAIN (ANALYZE, BUFFERS) of the normal tick query's three statements for shard q.shard at minute
   // q.last_minute with q.terms, one plan line per line. Executes the query (read-only).

@@ -1,9 +1,11 @@
 #include "pg/pg_session.h"
 
+#include "pg/connection_options.h"
+
 namespace belfry {
 
 PgSession::PgSession(std::string database_url, std::vector<PreparedStatement> statements)
-    : database_url_(std::move(database_url)), statements_(std::move(statements)) {}
+    : database_url_(WithConnectTimeout(database_url)), statements_(std::move(statements)) {}
 
 PgSession::~PgSession() = default;
 

@@ -143,7 +143,8 @@ admin:
   EXPECT_EQ(defaults->admin.db_sessions, 4);
   for (const char* bad :
        {"admin: {db_sessions: 0}", "admin: {read_wait: 0ms}", "admin: {statement_timeout: 1ms}",
-        "admin: {worker_threads: 0}", "admin: {max_queued_connections: -1}", "scheduler: {enabled: maybe}"}) {
+        "admin: {worker_threads: 0}", "admin: {max_queued_connections: -1}", "admin: {request_head_timeout: 10ms}",
+        "admin: {max_connections: 0}", "admin: {max_connections_per_client: 0}", "scheduler: {enabled: maybe}"}) {
     auto r =
         ParseConfig(bad, Env({{"BELFRY_DATABASE_URL", "postgresql://x/y"}, {"BELFRY_KAFKA_BROKERS", "k:1"}}));
     EXPECT_FALSE(r.ok()) << bad;
@@ -331,6 +332,11 @@ std::map<std::string, KeyCase> KeyCases() {
       {"admin.worker_threads", {"8", "8", [](const Config& c) { EXPECT_EQ(c.admin.worker_threads, 8); }}},
       {"admin.max_queued_connections",
        {"7", "7", [](const Config& c) { EXPECT_EQ(c.admin.max_queued_connections, 7); }}},
+      {"admin.request_head_timeout",
+       {"2s", "2s", [](const Config& c) { EXPECT_EQ(c.admin.request_head_timeout_ms, 2000); }}},
+      {"admin.max_connections", {"99", "99", [](const Config& c) { EXPECT_EQ(c.admin.max_connections, 99); }}},
+      {"admin.max_connections_per_client",
+       {"5", "5", [](const Config& c) { EXPECT_EQ(c.admin.max_connections_per_client, 5); }}},
       {"standby.url",
        {"postgresql://h:5433/b", "postgresql://h:5433/b",
         [](const Config& c) { EXPECT_EQ(c.standby.url, "postgresql://h:5433/b"); }}},

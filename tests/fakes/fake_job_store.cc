@@ -150,11 +150,12 @@ StatusOr<std::optional<StoredJob>> FakeJobStore::GetJob(const std::string& id) {
   return std::optional<StoredJob>(j);
 }
 
-StatusOr<std::vector<StoredJob>> FakeJobStore::ListJobs(const JobListFilter& filter) {
+StatusOr<JobPage> FakeJobStore::ListJobs(const JobListFilter& filter) {
   std::lock_guard<std::mutex> lock(mu_);
+  const int32_t page_size = std::clamp(filter.limit, 1, kMaxJobPage);
   std::vector<StoredJob> out;
   for (auto it = rows_.upper_bound(filter.after_id); it != rows_.end(); ++it) {
-    if (static_cast<int32_t>(out.size()) >= filter.limit) break;
+    if (static_cast<int32_t>(out.size()) > page_size) break;
     if (!filter.owner.empty() && it->second.spec.owner != filter.owner) continue;
     if (!filter.topic.empty() && it->second.spec.topic != filter.topic) continue;
     if (!filter.labels.empty() && !LabelsContain(it->second.spec.labels_json, filter.labels)) continue;
@@ -163,7 +164,7 @@ StatusOr<std::vector<StoredJob>> FakeJobStore::ListJobs(const JobListFilter& fil
     j.paused = it->second.paused;
     out.push_back(j);
   }
-  return out;
+  return JobPageOf(std::move(out), page_size);
 }
 
 StatusOr<std::vector<Status>> FakeJobStore::AcceptBulkOps(const std::vector<BulkOp>& ops) {

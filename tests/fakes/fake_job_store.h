@@ -23,7 +23,7 @@ class FakeJobStore final : public JobStore {
   Status ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn) override;
   Status ApplyActions(const std::vector<JobAction>& actions) override;
   StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) override;
-  StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter& filter) override;
+  StatusOr<JobPage> ListJobs(const JobListFilter& filter) override;
   // The groups SetLoadGroups gave, whatever the query; FailedPrecondition (as the base) before.
   // Calls `during_load_read` (if set; outside the store's lock) first: a test holds a read there.
   StatusOr<LoadGroups> ReadLoadGroups(const LoadGroupQuery&) override {

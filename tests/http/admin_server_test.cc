@@ -7,14 +7,23 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <poll.h>
+
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <thread>
 
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+#include <fmt/format.h>
+
+#include <sstream>
+#include <stdexcept>
 #include <optional>
 #include <set>
 #include <string>
@@ -24,6 +33,7 @@
 #include "core/iso_time.h"
 #include "core/slot_math.h"
 #include "fakes/fake_clock.h"
+#include "http/cached_check.h"
 #include "fakes/fake_job_store.h"
 #include "fakes/fake_shard_ledger.h"
 
@@ -57,14 +67,19 @@ std::string Encode(const std::string& s) {
 // writes them: request, then read the whole response, then the next request on the same socket.
 class RawConnection {
  public:
-  explicit RawConnection(int port) {
+  // `source`: the client's address (any of 127.0.0.0/8 reaches the loopback server).
+  explicit RawConnection(int port, const char* source = "127.0.0.1", int timeout_ms = 5000) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    ::inet_pton(AF_INET, source, &from.sin_addr);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof(from));
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(port));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    timeval tv{5, 0};
+    timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   }
   ~RawConnection() { ::close(fd_); }
@@ -82,7 +97,17 @@ class RawConnection {
     Response r;
     if (!connected_) return r;
     const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-    if (::send(fd_, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) return r;
+    if (!Send(req)) return r;
+    return Read();
+  }
+
+  bool Send(const std::string& bytes) {
+    return connected_ && ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+  }
+
+  // Reads one response (Content-Length framed); status 0 when none came within the timeout.
+  Response Read() {
+    Response r;
     size_t head_end = std::string::npos;
     size_t length = 0;
     for (;;) {
@@ -120,6 +145,9 @@ class RawConnection {
  private:
   int fd_ = -1;
   bool connected_ = false;
+ public:
+  int fd() const { return fd_; }
+ private:
   std::string buf_;
 };
 
@@ -152,15 +180,19 @@ class ScriptedJobStore final : public JobStore {
   Status ForEachDueJob(const DueQuery&, const std::function<void(const DueJob&)>&) override { return error; }
   Status ApplyActions(const std::vector<JobAction>&) override { return error; }
   StatusOr<std::optional<StoredJob>> GetJob(const std::string&) override {
+    if (on_get) on_get();
+    if (!throw_what.empty()) throw std::runtime_error(throw_what);
     if (!error.ok()) return error;
     return job;
   }
-  StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter&) override {
+  StatusOr<JobPage> ListJobs(const JobListFilter&) override {
     if (!error.ok()) return error;
-    return std::vector<StoredJob>();
+    return JobPage();
   }
   Status error;
   std::optional<StoredJob> job;
+  std::function<void()> on_get;  // runs first in GetJob
+  std::string throw_what;  // non-empty: GetJob throws std::runtime_error with this text
 };
 
 // An ExecutionStore with a fixed history of `n` reports for job "h" and fixed stats.
@@ -346,25 +378,231 @@ TEST_F(AdminServerTest, BusySessionsGetA503WithRetryAfter) {
   EXPECT_EQ(samples[R"(belfry_admin_overload_total{reason="sessions"})"], 4.0);
 }
 
-TEST_F(AdminServerTest, ConnectionsBeyondTheQueueAreTurnedAway) {
+TEST_F(AdminServerTest, RequestsBeyondTheQueueAreTurnedAwayAndProbesStillAnswer) {
   AdminServerOptions options = Options("127.0.0.1:0");
   options.worker_threads = 1;
   options.max_queued_connections = 0;
-  StartServer(options);
+  ScriptedJobStore blocking;
+  std::promise<void> entered;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  blocking.job = StoredJob{};
+  blocking.job->spec = Spec("slow-1");
+  blocking.on_get = [&] {
+    entered.set_value();
+    released.wait();
+  };
+  StartServer(options, &blocking);
   RawConnection first(server_->port());
-  ASSERT_EQ(first.Get("/healthz").status, 200);  // kept alive: holds the only worker
+  ASSERT_TRUE(first.Send("GET /v1/jobs/slow-1 HTTP/1.1\r\nHost: x\r\n\r\n"));
+  entered.get_future().wait();  // the only worker is busy with it
+  RawConnection idle(server_->port());  // kept alive between requests: holds no worker
+  // Probes have their own lane: they never wait behind data requests.
+  for (const char* probe : {"/healthz", "/readyz"}) {
+    RawConnection p(server_->port(), "127.0.0.1", 1000);
+    EXPECT_EQ(p.Get(probe).status, 200) << probe;
+  }
   RawConnection second(server_->port());
-  const RawConnection::Response shed = second.Get("/healthz");
+  const RawConnection::Response shed = second.Get("/v1/jobs/slow-1");
   EXPECT_EQ(shed.status, 503);
   EXPECT_NE(shed.body.find("overloaded"), std::string::npos) << shed.body;
   const std::string head = RawConnection::Lower(shed.head);
   EXPECT_NE(head.find("retry-after: 1"), std::string::npos) << shed.head;
   EXPECT_NE(head.find("connection: close"), std::string::npos) << shed.head;
   EXPECT_TRUE(second.ClosedByServer());
-  EXPECT_EQ(first.Get("/healthz").status, 200);  // the served connection is unaffected
+  release.set_value();
+  EXPECT_EQ(first.Read().status, 200);  // the served connection is unaffected
+  EXPECT_EQ(first.Get("/healthz").status, 200);
   std::map<std::string, double> samples;
   ParseExposition(first.Get("/metrics").body, &samples);
   EXPECT_EQ(samples[R"(belfry_admin_overload_total{reason="connections"})"], 1.0);
+}
+
+// cpp-httplib bounded each recv(), so a header line every 3 s held a worker without end. The
+// head now has one deadline: a connection that trickles it is cut with 408 once it passes.
+TEST_F(AdminServerTest, TheRequestHeadHasOneDeadline) {
+  AdminServerOptions options = Options("127.0.0.1:0");
+  options.request_head_timeout_ms = 600;
+  StartServer(options);
+  RawConnection slow(server_->port());
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(slow.Send("GET /healthz HTTP/1.1\r\n"));
+  RawConnection::Response r;
+  for (int i = 0; i < 20 && r.status == 0; ++i) {  // a header line every 200 ms, for up to 4 s
+    if (!slow.Send("X-Slow-" + std::to_string(i) + ": 1\r\n")) break;
+    pollfd p{slow.fd(), POLLIN, 0};
+    if (::poll(&p, 1, 200) == 1) r = slow.Read();
+  }
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  EXPECT_EQ(r.status, 408) << r.head << r.body;
+  EXPECT_GE(took.count(), 550);
+  EXPECT_LT(took.count(), 2000);
+  std::map<std::string, double> samples;
+  ParseExposition(Get("/metrics").body, &samples);
+  EXPECT_EQ(samples["belfry_admin_request_head_timeouts_total"], 1.0);
+}
+
+// Issue 33: 140 connections from one client, each sending a header line every 3 s, held every
+// worker and queue place, and 20 of 23 /healthz probes timed out on a healthy node. Here the
+// attack runs for 15 s from 127.0.0.1 (reconnecting whatever the server closes, as an attacker
+// would), while probes (fresh and kept-alive connections) come from 127.0.0.2 and data requests
+// from 127.0.0.3, each with a 1 s timeout. Every one must be answered, in time, throughout.
+TEST_F(AdminServerTest, SlowClientsCannotMakeAHealthyNodeLookDead) {
+  store_.Put(Spec("fast-1"));
+  StartServer();  // the defaults: what a node runs with
+  const int port = server_->port();
+  constexpr int kSlowConnections = 140;
+  constexpr auto kAttack = std::chrono::seconds(15);
+  const auto start = std::chrono::steady_clock::now();
+  const auto end = start + kAttack;
+
+  std::atomic<int> refused_at_once{0};  // 503 before the head was complete
+  std::atomic<int> head_timeouts{0};    // 408
+  std::atomic<int> connect_errno{0};
+  std::thread attacker([&] {
+    std::vector<int> fds(kSlowConnections, -1);
+    auto open = [&](int& fd) {
+      fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(static_cast<uint16_t>(port));
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+        connect_errno = errno;
+        return;
+      }
+      const std::string line = "GET /v1/jobs/fast-1 HTTP/1.1\r\n";
+      (void)::send(fd, line.data(), line.size(), MSG_NOSIGNAL);
+    };
+    for (int& fd : fds) open(fd);
+    // Every 100 ms: read what the server answered (then close; reopened at the next round). Every
+    // 3 s: one more header line on each open connection, and reopen the closed ones.
+    for (int tick = 1; std::chrono::steady_clock::now() < end; ++tick) {
+      std::this_thread::sleep_until(std::min(end, start + tick * std::chrono::milliseconds(100)));
+      const bool round = tick % 30 == 0;
+      for (int& fd : fds) {
+        if (fd < 0) {
+          if (round) open(fd);
+          continue;
+        }
+        char buf[256];
+        const ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+          const std::string text(buf, n > 0 ? static_cast<size_t>(n) : 0);
+          if (text.starts_with("HTTP/1.1 503")) ++refused_at_once;
+          if (text.starts_with("HTTP/1.1 408")) ++head_timeouts;
+          ::close(fd);
+          fd = -1;
+          continue;
+        }
+        if (!round) continue;
+        const std::string header = "X-Trickle-" + std::to_string(tick) + ": 1\r\n";
+        (void)::send(fd, header.data(), header.size(), MSG_NOSIGNAL);
+      }
+    }
+    for (int fd : fds) ::close(fd);
+  });
+
+  struct Tally {
+    int sent = 0;
+    int late_or_failed = 0;
+    std::string first_failure;
+  };
+  // Each client sends a request every 250 ms, each with a 1 s timeout.
+  auto client = [&](const char* source, std::vector<std::string> paths, bool keep_alive, Tally* t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the attack is under way
+    std::unique_ptr<RawConnection> kept;
+    for (size_t i = 0; std::chrono::steady_clock::now() < end; ++i) {
+      const std::string& path = paths[i % paths.size()];
+      const auto sent_at = std::chrono::steady_clock::now();
+      if (!kept) kept = std::make_unique<RawConnection>(port, source, 1000);
+      const RawConnection::Response r = kept->Get(path);
+      const auto took = std::chrono::steady_clock::now() - sent_at;
+      ++t->sent;
+      if (r.status != 200 || took > std::chrono::seconds(1)) {
+        if (t->late_or_failed++ == 0) {
+          t->first_failure = path + " -> " + std::to_string(r.status) + " after " +
+                             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()) +
+                             " ms, " + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(sent_at - start).count()) +
+                             " ms into the attack";
+        }
+      }
+      if (!keep_alive || r.status != 200) kept.reset();
+      std::this_thread::sleep_until(sent_at + std::chrono::milliseconds(250));
+    }
+  };
+  Tally fresh_probes, kept_probes, fresh_data, kept_data;
+  std::thread t1(client, "127.0.0.2", std::vector<std::string>{"/healthz", "/readyz"}, false, &fresh_probes);
+  std::thread t2(client, "127.0.0.2", std::vector<std::string>{"/healthz", "/readyz"}, true, &kept_probes);
+  std::thread t3(client, "127.0.0.3", std::vector<std::string>{"/v1/jobs/fast-1"}, false, &fresh_data);
+  std::thread t4(client, "127.0.0.3", std::vector<std::string>{"/v1/jobs/fast-1"}, true, &kept_data);
+  for (std::thread* t : {&attacker, &t1, &t2, &t3, &t4}) t->join();
+
+  for (const auto& [name, t] : {std::pair<const char*, Tally*>{"fresh probes", &fresh_probes},
+                                {"kept-alive probes", &kept_probes},
+                                {"fresh data requests", &fresh_data},
+                                {"kept-alive data requests", &kept_data}}) {
+    EXPECT_GT(t->sent, 40) << name;
+    EXPECT_EQ(t->late_or_failed, 0) << t->late_or_failed << " of " << t->sent << " " << name
+                                    << " failed or took over 1 s; first: " << t->first_failure;
+  }
+  // The attacker's connections beyond its 32 were turned away at once, and the ones admitted were
+  // cut when their head's deadline passed.
+  std::printf("attack: connect errno %d; %d answered 503 at once, %d cut with 408; probes %d fresh + %d kept-alive, data %d + %d\n",
+              connect_errno.load(), refused_at_once.load(), head_timeouts.load(), fresh_probes.sent, kept_probes.sent, fresh_data.sent,
+              kept_data.sent);
+  EXPECT_GE(refused_at_once.load(), kSlowConnections - 32);
+  EXPECT_GE(head_timeouts.load(), 32);
+}
+
+// Issue 33: each /readyz and each scrape opened a database connection and waited for it, so an
+// unreachable database stalled them all. With the readiness a CachedCheck (as `belfry serve`
+// wires it), a check that hangs (a blackholed database) never holds a probe or a scrape.
+TEST_F(AdminServerTest, ReadyzAndMetricsAnswerAtOnceWhileTheDatabaseCheckHangs) {
+  std::promise<void> unblock;
+  std::shared_future<void> unblocked = unblock.get_future().share();
+  CachedCheck check([&] {
+    unblocked.wait();
+    return Status::Retryable("connection timed out");
+  }, clock_);
+  metrics_.SetSampler([&](MetricsRegistry& m) { m.SetReady(check.Get().ok()); });
+  AdminDeps deps = Deps();
+  deps.readiness = [&] { return check.Get(); };
+  auto started = AdminServer::Start(Options("127.0.0.1:0"), deps);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  server_ = std::move(*started);
+  for (int i = 0; i < 20; ++i) {
+    RawConnection c(server_->port(), "127.0.0.1", 1000);
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(c.Get("/readyz").status, 503);
+    EXPECT_EQ(c.Get("/metrics").status, 200);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500)) << i;
+  }
+  EXPECT_EQ(check.checks_started(), 1);  // one connection attempt, not one per request
+  unblock.set_value();
+  server_.reset();
+  metrics_.SetSampler({});  // it refers to `check`
+}
+
+TEST_F(AdminServerTest, ConnectionsPerClientAddressAreLimited) {
+  AdminServerOptions options = Options("127.0.0.1:0");
+  options.max_connections_per_client = 2;
+  StartServer(options);
+  RawConnection a(server_->port(), "127.0.0.1");
+  RawConnection b(server_->port(), "127.0.0.1");
+  ASSERT_EQ(a.Get("/healthz").status, 200);
+  ASSERT_EQ(b.Get("/healthz").status, 200);
+  RawConnection c(server_->port(), "127.0.0.1");
+  const RawConnection::Response refused = c.Get("/healthz");
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_NE(refused.body.find("this client has 2 connections open"), std::string::npos) << refused.body;
+  EXPECT_NE(RawConnection::Lower(refused.head).find("retry-after: 1"), std::string::npos) << refused.head;
+  EXPECT_TRUE(c.ClosedByServer());
+  RawConnection other(server_->port(), "127.0.0.2");  // another client is not affected
+  EXPECT_EQ(other.Get("/healthz").status, 200);
+  std::map<std::string, double> samples;
+  ParseExposition(other.Get("/metrics").body, &samples);
+  EXPECT_EQ(samples[R"(belfry_admin_overload_total{reason="client"})"], 1.0);
 }
 
 // Found by schemathesis: bytes PostgreSQL cannot compare with text (invalid UTF-8) made the
@@ -567,6 +805,20 @@ TEST_F(AdminServerTest, ListExactMultipleEndsWithoutAnEmptyPage) {
   ASSERT_TRUE(p1["next_cursor"].is_string());
   Json p2 = Get("/v1/jobs?limit=2&cursor=" + p1["next_cursor"].get<std::string>()).json();
   EXPECT_EQ(p2["jobs"].size(), 2u);
+  EXPECT_TRUE(p2["next_cursor"].is_null());
+}
+
+// Issue 33: ?limit=1000 asked the store for 1001 rows, the store clamped to 1000, and the answer
+// never had a next_cursor. The store now reads limit + 1 itself (JobPageOf), as the fake does.
+TEST_F(AdminServerTest, AFullPageOfTheMostJobsHasANextCursor) {
+  for (int i = 0; i < 1001; ++i) store_.Put(Spec(fmt::format("m{:04d}", i)));
+  StartServer();
+  Json p1 = Get("/v1/jobs?limit=1000").json();
+  ASSERT_EQ(p1["jobs"].size(), 1000u);
+  ASSERT_TRUE(p1["next_cursor"].is_string()) << p1["next_cursor"];
+  Json p2 = Get("/v1/jobs?limit=1000&cursor=" + p1["next_cursor"].get<std::string>()).json();
+  ASSERT_EQ(p2["jobs"].size(), 1u);
+  EXPECT_EQ(p2["jobs"][0]["id"], "m1000");
   EXPECT_TRUE(p2["next_cursor"].is_null());
 }
 
@@ -881,6 +1133,43 @@ TEST_F(AdminServerTest, RetryableStoreErrorsAre503) {
             std::string::npos);
   scripted.error = Status::FailedPrecondition("schema mismatch");
   ExpectError(Get("/v1/jobs/x"), 500);
+}
+
+// A 500's text may name tables, statements or internals: the client gets only an id, and the log
+// line with that id has the text.
+TEST_F(AdminServerTest, InternalErrorsAnswerAnIdAndLogTheText) {
+  std::ostringstream log;
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(
+      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  ScriptedJobStore scripted;
+  StartServer({}, &scripted);
+  std::set<std::string> ids;
+  auto expect_opaque_500 = [&](const Reply& r, const std::string& secret) {
+    ExpectError(r, 500);
+    const Json j = Json::parse(r.body);
+    EXPECT_EQ(j.size(), 2u) << r.body;
+    EXPECT_EQ(j["error"], "internal error");
+    ASSERT_TRUE(j["error_id"].is_string()) << r.body;
+    const std::string id = j["error_id"];
+    EXPECT_EQ(id.size(), 16u);
+    EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
+    EXPECT_EQ(r.body.find(secret), std::string::npos) << r.body;
+    ids.insert(id);
+    spdlog::default_logger()->flush();
+    const std::string text = log.str();
+    const size_t at = text.find("error_id=" + id);
+    ASSERT_NE(at, std::string::npos) << text;
+    EXPECT_NE(text.find(secret, at), std::string::npos) << text;
+  };
+  scripted.throw_what = "relation \"jobs_secret_7\" is broken";
+  expect_opaque_500(Get("/v1/jobs/x"), "jobs_secret_7");
+  scripted.throw_what.clear();
+  scripted.error = Status::FailedPrecondition("schema mismatch in table secret_table_9");
+  expect_opaque_500(Get("/v1/jobs/x"), "secret_table_9");
+  expect_opaque_500(Get("/v1/jobs/y/next"), "secret_table_9");
+  EXPECT_EQ(ids.size(), 3u);  // one id per failure
+  spdlog::set_default_logger(previous);
 }
 
 TEST_F(AdminServerTest, UnknownRoutesAre404AndWritesAre405) {

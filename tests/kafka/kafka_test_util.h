@@ -47,7 +47,7 @@ class RecordingJobStore final : public JobStore {
   }
   Status ApplyActions(const std::vector<JobAction>& actions) override;
   StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) override { return inner_.GetJob(id); }
-  StatusOr<std::vector<StoredJob>> ListJobs(const JobListFilter& filter) override {
+  StatusOr<JobPage> ListJobs(const JobListFilter& filter) override {
     return inner_.ListJobs(filter);
   }
 

@@ -1,10 +1,18 @@
 #include "pg/connection_options.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
 
 #include <pqxx/connection>
 #include <pqxx/nontransaction>
 
+#include "pg/pg_session.h"
 #include "pg/pg_test_database.h"
 
 namespace belfry {
@@ -33,6 +41,62 @@ TEST(WithSessionSettingTest, RefusesWhatLibpqCannotParse) {
     EXPECT_FALSE(url.ok()) << bad;
     if (!url.ok()) EXPECT_EQ(url.status().code(), Status::Code::kInvalid);
   }
+}
+
+TEST(WithConnectTimeoutTest, AddsFiveSecondsUnlessTheUrlSetsIt) {
+  const std::string with = WithConnectTimeout("postgresql://u@db.example:6543/belfry?sslmode=require");
+  for (const char* part : {"user='u'", "host='db.example'", "port='6543'", "dbname='belfry'", "sslmode='require'",
+                           "connect_timeout='5'"}) {
+    EXPECT_NE(with.find(part), std::string::npos) << part << " in " << with;
+  }
+  for (const char* kept : {"postgresql://u@h/d?connect_timeout=10", "host=h connect_timeout=3",
+                           "host=h dbname='unterminated"}) {
+    EXPECT_EQ(WithConnectTimeout(kept), kept);
+  }
+}
+
+// A listening socket that never accepts: the TCP handshake completes (the kernel does it), and the
+// startup packet is never answered, as with a hung or blackholed server. Without connect_timeout
+// libpq waited for ever, and so did every /readyz and /metrics scrape.
+TEST(WithConnectTimeoutTest, ConnectingToASilentServerEndsWithinTheTimeout) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(listener, 16), 0);
+  socklen_t len = sizeof(addr);
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string url = "postgresql://belfry@127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/belfry";
+  PgSession session(url, {});
+  const auto start = std::chrono::steady_clock::now();
+  std::future<Status> attempt = std::async(std::launch::async, [&] {
+    return session.Run("probe", [](pqxx::connection&) { return Status::Ok(); });
+  });
+  const bool ended = attempt.wait_for(std::chrono::seconds(9)) == std::future_status::ready;
+  const auto took = std::chrono::steady_clock::now() - start;
+  ::close(listener);  // ends a hanging attempt (its queued connection is reset)
+  const Status st = attempt.get();
+  EXPECT_TRUE(ended) << "the connection attempt did not end within 9 s";
+  EXPECT_TRUE(st.retryable()) << st.ToString();
+  EXPECT_GE(took, std::chrono::milliseconds(4500));
+  EXPECT_LT(took, std::chrono::milliseconds(7000));
+}
+
+TEST(WithConnectTimeoutTest, AClosedPortFailsAtOnce) {
+  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(s);  // the port is free again, and nothing listens on it
+  PgSession session("postgresql://belfry@127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/belfry", {});
+  const auto start = std::chrono::steady_clock::now();
+  const Status st = session.Run("probe", [](pqxx::connection&) { return Status::Ok(); });
+  EXPECT_TRUE(st.retryable()) << st.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
 }
 
 TEST(PreferStandbyConninfoTest, ListsTheStandbyFirstAndPrefersIt) {

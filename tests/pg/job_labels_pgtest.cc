@@ -32,11 +32,11 @@ class PgJobLabelsTest : public MigratedDatabaseTest {
     f.owner = owner;
     f.limit = limit;
     f.after_id = after;
-    StatusOr<std::vector<StoredJob>> jobs = store_->ListJobs(f);
+    StatusOr<JobPage> jobs = store_->ListJobs(f);
     EXPECT_TRUE(jobs.ok()) << jobs.status().ToString();
     std::vector<std::string> ids;
     if (jobs.ok()) {
-      for (const StoredJob& j : *jobs) ids.push_back(j.spec.id);
+      for (const StoredJob& j : jobs->jobs) ids.push_back(j.spec.id);
     }
     return ids;
   }

@@ -416,6 +416,30 @@ TEST_F(PgJobStoreTest, UpsertsWorkAgainAfterTheConnectionIsDropped) {
   EXPECT_EQ(*store_->CountJobs(), 2);
 }
 
+// Issue 33: a page of the most jobs (1000) never said that more followed: the caller asked for
+// 1001 rows and the store clamped to 1000. The store reads limit + 1 rows itself.
+TEST_F(PgJobStoreTest, AFullPageOfTheMostJobsSaysThatMoreFollow) {
+  std::vector<JobAction> actions;
+  for (int i = 0; i < 1500; ++i) {
+    char id[16];
+    std::snprintf(id, sizeof(id), "many-%04d", i);
+    actions.push_back(Upsert(id, 5, 0, i));
+  }
+  Apply(actions);
+  JobListFilter filter;
+  filter.limit = kMaxJobPage;
+  StatusOr<JobPage> first = store_->ListJobs(filter);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_EQ(first->jobs.size(), 1000u);
+  EXPECT_EQ(first->next_after_id, "many-0999");
+  filter.after_id = first->next_after_id;
+  StatusOr<JobPage> second = store_->ListJobs(filter);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  ASSERT_EQ(second->jobs.size(), 500u);
+  EXPECT_EQ(second->jobs.front().spec.id, "many-1000");
+  EXPECT_TRUE(second->next_after_id.empty());
+}
+
 TEST_F(PgJobStoreTest, ListJobsPagesByIdWithFilters) {
   std::vector<JobAction> actions;
   for (int i = 0; i < 25; ++i) {
@@ -431,13 +455,16 @@ TEST_F(PgJobStoreTest, ListJobsPagesByIdWithFilters) {
   std::vector<std::string> seen;
   JobListFilter filter;
   filter.limit = 10;
-  for (;;) {
-    StatusOr<std::vector<StoredJob>> page = store_->ListJobs(filter);
+  int pages = 0;
+  for (;; ++pages) {
+    StatusOr<JobPage> page = store_->ListJobs(filter);
     ASSERT_TRUE(page.ok()) << page.status().ToString();
-    for (const StoredJob& j : *page) seen.push_back(j.spec.id);
-    if (page->size() < 10) break;
-    filter.after_id = page->back().spec.id;
+    for (const StoredJob& j : page->jobs) seen.push_back(j.spec.id);
+    if (page->next_after_id.empty()) break;
+    EXPECT_EQ(page->next_after_id, page->jobs.back().spec.id);
+    filter.after_id = page->next_after_id;
   }
+  EXPECT_EQ(pages, 2);  // 10 + 10 + 5: the last page says so itself
   ASSERT_EQ(seen.size(), 25u);
   EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
 
@@ -448,10 +475,10 @@ TEST_F(PgJobStoreTest, ListJobsPagesByIdWithFilters) {
     f.after_id = std::move(after_id);
     f.limit = limit;
     std::vector<std::string> out;
-    StatusOr<std::vector<StoredJob>> r = store_->ListJobs(f);
+    StatusOr<JobPage> r = store_->ListJobs(f);
     EXPECT_TRUE(r.ok());
     if (r.ok()) {
-      for (const StoredJob& j : *r) out.push_back(j.spec.id);
+      for (const StoredJob& j : r->jobs) out.push_back(j.spec.id);
     }
     return out;
   };
