@@ -274,6 +274,9 @@ int RunServe(const Config& cfg) {
   CachedCheck database_check(
       [&cfg, &migrations_dir] { return CheckSchema(cfg.database_url, migrations_dir, cfg.scheduler.shard_count); },
       clock);
+  if (!database_check.AwaitFirstResult(std::chrono::seconds(5))) {
+    spdlog::warn("the first readiness check has not finished in 5 s: /readyz answers 503 until it does");
+  }
   const std::function<Status()> readiness = [&]() -> Status {
     if (Status st = database_check.Get(); !st.ok()) return st;
     if (health.consecutive_failures() >= 10) {

@@ -45,6 +45,12 @@ Status CachedCheck::Get() {
   return out;
 }
 
+bool CachedCheck::AwaitFirstResult(std::chrono::milliseconds timeout) {
+  (void)Get();
+  std::unique_lock<std::mutex> lock(mu_);
+  return finished_.wait_for(lock, timeout, [this] { return last_.has_value(); });
+}
+
 int64_t CachedCheck::checks_started() const {
   std::lock_guard<std::mutex> lock(mu_);
   return checks_started_;
@@ -71,6 +77,7 @@ void CachedCheck::Run() {
     last_ = std::move(result);
     running_ = false;
     ++checks_finished_;
+    finished_.notify_all();
   }
 }
 

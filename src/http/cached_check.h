@@ -5,6 +5,7 @@
 // sees at most one connection a second however often they come.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -33,6 +34,11 @@ class CachedCheck final {
   // Thread-safe.
   Status Get();
 
+  // Starts a check when none has started, and waits up to `timeout` (real time) for the first
+  // one to finish. True when a result is stored. For startup: a node that says it is serving
+  // answers its first probe from a real check, not with "not finished yet".
+  bool AwaitFirstResult(std::chrono::milliseconds timeout);
+
   // Checks started, and finished (their result stored), so far (for tests).
   int64_t checks_started() const;
   int64_t checks_finished() const;
@@ -47,6 +53,7 @@ class CachedCheck final {
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
+  std::condition_variable finished_;  // signalled when a check's result is stored
   std::optional<Status> last_;       // the last finished check's result
   std::optional<EpochMs> started_;   // when the last check started
   bool running_ = false;             // a check is requested or in progress

@@ -104,5 +104,23 @@ TEST(CachedCheckTest, AHangingCheckIsNotReadyOnceStale) {
   gate.Release();
 }
 
+TEST(CachedCheckTest, AwaitFirstResultWaitsForTheFirstCheckOnly) {
+  FakeClock clock(0);
+  GatedCheck gate;
+  gate.result = Status::Retryable("schema behind");
+  CachedCheck cached([&] { return gate(); }, clock, 1000, 10'000);
+  EXPECT_FALSE(cached.AwaitFirstResult(std::chrono::milliseconds(20)));  // the check hangs: bounded
+  EXPECT_TRUE(cached.Get().retryable());
+  std::thread release([&] {
+    gate.AwaitEntered(1);
+    gate.Release();
+  });
+  EXPECT_TRUE(cached.AwaitFirstResult(std::chrono::seconds(5)));
+  release.join();
+  const Status first = cached.Get();  // the check's own result, not "not finished yet"
+  EXPECT_NE(first.message().find("schema behind"), std::string::npos) << first.ToString();
+  EXPECT_EQ(cached.checks_started(), 1);
+}
+
 }  // namespace
 }  // namespace belfry
