@@ -220,16 +220,9 @@ class CommandConsumer::Impl {
   }
 
   // Leaves the group, so that the partitions move to another member now rather than after the
-  // session timeout (a static member too: GroupMembership::LeaveAndClose). Uncommitted work is
+  // session timeout (a static member too: GroupMembership::Close). Uncommitted work is
   // re-delivered to the next owner.
-  void Close() {
-    if (consumer_ == nullptr || closed_) return;
-    closed_ = true;
-    const RdKafka::ErrorCode err = membership_.LeaveAndClose(!options_.group_instance_id.empty());
-    if (err != RdKafka::ERR_NO_ERROR) {
-      spdlog::warn("kafka[{}]: close: {}", options_.client_id, RdKafka::err2str(err));
-    }
-  }
+  void Close() { membership_.Close(!options_.group_instance_id.empty()); }
 
   CommandConsumerStats Stats() const {
     std::lock_guard<std::mutex> lock(stats_mu_);
@@ -783,7 +776,6 @@ class CommandConsumer::Impl {
 
   // Run-thread state (the callbacks above run inside consume()/flush() on that thread).
   Backoff apply_backoff_;
-  bool closed_ = false;
   CommitQueue commit_queue_;              // applied batches, in apply order, until committed
   std::deque<Publication> publications_;  // records of unsettled batches, in apply order
   std::map<uint64_t, CommandBatchReport> pending_reports_;  // by ticket, reported once committed

@@ -144,16 +144,9 @@ class ExecutionConsumer::Impl {
     Close();
   }
 
-  // Leaves the group (a static member too: GroupMembership::LeaveAndClose), so that the
+  // Leaves the group (a static member too: GroupMembership::Close), so that the
   // partitions move at once. On the Run thread, or in the destructor once Run has returned.
-  void Close() {
-    if (consumer_ == nullptr || closed_) return;
-    closed_ = true;
-    const RdKafka::ErrorCode err = membership_.LeaveAndClose(!options_.group_instance_id.empty());
-    if (err != RdKafka::ERR_NO_ERROR) {
-      spdlog::warn("kafka[{}]: close: {}", options_.client_id, RdKafka::err2str(err));
-    }
-  }
+  void Close() { membership_.Close(!options_.group_instance_id.empty()); }
 
  private:
   struct InFlightBatch {
@@ -346,7 +339,6 @@ class ExecutionConsumer::Impl {
   std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
   std::unique_ptr<RdKafka::Producer> producer_;
   Backoff retry_backoff_;
-  bool closed_ = false;
   std::atomic<uint64_t> batches_total_{0};
   std::atomic<uint64_t> retries_total_{0};
 };

@@ -102,7 +102,9 @@ void GroupMembership::LogConsumeError(const RdKafka::Message& m) {
   spdlog::warn("kafka[{}]: consume: {} ({})", client_id_, RdKafka::err2str(m.err()), m.errstr());
 }
 
-RdKafka::ErrorCode GroupMembership::LeaveAndClose(bool static_member, int64_t timeout_ms) {
+void GroupMembership::Close(bool static_member, int64_t timeout_ms) {
+  if (consumer_ == nullptr || closed_) return;
+  closed_ = true;
   if (static_member) {
     const RdKafka::ErrorCode err = consumer_->unsubscribe();
     if (err != RdKafka::ERR_NO_ERROR) {
@@ -119,7 +121,9 @@ RdKafka::ErrorCode GroupMembership::LeaveAndClose(bool static_member, int64_t ti
       }
     }
   }
-  return consumer_->close();
+  if (const RdKafka::ErrorCode err = consumer_->close(); err != RdKafka::ERR_NO_ERROR) {
+    spdlog::warn("kafka[{}]: close: {}", client_id_, RdKafka::err2str(err));
+  }
 }
 
 }  // namespace belfry

@@ -55,13 +55,15 @@ class GroupMembership final : public RdKafka::RebalanceCb {
   // are dropped: their next owner reads them from the committed offset.
   Carryover& carryover() { return carryover_; }
 
-  // Closes the consumer, leaving the group. A static member (group.instance.id, see
-  // GroupInstanceId) does not leave on close(): its partitions would wait for the session timeout,
-  // which is the point when it is killed (its restart takes them straight back). On a clean
-  // shutdown it must leave, so that they move at once: unsubscribe() sends LeaveGroup (librdkafka
-  // skips it only on termination), and this waits up to `timeout_ms` for the revocation and the
-  // member id to be dropped before closing. Messages consumed meanwhile are dropped uncommitted.
-  RdKafka::ErrorCode LeaveAndClose(bool static_member, int64_t timeout_ms = 5000);
+  // Closes the attached consumer once, leaving the group; later calls (and calls before Attach)
+  // do nothing. A static member (group.instance.id, see GroupInstanceId) does not leave on
+  // close(): its partitions would wait for the session timeout, which is the point when it is
+  // killed (its restart takes them straight back). On a clean shutdown it must leave, so that
+  // they move at once: unsubscribe() sends LeaveGroup (librdkafka skips it only on termination),
+  // and this waits up to `timeout_ms` for the revocation and the member id to be dropped before
+  // closing. Messages consumed meanwhile are dropped uncommitted; their next owner reads them
+  // from the committed offset. Errors are logged.
+  void Close(bool static_member, int64_t timeout_ms = 5000);
 
   // Logs a consume() error at WARN, each error code at most once per 30 s.
   void LogConsumeError(const RdKafka::Message& m);
@@ -76,6 +78,7 @@ class GroupMembership final : public RdKafka::RebalanceCb {
 
   const std::string client_id_;
   RdKafka::KafkaConsumer* consumer_ = nullptr;  // not owned
+  bool closed_ = false;
   std::set<Partition> assigned_;
   Carryover carryover_;
   bool paused_ = false;

@@ -206,12 +206,8 @@ TEST_F(ExecutionsTest, AReportTheStoreRefusesGoesToTheDlqOnceAndTheRestIsStored)
     return CountFresh(world_->db->url(), "SELECT count(*) FROM executions WHERE job_id LIKE '%-beside-%'");
   };
   const bool stored = WaitFor([&] { return stored_beside() == kGood; }, 30'000);
-  const bool lag_zero = WaitFor(
-      [&] {
-        const std::optional<int64_t> lag = ConsumerLag(world_->brokers, env_["BELFRY_KAFKA_EXECUTIONS_GROUP_ID"], executions_topic_);
-        return lag == 0;
-      },
-      30'000);
+  const bool lag_zero =
+      AwaitLagZero(world_->brokers, env_["BELFRY_KAFKA_EXECUTIONS_GROUP_ID"], executions_topic_, 30'000);
   EXPECT_TRUE(stored) << stored_beside() << " of " << kGood;
   EXPECT_TRUE(lag_zero) << "the executions topic's committed offsets never reached its end";
   ASSERT_TRUE(dlq_->WaitForEndOf(executions_dlq_, 20'000));

@@ -183,6 +183,10 @@ std::optional<int64_t> ConsumerLag(const std::string& brokers, const std::string
   return out;
 }
 
+bool AwaitLagZero(const std::string& brokers, const std::string& group, const std::string& topic, int64_t timeout_ms) {
+  return WaitFor([&] { return ConsumerLag(brokers, group, topic) == std::optional<int64_t>(0); }, timeout_ms);
+}
+
 std::optional<std::map<int32_t, int64_t>> EndOffsets(const std::string& brokers, const std::string& topic) {
   constexpr int kTimeoutMs = 10'000;
   std::string errstr;

@@ -68,6 +68,9 @@ std::optional<std::map<int32_t, int64_t>> EndOffsets(const std::string& brokers,
 // counts from 0), summed over the partitions; nullopt on any error.
 std::optional<int64_t> ConsumerLag(const std::string& brokers, const std::string& group, const std::string& topic);
 
+// Waits up to `timeout_ms` until ConsumerLag(...) is 0: the group committed up to the topic's end.
+bool AwaitLagZero(const std::string& brokers, const std::string& group, const std::string& topic, int64_t timeout_ms);
+
 // The job ids "<prefix>-<n>" whose shard is `shard`, first `count` of them.
 std::vector<std::string> IdsInShard(const std::string& prefix, int32_t shard, int count);
 

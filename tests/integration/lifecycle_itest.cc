@@ -224,11 +224,7 @@ TEST_F(LifecycleTest, ACommandTheStoreRefusesIsRejectedOnceAndTheRestApplies) {
     if (i == kGood / 2) Send(poison, Upsert(poison, 5));
   }
   const bool applied = WaitFor([&] { return Count("id LIKE '%-around-%'") == kGood; }, 30'000);
-  const auto caught_up = [&] {
-    const std::optional<int64_t> lag = ConsumerLag(world_->brokers, "it-" + world_->run_id, world_->commands_topic);
-    return lag == 0;
-  };
-  const bool lag_zero = WaitFor(caught_up, 30'000);
+  const bool lag_zero = AwaitLagZero(world_->brokers, "it-" + world_->run_id, world_->commands_topic, 30'000);
   // The trigger stays: the later tests replay the topic, and must find the poison refused again.
   EXPECT_TRUE(applied) << Count("id LIKE '%-around-%'") << " of " << kGood << " good commands applied";
   EXPECT_TRUE(lag_zero) << "the commands topic's committed offsets never reached its end";
