@@ -226,7 +226,8 @@ Status PgDueQueryStream::RefreshZones(bool* any) {
     for (int r = 0; r < PQntuples(list.get()); ++r) {
       StatusOr<const date::time_zone*> zone = LocateTimeZone(Value(list.get(), r, 1));
       if (!zone.ok()) {
-        unknown_zones_.push_back(UnknownZone{IntValue<int32_t>(list.get(), r, 0), std::string(Value(list.get(), r, 1))});
+        unknown_zones_.push_back(
+            UnknownZone{IntValue<int32_t>(list.get(), r, 0), std::string(Value(list.get(), r, 1))});
         continue;
       }
       zones_.push_back(ZoneEntry{IntValue<int32_t>(list.get(), r, 0), *zone});

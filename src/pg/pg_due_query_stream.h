@@ -37,8 +37,8 @@ StatusOr<std::string> PhaseArrayLiteral(const DueQuery& q);
 // query). Invalid for a malformed query, as PhaseArrayLiteral.
 struct DueStatements {
   std::vector<const pg_queries::DueCursor*> cursors;
-  std::vector<std::string> values;      // $1, $2, ... as text
-  std::vector<const char*> names;       // what each parameter is, for explain's output
+  std::vector<std::string> values;  // $1, $2, ... as text
+  std::vector<const char*> names;   // what each parameter is, for explain's output
 };
 StatusOr<DueStatements> BuildDueStatements(const DueQuery& q, bool with_calendar, const std::vector<ZoneEntry>& zones);
 
