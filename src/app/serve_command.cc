@@ -33,6 +33,7 @@
 #include "http/metrics_registry.h"
 #include "http/reader_pool.h"
 #include "http/standby_metrics.h"
+#include "http/unknown_zone_skips.h"
 #include "kafka/command_consumer.h"
 #include "kafka/command_publisher.h"
 #include "kafka/execution_consumer.h"
@@ -182,12 +183,17 @@ int RunServe(const Config& cfg) {
     spdlog::info("shard layout: now {} (a claim or the layout read brought it)", EncodeShardLayout(now));
   });
 
+  // Calendar jobs in zones this node's tzdata lacks are skipped by its ticks: counted, logged once
+  // per zone, and listed by /readyz (docs/calendar-schedules.md, "A zone this node does not know").
+  UnknownZoneSkips unknown_zones(metrics.registry());
   // Shared by the workers: a topic failing for 2 min while others deliver stops holding its shards.
   BrokerErrorStreaks streaks;
   std::vector<Worker> workers(static_cast<size_t>(cfg.scheduler.workers));
   std::vector<FiringPool::Worker> pool_workers;
   for (Worker& w : workers) {
     w.store = std::make_unique<PgJobStore>(cfg.database_url, standby_options);
+    w.store->SetUnknownZoneHandler(
+        [&unknown_zones](std::string_view zone, int64_t jobs) { unknown_zones.OnSkipped(zone, jobs); });
     w.ledger = std::make_unique<PgShardLedger>(cfg.database_url);
     // Dead letters go through the catch-up producer: a refusal never queues behind the present.
     w.refusals = std::make_unique<TriggerDeadLetterer>(*catch_up_sink, cfg.kafka.triggers_dlq_topic, w.store.get());
@@ -311,6 +317,7 @@ int RunServe(const Config& cfg) {
   deps.node_id = node_id;
   deps.version = kBelfryVersion;
   deps.readiness = readiness;
+  deps.unknown_zones = [&unknown_zones] { return unknown_zones.zones(); };
   auto admin_or = AdminServer::Start(admin_options, deps);
   if (!admin_or.ok()) {
     spdlog::error("cannot start the admin server: {}", admin_or.status().ToString());

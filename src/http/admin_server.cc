@@ -715,11 +715,13 @@ void AdminServer::HandleReadyz(httplib::Response& res) {
       st = Status::Retryable(std::string("readiness check threw: ") + e.what());
     }
   }
-  if (st.ok()) {
-    SendJson(res, 200, Json{{"status", "ready"}});
-  } else {
-    SendJson(res, 503, Json{{"status", "not_ready"}, {"error", st.ToString()}});
+  Json body = st.ok() ? Json{{"status", "ready"}} : Json{{"status", "not_ready"}, {"error", st.ToString()}};
+  // A warning, not a readiness failure: the node fires every other job.
+  if (deps_.unknown_zones) {
+    std::vector<std::string> zones = deps_.unknown_zones();
+    if (!zones.empty()) body["unknown_zones"] = std::move(zones);
   }
+  SendJson(res, st.ok() ? 200 : 503, body);
 }
 
 void AdminServer::HandleMetrics(httplib::Response& res) {

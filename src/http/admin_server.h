@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "belfry/clock.h"
 #include "belfry/config.h"
@@ -73,6 +74,9 @@ struct AdminDeps {
   Clock* clock = nullptr;
   // Ok = ready. Called on the request thread for every /readyz; null = always ready.
   std::function<Status()> readiness;
+  // Time zones whose calendar jobs this node's ticks skipped (UnknownZoneSkips::zones): /readyz
+  // lists them as "unknown_zones" when there are any, without failing. Null = none.
+  std::function<std::vector<std::string>()> unknown_zones;
   std::string node_id;
   std::string version;
 };

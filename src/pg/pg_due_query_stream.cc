@@ -130,7 +130,7 @@ Status PgDueQueryStream::Command(const char* sql, const char* what) {
 
 namespace {
 
-// The four (or, for a range, five) array parameters of the cron statements.
+// The five (or, for a range, six) array parameters of the calendar statements.
 struct TermArrays {
   std::string keys = "{", hour = "{", dom = "{", month = "{", dow = "{", minutes = "{";
 };
@@ -154,7 +154,63 @@ TermArrays CalendarTermArrays(const std::vector<ZoneEntry>& zones, const DueQuer
   return a;
 }
 
+std::string StoredShardsLiteral(const DueQuery& q) {
+  std::string shard = "{";
+  if (q.stored_shards.empty()) {
+    AppendInt(&shard, q.shard);
+  } else {
+    for (size_t i = 0; i < q.stored_shards.size(); ++i) {
+      if (i > 0) shard.push_back(',');
+      AppendInt(&shard, q.stored_shards[i]);
+    }
+  }
+  shard.push_back('}');
+  return shard;
+}
+
 }  // namespace
+
+StatusOr<DueStatements> BuildDueStatements(const DueQuery& q, bool with_calendar,
+                                           const std::vector<ZoneEntry>& zones) {
+  StatusOr<std::string> phases = PhaseArrayLiteral(q);
+  if (!phases.ok()) return phases.status();
+  DueStatements out;
+  auto add = [&out](std::string value, const char* name) {
+    out.values.push_back(std::move(value));
+    out.names.push_back(name);
+  };
+  add(StoredShardsLiteral(q), "stored shards");
+  add(std::move(*phases), "phases");
+  const bool range = q.first_minute != q.last_minute;
+  const int64_t slot_offset_ms = static_cast<int64_t>(q.shard) * q.tick_ms;
+  if (!range) {
+    add(IntText(q.last_minute * 60'000 + slot_offset_ms), "slot, epoch ms");
+  } else {
+    add(IntText(q.first_minute), "first minute");
+    add(IntText(q.last_minute), "last minute");
+    add(IntText(slot_offset_ms), "slot offset, ms");
+  }
+  if (with_calendar) {
+    TermArrays terms = CalendarTermArrays(zones, q);
+    add(std::move(terms.keys), "calendar keys");
+    add(std::move(terms.hour), "calendar hour bits");
+    add(std::move(terms.dom), "calendar day-of-month bits");
+    add(std::move(terms.month), "calendar month bits");
+    add(std::move(terms.dow), "calendar weekday bits");
+    if (range) add(std::move(terms.minutes), "calendar keys' minutes");
+  }
+  // A shard-minute is three statements (priority > 0, = 0, < 0: see pg_queries.h); a coalesced
+  // range is one, sorted.
+  if (range) {
+    out.cursors = {with_calendar ? &pg_queries::kDueJobsRangeWithCronCursor : &pg_queries::kDueJobsRangeCursor};
+  } else if (with_calendar) {
+    out.cursors = {&pg_queries::kDueJobsHighWithCronCursor, &pg_queries::kDueJobsWithCronCursor,
+                   &pg_queries::kDueJobsLowWithCronCursor};
+  } else {
+    out.cursors = {&pg_queries::kDueJobsHighCursor, &pg_queries::kDueJobsCursor, &pg_queries::kDueJobsLowCursor};
+  }
+  return out;
+}
 
 Status PgDueQueryStream::RefreshZones(bool* any) {
   PgResultPtr res(PQexec(conn_, pg_queries::kCountCronZonesSql));
@@ -166,11 +222,12 @@ Status PgDueQueryStream::RefreshZones(bool* any) {
       return ResultError(list.get(), "due query: zones");
     }
     zones_.clear();
-    unknown_zones_ = 0;
+    unknown_zones_.clear();
     for (int r = 0; r < PQntuples(list.get()); ++r) {
       StatusOr<const date::time_zone*> zone = LocateTimeZone(Value(list.get(), r, 1));
       if (!zone.ok()) {
-        ++unknown_zones_;
+        unknown_zones_.push_back(
+            UnknownZone{IntValue<int32_t>(list.get(), r, 0), std::string(Value(list.get(), r, 1))});
         continue;
       }
       zones_.push_back(ZoneEntry{IntValue<int32_t>(list.get(), r, 0), *zone});
@@ -181,39 +238,11 @@ Status PgDueQueryStream::RefreshZones(bool* any) {
   return Status::Ok();
 }
 
-Status PgDueQueryStream::ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn) {
-  StatusOr<std::string> phases = PhaseArrayLiteral(q);
-  if (!phases.ok()) return phases.status();
+Status PgDueQueryStream::InSnapshot(const DueQuery& q, const std::function<Status(const DueStatements&)>& body) {
+  if (StatusOr<std::string> phases = PhaseArrayLiteral(q); !phases.ok()) return phases.status();
   if (Status st = Connect(); !st.ok()) return st;
-
-  const bool range = q.first_minute != q.last_minute;
-  const int64_t slot_offset_ms = static_cast<int64_t>(q.shard) * q.tick_ms;
-  std::string shard = "{";
-  if (q.stored_shards.empty()) {
-    AppendInt(&shard, q.shard);
-  } else {
-    for (size_t i = 0; i < q.stored_shards.size(); ++i) {
-      if (i > 0) shard.push_back(',');
-      AppendInt(&shard, q.stored_shards[i]);
-    }
-  }
-  shard.push_back('}');
-  std::string params[3];
-  const char* values[11] = {shard.c_str(), phases->c_str()};
-  int n_params = 3;
-  if (!range) {
-    params[0] = IntText(q.last_minute * 60'000 + slot_offset_ms);
-    values[2] = params[0].c_str();
-  } else {
-    params[0] = IntText(q.first_minute);
-    params[1] = IntText(q.last_minute);
-    params[2] = IntText(slot_offset_ms);
-    for (int i = 0; i < 3; ++i) values[2 + i] = params[i].c_str();
-    n_params = 5;
-  }
-  // A shard-minute is three statements (priority > 0, = 0, < 0: see pg_queries.h); a coalesced
-  // range is one, sorted. All in one read-only transaction, each through its own cursor, on one
-  // snapshot (REPEATABLE READ), the one in which the cron zones are read.
+  // All statements in one read-only transaction, each through its own cursor, on one snapshot
+  // (REPEATABLE READ), the one in which the cron zones are read.
   if (Status st = Command("BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ", "due query: begin"); !st.ok()) {
     return st;
   }
@@ -222,33 +251,17 @@ Status PgDueQueryStream::ForEachDueJob(const DueQuery& q, const std::function<vo
     bool any_zone = false;
     status = RefreshZones(&any_zone);
     if (conn_ == nullptr) return status;
-    TermArrays terms;
-    if (status.ok() && any_zone) {
-      terms = CalendarTermArrays(zones_, q);
-      for (const std::string* s : {&terms.keys, &terms.hour, &terms.dom, &terms.month, &terms.dow}) {
-        values[n_params++] = s->c_str();
-      }
-      if (range) values[n_params++] = terms.minutes.c_str();
-    }
-    if (!status.ok()) {
-      // RefreshZones failed inside the transaction: fall through to ROLLBACK.
-    } else if (range) {
-      status = RunCursor(any_zone ? pg_queries::kDueJobsRangeWithCronCursor : pg_queries::kDueJobsRangeCursor,
-                         n_params, values, q, fn);
-    } else {
-      const pg_queries::DueCursor plain[] = {pg_queries::kDueJobsHighCursor, pg_queries::kDueJobsCursor,
-                                             pg_queries::kDueJobsLowCursor};
-      const pg_queries::DueCursor with_cron[] = {pg_queries::kDueJobsHighWithCronCursor,
-                                                 pg_queries::kDueJobsWithCronCursor,
-                                                 pg_queries::kDueJobsLowWithCronCursor};
-      const pg_queries::DueCursor* cursors = any_zone ? with_cron : plain;
-      for (int i = 0; i < 3; ++i) {
-        status = RunCursor(cursors[i], n_params, values, q, fn);
-        if (!status.ok()) break;
+    if (status.ok()) {
+      StatusOr<DueStatements> statements = BuildDueStatements(q, any_zone, zones_);
+      if (!statements.ok()) {
+        status = statements.status();
+      } else {
+        status = ReportUnknownZones(*statements);
+        if (status.ok()) status = body(*statements);
       }
     }
   } catch (...) {
-    Disconnect();  // mid-transaction, with a cursor open
+    Disconnect();  // mid-transaction, maybe with a cursor open
     throw;
   }
   if (conn_ == nullptr) return status;  // a connection fault already closed it
@@ -257,10 +270,72 @@ Status PgDueQueryStream::ForEachDueJob(const DueQuery& q, const std::function<vo
   return status.ok() ? ended : status;
 }
 
-Status PgDueQueryStream::RunCursor(const pg_queries::DueCursor& cursor, int n_params, const char* const* values,
+Status PgDueQueryStream::ReportUnknownZones(const DueStatements& statements) {
+  if (!on_unknown_zone_ || unknown_zones_.empty()) return Status::Ok();
+  std::string ids = "{";
+  for (const UnknownZone& z : unknown_zones_) {
+    if (ids.size() > 1) ids.push_back(',');
+    AppendInt(&ids, z.id);
+  }
+  ids.push_back('}');
+  const char* values[2] = {statements.values[0].c_str(), ids.c_str()};  // $1: the stored shards
+  PgResultPtr res(
+      PQexecParams(conn_, pg_queries::kCountUnknownZoneJobsSql, 2, nullptr, values, nullptr, nullptr, 0));
+  if (res == nullptr || PQresultStatus(res.get()) != PGRES_TUPLES_OK) {
+    return ResultError(res.get(), "due query: unknown zones");
+  }
+  for (int r = 0; r < PQntuples(res.get()); ++r) {
+    const int32_t id = IntValue<int32_t>(res.get(), r, 0);
+    const int64_t jobs = IntValue<int64_t>(res.get(), r, 1);
+    for (const UnknownZone& z : unknown_zones_) {
+      if (z.id == id && jobs > 0) on_unknown_zone_(z.name, jobs);
+    }
+  }
+  return Status::Ok();
+}
+
+Status PgDueQueryStream::ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn) {
+  return InSnapshot(q, [&](const DueStatements& statements) {
+    for (const pg_queries::DueCursor* cursor : statements.cursors) {
+      if (Status st = RunCursor(*cursor, statements, q, fn); !st.ok()) return st;
+    }
+    return Status::Ok();
+  });
+}
+
+StatusOr<std::string> PgDueQueryStream::ExplainDueQuery(const DueQuery& q) {
+  std::string plan;
+  Status st = InSnapshot(q, [&](const DueStatements& statements) {
+    std::vector<const char*> values;
+    for (size_t i = 0; i < statements.values.size(); ++i) {
+      plan += "-- $" + std::to_string(i + 1) + " = " + statements.values[i] + " (" + statements.names[i] + ")\n";
+      values.push_back(statements.values[i].c_str());
+    }
+    for (const pg_queries::DueCursor* cursor : statements.cursors) {
+      PgResultPtr res(PQexecParams(conn_, cursor->explain_sql, static_cast<int>(values.size()), nullptr,
+                                   values.data(), nullptr, nullptr, 0));
+      if (res == nullptr || PQresultStatus(res.get()) != PGRES_TUPLES_OK) return ResultError(res.get(), "explain");
+      plan += "-- ";
+      plan += cursor->title;
+      plan += '\n';
+      for (int r = 0; r < PQntuples(res.get()); ++r) {
+        plan += Value(res.get(), r, 0);
+        plan += '\n';
+      }
+    }
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return plan;
+}
+
+Status PgDueQueryStream::RunCursor(const pg_queries::DueCursor& cursor, const DueStatements& statements,
                                    const DueQuery& q, const std::function<void(const DueJob&)>& fn) {
   {
-    PgResultPtr res(PQexecParams(conn_, cursor.declare_sql, n_params, nullptr, values, nullptr, nullptr, 0));
+    std::vector<const char*> values;
+    for (const std::string& v : statements.values) values.push_back(v.c_str());
+    PgResultPtr res(PQexecParams(conn_, cursor.declare_sql, static_cast<int>(values.size()), nullptr, values.data(),
+                                 nullptr, nullptr, 0));
     if (res == nullptr || PQresultStatus(res.get()) != PGRES_COMMAND_OK) {
       return ResultError(res.get(), "due query");
     }

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "belfry/job.h"
@@ -29,6 +30,24 @@ StatusOr<std::string> PhaseArrayLiteral(const std::vector<PhaseTerm>& terms);
 // [q.first_minute, q.last_minute] (the one-shots' phase is -run_minute).
 StatusOr<std::string> PhaseArrayLiteral(const DueQuery& q);
 
+// The statements of one tick query and their parameters, in the order they run: what
+// PgDueQueryStream::ForEachDueJob declares as cursors and ExplainDueQuery explains (one builder,
+// so that explain shows the tick's query). `with_calendar`: cron_zones has a zone (the
+// statements then take the calendar terms of `zones`, the resolved ones, for every minute of the
+// query). Invalid for a malformed query, as PhaseArrayLiteral.
+struct DueStatements {
+  std::vector<const pg_queries::DueCursor*> cursors;
+  std::vector<std::string> values;  // $1, $2, ... as text
+  std::vector<const char*> names;   // what each parameter is, for explain's output
+};
+StatusOr<DueStatements> BuildDueStatements(const DueQuery& q, bool with_calendar, const std::vector<ZoneEntry>& zones);
+
+// A zone of cron_zones that this process's tz database does not know.
+struct UnknownZone {
+  int32_t id = 0;
+  std::string name;
+};
+
 // Thread-compatible: one instance per thread. Connects lazily; a connection fault closes the
 // connection and the next call reconnects.
 class PgDueQueryStream final {
@@ -38,6 +57,12 @@ class PgDueQueryStream final {
   PgDueQueryStream& operator=(const PgDueQueryStream&) = delete;
   ~PgDueQueryStream();
 
+  // Called by a tick query, on its thread, for each zone this process's tz database lacks that
+  // holds slot-planned calendar jobs in the query's stored shards: their number. The query skips
+  // them (it cannot compute their zone's local times). Must not throw.
+  using UnknownZoneHandler = std::function<void(std::string_view zone, int64_t jobs)>;
+  void SetUnknownZoneHandler(UnknownZoneHandler handler) { on_unknown_zone_ = std::move(handler); }
+
   // Calls fn once per due job of `q`, as the rows arrive. With q.first_minute == q.last_minute
   // it runs the normal tick query (due_minute = q.last_minute for every row); otherwise the
   // coalesced range query. Read-only. Returns Invalid for a malformed query (an interval outside
@@ -45,6 +70,12 @@ class PgDueQueryStream final {
   // prefix of the rows).
   // REQUIRES: fn does not throw; if it does, the connection is closed and the exception propagates.
   Status ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn);
+
+  // EXPLAIN (ANALYZE, BUFFERS) of the statements ForEachDueJob would run for `q`, with the same
+  // parameters, in one READ ONLY REPEATABLE READ transaction as the tick's: first the parameters
+  // ("-- $1 = {3} (stored shards)"), then per statement a "-- <what it reads>" line and its plan,
+  // one plan line per line. Executes the query (read-only). Errors as ForEachDueJob's.
+  StatusOr<std::string> ExplainDueQuery(const DueQuery& q);
 
   // How far this server's write-ahead log goes, in bytes since 0/0: on a hot standby, the
   // position it has replayed (what its next snapshot will see); on a primary, the position of
@@ -54,13 +85,21 @@ class PgDueQueryStream final {
   void Disconnect();
 
   // Zones named in cron_zones that this process's tz database does not know (their cron jobs
-  // cannot fire on this node until it is given that tzdata). Read by the same thread.
-  int64_t unknown_zones() const { return unknown_zones_; }
+  // cannot fire on this node until it is given that tzdata), as of the last query. Read by the
+  // same thread.
+  const std::vector<UnknownZone>& unknown_zones() const { return unknown_zones_; }
 
  private:
   // Inside the open transaction: re-reads cron_zones when its row count differs from what this
   // stream knows. Sets *any to whether there are zones.
   Status RefreshZones(bool* any);
+  // Begins the tick's transaction, reads the zones, builds q's statements and runs `body` on
+  // them, then commits (rolls back after an error). Counts the jobs of unknown zones first.
+  // REQUIRES: body does not throw, or the connection is closed and the exception propagates.
+  Status InSnapshot(const DueQuery& q, const std::function<Status(const DueStatements&)>& body);
+  // Inside the open transaction: reports the slot-planned jobs of unknown_zones_ in q's stored
+  // shards to on_unknown_zone_. Does nothing without a handler or without unknown zones.
+  Status ReportUnknownZones(const DueStatements& statements);
   Status Connect();
   // Translates the connection's current error; closes the connection when it is broken.
   Status ConnectionError(const char* what);
@@ -70,14 +109,15 @@ class PgDueQueryStream final {
   // Runs a statement that returns no rows (BEGIN, COMMIT, ROLLBACK).
   Status Command(const char* sql, const char* what);
   // Declares the cursor `declare_sql` (inside the open transaction) and fetches every row into fn.
-  Status RunCursor(const pg_queries::DueCursor& cursor, int n_params, const char* const* values, const DueQuery& q,
+  Status RunCursor(const pg_queries::DueCursor& cursor, const DueStatements& statements, const DueQuery& q,
                    const std::function<void(const DueJob&)>& fn);
 
   const std::string database_url_;
   pg_conn* conn_ = nullptr;
   std::vector<ZoneEntry> zones_;  // the known zones of cron_zones, resolved
   int64_t zone_rows_ = 0;         // cron_zones' row count when zones_ was read
-  int64_t unknown_zones_ = 0;
+  std::vector<UnknownZone> unknown_zones_;
+  UnknownZoneHandler on_unknown_zone_;
 };
 
 }  // namespace belfry

@@ -64,9 +64,6 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kListJobsByOwnerTopicName, q::kListJobsByOwnerTopicSql},
       {q::kListJobsByLabelsName, q::kListJobsByLabelsSql},
       {q::kCountJobsName, q::kCountJobsSql},
-      {q::kExplainDueJobsName, q::kExplainDueJobsSql},
-      {q::kExplainDueJobsHighName, q::kExplainDueJobsHighSql},
-      {q::kExplainDueJobsLowName, q::kExplainDueJobsLowSql},
       {q::kSweepOneShotsName, q::kSweepOneShotsSql},
       {q::kDeleteOrphanSlotsName, q::kDeleteOrphanSlotsSql},
       {q::kTzdataVersionName, q::kTzdataVersionSql},
@@ -692,35 +689,11 @@ StatusOr<JobPage> PgJobStore::ListJobs(const JobListFilter& filter) {
   return JobPageOf(std::move(jobs), page_size);
 }
 
-StatusOr<std::string> PgJobStore::ExplainDueQuery(const DueQuery& q) {
-  DueQuery minute = q;
-  minute.first_minute = q.last_minute;
-  StatusOr<std::string> phases = PhaseArrayLiteral(minute);
-  if (!phases.ok()) return phases.status();
-  const int64_t slot_ms = q.last_minute * 60'000 + static_cast<int64_t>(q.shard) * q.tick_ms;
-  std::string plan;
-  Status st = session_.Run("explain due query", [&](pqxx::connection& conn) {
-    pqxx::read_transaction txn(conn);
-    const struct {
-      const char* name;
-      const char* title;
-    } parts[] = {{pg_queries::kExplainDueJobsHighName, "-- priority > 0"},
-                 {pg_queries::kExplainDueJobsName, "-- priority = 0"},
-                 {pg_queries::kExplainDueJobsLowName, "-- priority < 0"}};
-    for (const auto& part : parts) {
-      plan += part.title;
-      plan += '\n';
-      const pqxx::result r =
-          txn.exec_prepared(part.name, "{" + std::to_string(q.shard) + "}", *phases, slot_ms);  // $1 smallint[]
-      for (const pqxx::row& row : r) {
-        plan += row[0].c_str();
-        plan += '\n';
-      }
-    }
-    return Status::Ok();
-  });
-  if (!st.ok()) return st;
-  return plan;
+StatusOr<std::string> PgJobStore::ExplainDueQuery(const DueQuery& q) { return due_stream_.ExplainDueQuery(q); }
+
+void PgJobStore::SetUnknownZoneHandler(const PgDueQueryStream::UnknownZoneHandler& handler) {
+  due_stream_.SetUnknownZoneHandler(handler);
+  if (standby_ != nullptr) standby_->SetUnknownZoneHandler(handler);
 }
 
 StatusOr<int64_t> PgJobStore::SweepOneShots(int64_t before_minute, int32_t max_rows) {

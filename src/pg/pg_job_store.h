@@ -54,9 +54,13 @@ class PgJobStore final : public JobStore {
   // Ordered by id; filter.limit is clamped to 1..1000.
   StatusOr<JobPage> ListJobs(const JobListFilter& filter) override;
 
-  // EXPLAIN (ANALYZE, BUFFERS) of the normal tick query's three statements for shard q.shard at minute
-  // q.last_minute with q.terms, one plan line per line. Executes the query (read-only).
+  // PgDueQueryStream::ExplainDueQuery on the primary: the plans of exactly the statements and
+  // parameters ForEachDueJob runs for `q` (calendar branch and stored shards included).
   StatusOr<std::string> ExplainDueQuery(const DueQuery& q);
+
+  // Given to the tick query's streams (the primary's and the standby's): see
+  // PgDueQueryStream::SetUnknownZoneHandler.
+  void SetUnknownZoneHandler(const PgDueQueryStream::UnknownZoneHandler& handler);
 
   // Three reads in one READ ONLY REPEATABLE READ transaction: the zones, the interval and
   // one-shot groups, the calendar groups (pg_queries.h, "Load projection"). Invalid when

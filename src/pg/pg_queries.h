@@ -52,29 +52,23 @@ inline constexpr const char kDueJobsSql[] = BELFRY_DUE_JOBS_SELECT("priority = 0
 inline constexpr int kDueJobsFetchRows = BELFRY_DUE_FETCH_ROWS;
 #define BELFRY_DUE_FETCH "FETCH FORWARD " BELFRY_STRINGIFY(BELFRY_DUE_FETCH_ROWS) " FROM "
 // One cursor per statement of a shard-minute, each with its own name (COMMIT closes them all).
+// explain_sql is the cursor's query under EXPLAIN (ANALYZE, BUFFERS), with the same parameters:
+// `belfry explain` runs it instead of declaring the cursor (PgDueQueryStream::ExplainDueQuery),
+// so the plan it shows is the tick's, statement for statement.
 struct DueCursor {
   const char* declare_sql;
   const char* fetch_sql;
+  const char* explain_sql;
+  const char* title;  // what the statement reads, for explain's output
 };
-inline constexpr DueCursor kDueJobsCursor = {
-    "DECLARE belfry_due NO SCROLL CURSOR FOR " BELFRY_DUE_JOBS_SELECT("priority = 0"),
-    BELFRY_DUE_FETCH "belfry_due"};
-inline constexpr DueCursor kDueJobsHighCursor = {
-    "DECLARE belfry_due_high NO SCROLL CURSOR FOR " BELFRY_DUE_JOBS_SELECT("priority > 0") " ORDER BY priority DESC",
-    BELFRY_DUE_FETCH "belfry_due_high"};
-inline constexpr DueCursor kDueJobsLowCursor = {
-    "DECLARE belfry_due_low NO SCROLL CURSOR FOR " BELFRY_DUE_JOBS_SELECT("priority < 0") " ORDER BY priority DESC",
-    BELFRY_DUE_FETCH "belfry_due_low"};
-// `belfry explain`: the same queries, run for real, with buffer counts.
-inline constexpr const char kExplainDueJobsName[] = "belfry_explain_due_jobs";
-inline constexpr const char kExplainDueJobsSql[] =
-    "EXPLAIN (ANALYZE, BUFFERS) " BELFRY_DUE_JOBS_SELECT("priority = 0");
-inline constexpr const char kExplainDueJobsHighName[] = "belfry_explain_due_jobs_high";
-inline constexpr const char kExplainDueJobsHighSql[] =
-    "EXPLAIN (ANALYZE, BUFFERS) " BELFRY_DUE_JOBS_SELECT("priority > 0") " ORDER BY priority DESC";
-inline constexpr const char kExplainDueJobsLowName[] = "belfry_explain_due_jobs_low";
-inline constexpr const char kExplainDueJobsLowSql[] =
-    "EXPLAIN (ANALYZE, BUFFERS) " BELFRY_DUE_JOBS_SELECT("priority < 0") " ORDER BY priority DESC";
+#define BELFRY_DUE_CURSOR(name, select, title) \
+  {"DECLARE " name " NO SCROLL CURSOR FOR " select, BELFRY_DUE_FETCH name, "EXPLAIN (ANALYZE, BUFFERS) " select, title}
+inline constexpr DueCursor kDueJobsCursor =
+    BELFRY_DUE_CURSOR("belfry_due", BELFRY_DUE_JOBS_SELECT("priority = 0"), "priority = 0");
+inline constexpr DueCursor kDueJobsHighCursor = BELFRY_DUE_CURSOR(
+    "belfry_due_high", BELFRY_DUE_JOBS_SELECT("priority > 0") " ORDER BY priority DESC", "priority > 0");
+inline constexpr DueCursor kDueJobsLowCursor = BELFRY_DUE_CURSOR(
+    "belfry_due_low", BELFRY_DUE_JOBS_SELECT("priority < 0") " ORDER BY priority DESC", "priority < 0");
 
 // ---- The same with calendar (cron) jobs: used once cron_zones has a zone. ----------------------
 // The interval statement above, UNION ALL the cron jobs of the shard-minute: $4 keys (bigint[]),
@@ -109,22 +103,31 @@ inline constexpr const char kExplainDueJobsLowSql[] =
   BELFRY_DUE_JOBS_SELECT_PRIORITY(priority_cond) " UNION ALL " BELFRY_CRON_DUE_SELECT(priority_cond) \
   ") AS due ORDER BY priority DESC"
 
-inline constexpr DueCursor kDueJobsWithCronCursor = {
-    "DECLARE belfry_due NO SCROLL CURSOR FOR " BELFRY_DUE_JOBS_SELECT("priority = 0")
-    " UNION ALL SELECT id, topic, key, details, interval_minutes, scheduled_for_ms FROM ("
-    BELFRY_CRON_DUE_SELECT("priority = 0") ") AS cron",
-    BELFRY_DUE_FETCH "belfry_due"};
-inline constexpr DueCursor kDueJobsHighWithCronCursor = {
-    "DECLARE belfry_due_high NO SCROLL CURSOR FOR " BELFRY_DUE_WITH_CRON_SORTED("priority > 0"),
-    BELFRY_DUE_FETCH "belfry_due_high"};
-inline constexpr DueCursor kDueJobsLowWithCronCursor = {
-    "DECLARE belfry_due_low NO SCROLL CURSOR FOR " BELFRY_DUE_WITH_CRON_SORTED("priority < 0"),
-    BELFRY_DUE_FETCH "belfry_due_low"};
+inline constexpr DueCursor kDueJobsWithCronCursor = BELFRY_DUE_CURSOR(
+    "belfry_due",
+    BELFRY_DUE_JOBS_SELECT("priority = 0") " UNION ALL SELECT id, topic, key, details, interval_minutes, "
+                                           "scheduled_for_ms FROM (" BELFRY_CRON_DUE_SELECT("priority = 0") ") AS cron",
+    "priority = 0, interval and calendar jobs");
+inline constexpr DueCursor kDueJobsHighWithCronCursor = BELFRY_DUE_CURSOR(
+    "belfry_due_high", BELFRY_DUE_WITH_CRON_SORTED("priority > 0"), "priority > 0, interval and calendar jobs");
+inline constexpr DueCursor kDueJobsLowWithCronCursor = BELFRY_DUE_CURSOR(
+    "belfry_due_low", BELFRY_DUE_WITH_CRON_SORTED("priority < 0"), "priority < 0, interval and calendar jobs");
 
 // Which zones cron jobs use. Read in the tick's own snapshot (REPEATABLE READ), before the
 // due statements: every cron job the statements can see has its zone in what this returns.
 inline constexpr const char kCountCronZonesSql[] = "SELECT count(*) FROM cron_zones";
 inline constexpr const char kListCronZonesSql[] = "SELECT id, name FROM cron_zones ORDER BY id";
+// The slot-planned calendar jobs of the zones this process's tz database lacks, per zone: a tick
+// cannot compute those zones' keys, so it skips their jobs, and counts them with this
+// (docs/calendar-schedules.md, "A zone this node does not know"). Run only when there is such a
+// zone, in the tick's snapshot. $1 the stored shards (smallint[]), $2 the zone ids (int[]). A
+// zone's keys are one range of cron_slots' primary key: [id * 2048, (id + 1) * 2048), 2048 being
+// kCronKeyStride (src/core/calendar_schedule.h).
+inline constexpr const char kCountUnknownZoneJobsSql[] =
+    "SELECT z.id, count(DISTINCT s.job_id) FROM unnest($2::int[]) AS z(id) "
+    "JOIN cron_slots AS s ON s.shard = ANY ($1::smallint[]) "
+    "AND s.key >= z.id::bigint * 2048 AND s.key < (z.id::bigint + 1) * 2048 "
+    "GROUP BY z.id";
 
 #undef BELFRY_DUE_WITH_CRON_SORTED
 #undef BELFRY_DUE_JOBS_SELECT_PRIORITY
@@ -161,17 +164,17 @@ inline constexpr const char kListCronZonesSql[] = "SELECT id, name FROM cron_zon
     ") AS due " \
     "WHERE due_minute >= $3::bigint AND (start_minute IS NULL OR due_minute >= start_minute)"
 
-inline constexpr DueCursor kDueJobsRangeCursor = {
-    "DECLARE belfry_due_range NO SCROLL CURSOR FOR "
+inline constexpr DueCursor kDueJobsRangeCursor = BELFRY_DUE_CURSOR(
+    "belfry_due_range",
     "SELECT id, topic, key, details, interval_minutes, scheduled_for_ms, due_minute FROM ("
     BELFRY_DUE_RANGE_SELECT ") AS r ORDER BY priority DESC",
-    BELFRY_DUE_FETCH "belfry_due_range"};
+    "coalesced range, sorted by priority");
 
 // The same with cron jobs: $6 keys, $7 / $8 / $9 / $10 hour and day bits, $11 the UTC minute of
 // each key (all the minutes of [$3, $4], from AppendCalendarTerms). Each cron job due at least once comes
 // back once, at its latest minute whose slot is within start_at / end_at.
-inline constexpr DueCursor kDueJobsRangeWithCronCursor = {
-    "DECLARE belfry_due_range NO SCROLL CURSOR FOR "
+inline constexpr DueCursor kDueJobsRangeWithCronCursor = BELFRY_DUE_CURSOR(
+    "belfry_due_range",
     "SELECT id, topic, key, details, interval_minutes, scheduled_for_ms, due_minute FROM ("
     BELFRY_DUE_RANGE_SELECT
     " UNION ALL ("
@@ -188,11 +191,12 @@ inline constexpr DueCursor kDueJobsRangeWithCronCursor = {
     "    AND (j.end_at IS NULL OR j.end_at > " BELFRY_MS_TO_TIMESTAMPTZ("c.minute * 60000 + $5::bigint") ")"
     "  ORDER BY j.id, c.minute DESC)"
     ") AS r ORDER BY priority DESC",
-    BELFRY_DUE_FETCH "belfry_due_range"};
+    "coalesced range, interval and calendar jobs, sorted by priority");
 
 #undef BELFRY_DUE_RANGE_SELECT
 #undef BELFRY_CRON_DAY_MATCH
 
+#undef BELFRY_DUE_CURSOR
 #undef BELFRY_DUE_FETCH
 #undef BELFRY_STRINGIFY
 #undef BELFRY_STRINGIFY_

@@ -38,6 +38,11 @@ class PgStandbyReader final {
   // the primary would (the firing fails and is fired again: at least once).
   Status ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn, PgDueQueryStream& primary);
 
+  // The standby's stream reports its unknown zones too (PgDueQueryStream::SetUnknownZoneHandler).
+  void SetUnknownZoneHandler(PgDueQueryStream::UnknownZoneHandler handler) {
+    standby_.SetUnknownZoneHandler(std::move(handler));
+  }
+
  private:
   Status OnPrimary(const DueQuery& q, const std::function<void(const DueJob&)>& fn, PgDueQueryStream& primary,
                    DueQueryRoute route);

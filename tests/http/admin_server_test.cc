@@ -316,6 +316,7 @@ class AdminServerTest : public ::testing::Test {
     deps.clock = &clock_;
     deps.node_id = "node-a";
     deps.version = "9.9.9-test";
+    deps.unknown_zones = [this] { return unknown_zones_; };
     return deps;
   }
 
@@ -325,6 +326,7 @@ class AdminServerTest : public ::testing::Test {
   FakeShardLedger ledger_;
   MetricsRegistry metrics_;
   Status ready_;
+  std::vector<std::string> unknown_zones_;
   std::vector<std::unique_ptr<ReaderPool>> pools_;  // outlive the servers
   std::unique_ptr<AdminServer> server_;
   std::unique_ptr<httplib::Client> client_;
@@ -634,6 +636,20 @@ TEST_F(AdminServerTest, ReadyzFollowsReadiness) {
   ExpectError(r, 503);
   EXPECT_EQ(r.json()["status"], "not_ready");
   EXPECT_NE(r.json()["error"].get<std::string>().find("no partition assignment"), std::string::npos);
+}
+
+// Calendar jobs skipped for a zone this node's tzdata lacks: /readyz names the zones, as a
+// warning; the node stays ready (and not-ready stays for its own reason).
+TEST_F(AdminServerTest, ReadyzListsUnknownZonesWithoutFailing) {
+  StartServer();
+  unknown_zones_ = {"Mars/Olympus_Mons"};
+  Reply r = Get("/readyz");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.json(), Json({{"status", "ready"}, {"unknown_zones", {"Mars/Olympus_Mons"}}}));
+  ready_ = Status::Retryable("database down");
+  r = Get("/readyz");
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.json()["unknown_zones"], Json({"Mars/Olympus_Mons"}));
 }
 
 TEST_F(AdminServerTest, MetricsParseAsPrometheusTextAndMoveAfterOnFired) {

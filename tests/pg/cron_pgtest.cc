@@ -7,17 +7,22 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <pqxx/pqxx>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "belfry/config.h"
 #include "core/calendar_schedule.h"
 #include "core/iso_time.h"
 #include "core/shard_hash.h"
 #include "core/slot_math.h"
+#include "http/metrics_registry.h"
+#include "http/unknown_zone_skips.h"
 #include "migrated_database_test.h"
 #include "pg/pg_job_store.h"
 
@@ -257,6 +262,53 @@ TEST_F(CronPgTest, ANewTzdataRePlansTheJobsStoredAsFixedIntervals) {
   int found = 0;
   ASSERT_TRUE(store_->ForEachDueJob(q, [&](const DueJob& j) { found += j.id == "berlin-daily"; }).ok());
   EXPECT_EQ(found, 1);
+}
+
+// A node whose tz database lacks a zone that a node with newer tzdata accepted skips that zone's
+// calendar jobs (it cannot compute their local times). It must not do so silently: each tick
+// counts them in belfry_calendar_jobs_unknown_zone_skipped_total, the zone is logged once per
+// process, and /readyz lists it. Simulated by renaming the zone in cron_zones to a name no tz
+// database has, then starting a fresh store (as a node that starts against that database).
+TEST_F(CronPgTest, AJobInAZoneThisNodeLacksIsCountedAndLoggedOncePerZone) {
+  // 2026-11-25 08:00 in Berlin (+01:00) is 07:00Z.
+  const int64_t m = MinuteAt("2026-11-25T07:00:00Z");
+  ASSERT_TRUE(store_
+                  ->ApplyActions({CronUpsert("cron-lost", "0 8 * * *", "Europe/Berlin", 1),
+                                  CronUpsert("cron-lost-too", "0,30 8 * * *", "Europe/Berlin", 2),
+                                  IntervalUpsert("int", 1, 0, 3)})
+                  .ok());
+  ASSERT_EQ(Due(m, m).size(), 3u);  // while the zone is known
+  db().Exec("UPDATE cron_zones SET name = 'Mars/Olympus_Mons' WHERE name = 'Europe/Berlin'");
+  db().Exec("UPDATE jobs SET time_zone = 'Mars/Olympus_Mons' WHERE time_zone = 'Europe/Berlin'");
+
+  std::ostringstream log;
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(
+      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  MetricsRegistry metrics("test");
+  UnknownZoneSkips skips(metrics.registry());
+  PgJobStore node(db().url());
+  node.SetUnknownZoneHandler([&skips](std::string_view zone, int64_t jobs) { skips.OnSkipped(zone, jobs); });
+  const DueQuery q{kShard, m, m, kCfg.tick_ms, TermsForMinute(kCfg.intervals, m)};
+  for (int tick = 0; tick < 2; ++tick) {
+    std::vector<std::string> ids;
+    ASSERT_TRUE(node.ForEachDueJob(q, [&](const DueJob& j) { ids.emplace_back(j.id); }).ok());
+    EXPECT_EQ(ids, std::vector<std::string>{"int"});  // the calendar jobs are skipped
+  }
+  // A coalesced range skips them too, and counts them once.
+  const DueQuery range{kShard, m - 5, m, kCfg.tick_ms, TermsForRange(kCfg.intervals, m - 5, m)};
+  ASSERT_TRUE(node.ForEachDueJob(range, [](const DueJob&) {}).ok());
+  spdlog::default_logger()->flush();
+  spdlog::set_default_logger(previous);
+
+  EXPECT_NE(metrics.Serialize().find("\nbelfry_calendar_jobs_unknown_zone_skipped_total 6\n"), std::string::npos)
+      << metrics.Serialize();
+  EXPECT_EQ(skips.zones(), std::vector<std::string>{"Mars/Olympus_Mons"});
+  const std::string text = log.str();
+  const std::string line = "time zone 'Mars/Olympus_Mons' is not in this node's tz database";
+  const size_t first = text.find(line);
+  ASSERT_NE(first, std::string::npos) << text;
+  EXPECT_EQ(text.find(line, first + 1), std::string::npos) << "logged more than once:\n" << text;
 }
 
 }  // namespace

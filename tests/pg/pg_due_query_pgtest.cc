@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "core/calendar_schedule.h"
+#include "core/iso_time.h"
+#include "core/layout_due_query.h"
 #include "core/slot_math.h"
 #include "migrated_database_test.h"
 #include "pg/pg_job_store.h"
@@ -267,6 +270,43 @@ TEST_F(PgDueQueryTest, ExplainReadsOnlyTheShardsPartition) {
     EXPECT_EQ(plan->find(other), std::string::npos) << other << " in\n" << *plan;
   }
   EXPECT_NE(plan->find("Execution Time"), std::string::npos) << *plan;
+}
+
+// `belfry explain` shows the query the tick runs: the statements and parameters of
+// PgDueQueryStream::ForEachDueJob, built by the one BuildDueStatements. Once a calendar job is
+// stored, the tick's statements have a calendar branch (cron_slots); during a reshard, an old
+// shard reads every partition it splits into. Before, explain had interval-only statements of
+// its own and bound the shard alone, so neither showed.
+TEST_F(PgDueQueryTest, ExplainShowsTheTicksCalendarBranchAndStoredShards) {
+  Insert({{"i-3", 3, 1, 0}});
+  JobAction cron = UpsertOf(TestJob("c-3", 3, 1, 0), 1);
+  const Status planned = PlanCalendarJob("0 9 * * MON-FRI", "Europe/Berlin", *ParseIsoTime("2026-11-01T00:00:00Z"),
+                                         kIntervals, &cron.spec);
+  ASSERT_TRUE(planned.ok()) << planned.ToString();
+  ASSERT_TRUE(store_->ApplyActions({cron}).ok());
+  ASSERT_GT(db().Exec("SELECT count(*) FROM cron_slots WHERE job_id = 'c-3'")[0][0].as<int>(), 0);
+
+  // Shard 3 of the old layout while 120 -> 240 moves rows: it reads its partition and shard 123's.
+  ShardLayout moving;
+  moving.from = 120;
+  moving.to = 240;
+  moving.phase = ShardLayout::Phase::kMoving;
+  moving.moved_through = 10;
+  const DueQuery q = LayoutDueQuery(moving, kIntervals, 3, kMinute, kMinute);
+  ASSERT_EQ(q.stored_shards, (std::vector<int32_t>{3, 123}));
+
+  StatusOr<std::string> plan = store_->ExplainDueQuery(q);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_NE(plan->find("cron_slots"), std::string::npos) << *plan;             // the calendar branch
+  EXPECT_NE(plan->find("{3,123}"), std::string::npos) << *plan;                // the stored shards bound
+  EXPECT_NE(plan->find("jobs_shard_default"), std::string::npos) << *plan;     // shard 123's rows
+  EXPECT_NE(plan->find(" on jobs_shard_003 "), std::string::npos) << *plan;
+  EXPECT_NE(plan->find("Execution Time"), std::string::npos) << *plan;
+
+  // What explain ran is what the tick runs: the same rows come back from the same statements.
+  std::set<std::string> due;
+  ASSERT_TRUE(store_->ForEachDueJob(q, [&](const DueJob& j) { due.insert(std::string(j.id)); }).ok());
+  EXPECT_EQ(due, (std::set<std::string>{"i-3"}));
 }
 
 TEST_F(PgDueQueryTest, CallbackExceptionLeavesTheStoreUsable) {

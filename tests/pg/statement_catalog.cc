@@ -319,11 +319,14 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
            "", trigger)
       .Add("kDueJobsRangeCursor.fetch_sql", q::kDueJobsRangeCursor.fetch_sql, {}, Routing::kNoTable,
            Use::kRouted, "", trigger)
-      .Add("kCountCronZonesSql", q::kCountCronZonesSql, {}, Routing::kLocal, Use::kRouted, "", trigger)
+      .Add("kCountCronZonesSql", q::kCountCronZonesSql, {}, Routing::kLocal, Use::kRouted, "",
+           {Phase::kTrigger, Phase::kClusterWide})
+      .Add("kCountUnknownZoneJobsSql", q::kCountUnknownZoneJobsSql, {shards, "{1}"}, Routing::kOneShard,
+           Use::kRouted, "", none)
       .Add("kListCronZonesSql", q::kListCronZonesSql, {}, Routing::kLocal, Use::kRouted, "",
            {Phase::kTrigger, Phase::kClusterWide})
       .Add("PgDueQueryStream: BEGIN", "BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ", {},
-           Routing::kNoTable, Use::kRouted, "", trigger)
+           Routing::kNoTable, Use::kRouted, "", {Phase::kTrigger, Phase::kClusterWide})
       .Add("COMMIT", "COMMIT", {}, Routing::kNoTable, Use::kRouted, "",
            {Phase::kTrigger, Phase::kCommand, Phase::kExecutions, Phase::kClusterWide})
       .Add("ROLLBACK", "ROLLBACK", {}, Routing::kNoTable, Use::kRouted, "", none);
@@ -488,11 +491,23 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
            "trigger_delivery_errors has no shard column",
            none)
       .Add("kCountJobsSql", q::kCountJobsSql, {}, Routing::kAllShards, Use::kAllowed, admin, none)
-      .Add("kExplainDueJobsSql", q::kExplainDueJobsSql, tick, Routing::kOneShard, Use::kRouted, "", cluster)
-      .Add("kExplainDueJobsHighSql", q::kExplainDueJobsHighSql, tick, Routing::kOneShard, Use::kRouted, "",
-           cluster)
-      .Add("kExplainDueJobsLowSql", q::kExplainDueJobsLowSql, tick, Routing::kOneShard, Use::kRouted, "",
-           cluster)
+      // `belfry explain`: the tick's own statements (the fixture has a calendar job: the cron ones).
+      .Add("kDueJobsCursor.explain_sql", q::kDueJobsCursor.explain_sql, tick, Routing::kOneShard, Use::kRouted,
+           "", none)
+      .Add("kDueJobsHighCursor.explain_sql", q::kDueJobsHighCursor.explain_sql, tick, Routing::kOneShard,
+           Use::kRouted, "", none)
+      .Add("kDueJobsLowCursor.explain_sql", q::kDueJobsLowCursor.explain_sql, tick, Routing::kOneShard,
+           Use::kRouted, "", none)
+      .Add("kDueJobsWithCronCursor.explain_sql", q::kDueJobsWithCronCursor.explain_sql, cron_tick,
+           Routing::kOneShard, Use::kRouted, "", cluster)
+      .Add("kDueJobsHighWithCronCursor.explain_sql", q::kDueJobsHighWithCronCursor.explain_sql, cron_tick,
+           Routing::kOneShard, Use::kRouted, "", cluster)
+      .Add("kDueJobsLowWithCronCursor.explain_sql", q::kDueJobsLowWithCronCursor.explain_sql, cron_tick,
+           Routing::kOneShard, Use::kRouted, "", cluster)
+      .Add("kDueJobsRangeCursor.explain_sql", q::kDueJobsRangeCursor.explain_sql, range_tick, Routing::kOneShard,
+           Use::kRouted, "", none)
+      .Add("kDueJobsRangeWithCronCursor.explain_sql", q::kDueJobsRangeWithCronCursor.explain_sql,
+           cron_range_tick, Routing::kOneShard, Use::kRouted, "", none)
       .Add("ReadLoadGroups: SET TRANSACTION", "SET TRANSACTION READ ONLY ISOLATION LEVEL REPEATABLE READ", {},
            Routing::kNoTable, Use::kRouted, "", cluster)
       .Add("kLoadStatementTimeoutSql", q::kLoadStatementTimeoutSql, {}, Routing::kNoTable, Use::kRouted, "",
