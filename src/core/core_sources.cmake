@@ -50,4 +50,5 @@ set(BELFRY_CORE_SOURCES
   topic_policy.cc
   trigger_dead_letterer.cc
   trigger_encoder.cc
+  unacked_triggers.cc
 )

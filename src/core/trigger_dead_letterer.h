@@ -3,7 +3,10 @@
 // delivery error in the job store. docs/reliability.md, "Undeliverable triggers".
 #pragma once
 
+#include <cstdint>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "belfry/job_store.h"
 #include "belfry/trigger_refusals.h"
@@ -26,10 +29,14 @@ class TriggerDeadLetterer final : public TriggerRefusals {
       : sink_(sink), dlq_topic_(std::move(dlq_topic)), store_(store) {}
 
   // Waits for the dead letter's acknowledgement. A dead letter the DLQ refuses as too large is
-  // sent again without its value (header belfry-value-dropped), as the command DLQ does.
+  // sent again without its value (header belfry-value-dropped), as the command DLQ does. When
+  // the dead letter was acknowledged but the job's last error could not be written, a retry of
+  // the same (job, slot) through this letterer only writes: the letter is not sent twice.
   Status Record(const TriggerFailure& refused, EpochMs at_ms) override;
 
  private:
+  // (job, slot) whose dead letter is acknowledged and whose last error is not written yet.
+  std::set<std::pair<std::string, EpochMs>> sent_unrecorded_;
   TriggerSink& sink_;
   const std::string dlq_topic_;
   JobStore* const store_;
