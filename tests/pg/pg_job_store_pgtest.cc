@@ -201,14 +201,18 @@ TEST_F(PgJobStoreTest, RecordDeliveryErrorIsTheJobViewsLastDeliveryError) {
 }
 
 // Issue 33 §1: deleting a job deletes its last delivery error, so that a new job of the same id
-// does not show the old one; a delete and re-create in one batch keeps it.
+// does not show the old one. As for backfills, a delete that leaves the job (re-created by a
+// later command of the batch, or a replay of an older offset) leaves its error too.
 TEST_F(PgJobStoreTest, DeletingAJobDeletesItsLastDeliveryError) {
   db().Exec("TRUNCATE trigger_delivery_errors");
   Apply({Upsert("gone", 1, 0, 10, 3), Upsert("kept", 1, 0, 11, 3), Upsert("back", 1, 0, 12, 3)});
   for (const char* id : {"gone", "kept", "back"}) {
     ASSERT_TRUE(store_->RecordDeliveryError({id, "out.small", 1, "Broker: Message size too large", 2}).ok());
   }
-  Apply({Delete("gone", 20), Delete("back", 21), Upsert("back", 1, 0, 22, 3)});
+  Apply({Delete("gone", 20), Delete("back", 21, 3), Upsert("back", 1, 0, 22, 3), Delete("kept", 5, 3)});
+  EXPECT_FALSE(Exists("gone"));
+  EXPECT_TRUE(Exists("back"));
+  EXPECT_TRUE(Exists("kept"));
   EXPECT_EQ(db().Exec("SELECT string_agg(job_id, ',' ORDER BY job_id) FROM trigger_delivery_errors")[0][0]
                 .as<std::string>(),
             "back,kept");
