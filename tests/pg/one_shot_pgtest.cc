@@ -224,7 +224,8 @@ TEST_F(PgOneShotTest, SweepDeletesOnlyExpiredOneShots) {
 
 // Issue 33 §1: a swept one-shot takes its last delivery error (migration 0017) with it.
 TEST_F(PgOneShotTest, SweepDeletesTheSweptOneShotsDeliveryErrors) {
-  ASSERT_TRUE(store_->ApplyActions({OneShot("old", 2, kMinute - 100, -1, 1), OneShot("fresh", 2, kMinute, -1, 2)}).ok());
+  ASSERT_TRUE(
+      store_->ApplyActions({OneShot("old", 2, kMinute - 100, -1, 1), OneShot("fresh", 2, kMinute, -1, 2)}).ok());
   for (const char* id : {"old", "fresh"}) {
     ASSERT_TRUE(store_->RecordDeliveryError({id, "out.small", 1, "Broker: Message size too large", 2}).ok());
   }
