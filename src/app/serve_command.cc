@@ -188,13 +188,15 @@ int RunServe(const Config& cfg) {
   BrokerErrorStreaks streaks(cfg.scheduler.topic_unavailable_after_ms);
   // Shared by the workers: a shard's retry may run on any of them.
   UnackedTriggers unacked(clock);
+  UnrecordedDeadLetters unrecorded_letters;
   std::vector<Worker> workers(static_cast<size_t>(cfg.scheduler.workers));
   std::vector<FiringPool::Worker> pool_workers;
   for (Worker& w : workers) {
     w.store = std::make_unique<PgJobStore>(cfg.database_url, standby_options);
     w.ledger = std::make_unique<PgShardLedger>(cfg.database_url);
     // Dead letters go through the catch-up producer: a refusal never queues behind the present.
-    w.refusals = std::make_unique<TriggerDeadLetterer>(*catch_up_sink, cfg.kafka.triggers_dlq_topic, w.store.get());
+    w.refusals = std::make_unique<TriggerDeadLetterer>(*catch_up_sink, cfg.kafka.triggers_dlq_topic, w.store.get(),
+                                                       &unrecorded_letters);
     w.firer = std::make_unique<ShardFirer>(cfg.scheduler, node_id, *w.store, *w.ledger, *sink, *catch_up_sink,
                                            &catch_up_limiter, policy, clock, health, &layout_cell,
                                            w.refusals.get(), &streaks, &unacked);

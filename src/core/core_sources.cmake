@@ -51,4 +51,5 @@ set(BELFRY_CORE_SOURCES
   trigger_dead_letterer.cc
   trigger_encoder.cc
   unacked_triggers.cc
+  unrecorded_dead_letters.cc
 )

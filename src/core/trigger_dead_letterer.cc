@@ -16,15 +16,15 @@ TriggerFailure TriggerDeadLetter(const TriggerFailure& refused, const std::strin
 }
 
 Status TriggerDeadLetterer::Record(const TriggerFailure& refused, EpochMs at_ms) {
-  const std::pair<std::string, EpochMs> key{refused.job_id, refused.scheduled_for_ms};
+  const std::string& job = refused.job_id;
+  const EpochMs slot = refused.scheduled_for_ms;
   TriggerFailure letter = TriggerDeadLetter(refused, dlq_topic_);
-  for (int attempt = 0; sent_unrecorded_.count(key) == 0; ++attempt) {
+  for (int attempt = 0; !unrecorded_.Contains(job, slot); ++attempt) {
     std::unique_ptr<TriggerBatch> batch = sink_.NewBatch();
     batch->Resend(letter);
     const Status sent = batch->Finish();
     if (sent.ok()) {
-      if (sent_unrecorded_.size() >= 10'000) sent_unrecorded_.clear();  // bound the memory
-      sent_unrecorded_.insert(key);
+      unrecorded_.Add(job, slot);
       break;
     }
     const std::vector<TriggerFailure> failed = batch->Failures();
@@ -37,7 +37,7 @@ Status TriggerDeadLetterer::Record(const TriggerFailure& refused, EpochMs at_ms)
     return Status::Retryable("trigger DLQ '" + dlq_topic_ + "': " + sent.message());
   }
   if (store_ == nullptr) {
-    sent_unrecorded_.erase(key);
+    unrecorded_.Remove(job, slot);
     return Status::Ok();
   }
   DeliveryErrorRecord record;
@@ -47,7 +47,7 @@ Status TriggerDeadLetterer::Record(const TriggerFailure& refused, EpochMs at_ms)
   record.error = refused.error;
   record.at_ms = at_ms;
   Status written = store_->RecordDeliveryError(record);
-  if (written.ok()) sent_unrecorded_.erase(key);
+  if (written.ok()) unrecorded_.Remove(job, slot);
   return written;
 }
 

@@ -85,5 +85,20 @@ TEST(TriggerDeadLettererTest, ARetryAfterAFailedWriteOnlyWritesAndSendsNoSecondL
   EXPECT_EQ(sink.sent().size(), 3u);
 }
 
+// The retry may run on another firing worker, with its own letterer: the node's letterers share
+// what was sent and not recorded.
+TEST(TriggerDeadLettererTest, AnotherWorkersRetrySendsNoSecondLetter) {
+  FakeTriggerSink sink;
+  FakeJobStore store_a, store_b;
+  UnrecordedDeadLetters shared;
+  TriggerDeadLetterer a(sink, "t.dlq", &store_a, &shared);
+  TriggerDeadLetterer b(sink, "t.dlq", &store_b, &shared);
+  store_a.FailDeliveryErrors(1);
+  EXPECT_FALSE(a.Record(Refused(), 1).ok());
+  ASSERT_TRUE(b.Record(Refused(), 2).ok());
+  EXPECT_EQ(sink.sent().size(), 1u);
+  EXPECT_EQ(store_b.delivery_errors().count("j1"), 1u);
+}
+
 }  // namespace
 }  // namespace belfry
