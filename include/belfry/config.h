@@ -62,6 +62,10 @@ struct SchedulerConfig {
   // Minutes of debt one fire_all debt firing takes (one query each); coalesce takes the whole
   // lowest range. Smaller chunks settle (and so survive a crash) sooner.
   int32_t catch_up_chunk_minutes = 1;
+  // A topic whose triggers fail with broker errors for this long, while other triggers are
+  // delivered, has its broker errors counted as record errors (topic_unavailable): dead-lettered,
+  // so that it no longer holds its shards (docs/reliability.md, "Undeliverable triggers").
+  int64_t topic_unavailable_after_ms = 2 * 60 * 1000;
   // A one-shot job is deleted by the background sweep this long after its run minute.
   int64_t one_shot_retention_ms = 24 * 60 * 60 * 1000LL;
 };

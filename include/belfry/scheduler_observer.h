@@ -35,6 +35,12 @@ class SchedulerObserver {
   virtual void OnReleaseFailed(int32_t shard, const Status& status) = 0;
   // One trigger refused for good by the broker (a record error; `reason` as in TriggerFailure).
   virtual void OnTriggerRefused(std::string_view reason) { (void)reason; }
+  // A retry after a broker error re-sent the `triggers` this node kept in memory as not
+  // acknowledged, instead of querying its range again (core/unacked_triggers.h).
+  virtual void OnUnackedResent(int64_t triggers) { (void)triggers; }
+  // A retry after a broker error re-queries a whole range, re-sending its acknowledged triggers
+  // too: `reason` as in UnackedTriggers (over_bound, claim_lost, untracked, ...).
+  virtual void OnUnackedRequery(std::string_view reason) { (void)reason; }
   // The catch-up debt of every shard, in shard-minutes still owed, as a catch-up scan read it.
   virtual void OnCatchUpDebt(int64_t owed_minutes) { (void)owed_minutes; }
   // The catch-up rate in force on this node, triggers/s, after an on-time firing steered it

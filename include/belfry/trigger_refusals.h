@@ -15,8 +15,9 @@ class TriggerRefusals {
   virtual ~TriggerRefusals() = default;
   // Dead-letters `refused` (one (job, slot)) and records it as its job's last delivery error,
   // at `at_ms`. Ok once both are durable; otherwise an error (the shard-minute is then retried
-  // and the trigger refused again: at least one dead letter per refused (job, slot), exactly one
-  // unless a retry or a takeover repeats the minute). Thread-safe.
+  // and the trigger refused again: at least one dead letter per refused (job, slot); a second
+  // one only after a takeover or a retry on another worker, docs/reliability.md). Thread-safe
+  // unless the implementation says otherwise.
   virtual Status Record(const TriggerFailure& refused, EpochMs at_ms) = 0;
 };
 

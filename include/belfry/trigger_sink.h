@@ -77,8 +77,10 @@ class TriggerBatch {
   // REQUIRES: called after the last Add, at most once.
   virtual void NotifyWhenDone(std::function<void()> fn) = 0;
   // After Finish(): every trigger of this batch that failed, with its kind. Empty when Finish()
-  // returned Ok. When Finish() failed and a failure is missing from this list (a timeout, a
-  // batch the sink could not track), the caller must treat the batch as a broker error.
+  // returned Ok. When Finish() failed, the list is either complete (every trigger not in it was
+  // acknowledged: a retry may re-send just these, core/unacked_triggers.h) or empty (a timeout,
+  // a batch the sink could not track): then the caller must treat the whole batch as failed
+  // with a broker error. Never a part of the failures.
   virtual std::vector<TriggerFailure> Failures() = 0;
   // Queues again exactly the message that failed as `f` (same key, value and headers).
   // REQUIRES: no Add on this batch; call before Finish().

@@ -338,6 +338,8 @@ const std::vector<Section>& Sections() {
               IntegerKey("catch_up_rate", &SchedulerConfig::catch_up_rate, 0, 100'000'000),
               DurationKey("catch_up_yield_at", &SchedulerConfig::catch_up_yield_at_ms, 0, kHour),
               IntegerKey("catch_up_chunk_minutes", &SchedulerConfig::catch_up_chunk_minutes, 1, 60),
+              DurationKey("topic_unavailable_after", &SchedulerConfig::topic_unavailable_after_ms, 10'000,
+                          kDay),
               DurationKey("one_shot_retention", &SchedulerConfig::one_shot_retention_ms, kMinute,
                           3660 * kDay),
           }),

@@ -79,6 +79,8 @@ class NodeHealth final : public SchedulerObserver {
     }
     next_.OnTriggerRefused(reason);
   }
+  void OnUnackedResent(int64_t triggers) override { next_.OnUnackedResent(triggers); }
+  void OnUnackedRequery(std::string_view reason) override { next_.OnUnackedRequery(reason); }
   void OnReleaseFailed(int32_t shard, const Status& status) override {
     spdlog::warn("releasing the claim of shard {} failed; its lease will expire instead: {}", shard,
                  status.ToString());

@@ -25,6 +25,7 @@
 #include "core/rate_limiter.h"
 #include "core/shard_firer.h"
 #include "core/trigger_dead_letterer.h"
+#include "core/unacked_triggers.h"
 #include "core/shard_ticker.h"
 #include "http/admin_server.h"
 #include "http/cached_check.h"
@@ -186,8 +187,12 @@ int RunServe(const Config& cfg) {
   // Calendar jobs in zones this node's tzdata lacks are skipped by its ticks: counted, logged once
   // per zone, and listed by /readyz (docs/calendar-schedules.md, "A zone this node does not know").
   UnknownZoneSkips unknown_zones(metrics.registry());
-  // Shared by the workers: a topic failing for 2 min while others deliver stops holding its shards.
-  BrokerErrorStreaks streaks;
+  // Shared by the workers: a topic failing for scheduler.topic_unavailable_after while others
+  // deliver stops holding its shards.
+  BrokerErrorStreaks streaks(cfg.scheduler.topic_unavailable_after_ms);
+  // Shared by the workers: a shard's retry may run on any of them.
+  UnackedTriggers unacked(clock);
+  UnrecordedDeadLetters unrecorded_letters;
   std::vector<Worker> workers(static_cast<size_t>(cfg.scheduler.workers));
   std::vector<FiringPool::Worker> pool_workers;
   for (Worker& w : workers) {
@@ -196,10 +201,11 @@ int RunServe(const Config& cfg) {
         [&unknown_zones](std::string_view zone, int64_t jobs) { unknown_zones.OnSkipped(zone, jobs); });
     w.ledger = std::make_unique<PgShardLedger>(cfg.database_url);
     // Dead letters go through the catch-up producer: a refusal never queues behind the present.
-    w.refusals = std::make_unique<TriggerDeadLetterer>(*catch_up_sink, cfg.kafka.triggers_dlq_topic, w.store.get());
+    w.refusals = std::make_unique<TriggerDeadLetterer>(*catch_up_sink, cfg.kafka.triggers_dlq_topic, w.store.get(),
+                                                       &unrecorded_letters);
     w.firer = std::make_unique<ShardFirer>(cfg.scheduler, node_id, *w.store, *w.ledger, *sink, *catch_up_sink,
                                            &catch_up_limiter, policy, clock, health, &layout_cell,
-                                           w.refusals.get(), &streaks);
+                                           w.refusals.get(), &streaks, &unacked);
     pool_workers.push_back(FiringPool::Worker{w.firer.get(), w.ledger.get()});
   }
 

@@ -50,4 +50,6 @@ set(BELFRY_CORE_SOURCES
   topic_policy.cc
   trigger_dead_letterer.cc
   trigger_encoder.cc
+  unacked_triggers.cc
+  unrecorded_dead_letters.cc
 )

@@ -32,7 +32,7 @@ void ShardFirer::Pending::NotifyWhenDone(const std::function<void()>& fn) {
 ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
                        TriggerSink& sink, TriggerSink& catch_up_sink, RateLimiter* catch_up_limiter,
                        const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer, LayoutCell* layout,
-                       TriggerRefusals* refusals, BrokerErrorStreaks* streaks)
+                       TriggerRefusals* refusals, BrokerErrorStreaks* streaks, UnackedTriggers* unacked)
     : cfg_(cfg),
       node_id_(std::move(node_id)),
       store_(store),
@@ -45,7 +45,8 @@ ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore
       observer_(observer),
       layout_cell_(layout),
       refusals_(refusals),
-      streaks_(streaks) {}
+      streaks_(streaks),
+      unacked_(unacked) {}
 
 void ShardFirer::ReleaseClaim(int32_t shard, bool debt) {
   Status st = debt ? ledger_.ReleaseDebt(shard, node_id_) : ledger_.Release(shard, node_id_);
@@ -78,6 +79,20 @@ Status ShardFirer::QueueQuery(const DueQuery& q, bool on_time, Pending* pending)
   const bool paced = pending->debt_ && catch_up_limiter_ != nullptr && !catch_up_limiter_->unlimited();
   out.batch = (pending->debt_ ? catch_up_sink_ : sink_).NewBatch();
   TriggerBatch& batch = *out.batch;
+  if (unacked_ != nullptr) {
+    // A retry of a range this node fired and failed: only what was not acknowledged goes again.
+    std::string_view why;
+    if (std::optional<std::vector<TriggerFailure>> kept =
+            unacked_->Take(pending->shard_, MinuteRange{q.first_minute, q.last_minute}, pending->layout_, &why)) {
+      for (const TriggerFailure& f : *kept) batch.Resend(f);
+      report.triggers = static_cast<int64_t>(kept->size());
+      report.query_ms = 0;
+      out.query_ok = true;
+      observer_.OnUnackedResent(report.triggers);
+      return Status::Ok();
+    }
+    if (!why.empty()) observer_.OnUnackedRequery(why);
+  }
   bool stopped = false;
   const Status query_status = store_.ForEachDueJob(q, [&](const DueJob& job) {
     if (stopped) return;
@@ -132,27 +147,39 @@ bool MaySpoilBatchMates(const TriggerFailure& f) {
 
 }  // namespace
 
-Status ShardFirer::SettleRecordErrors(TriggerBatch& batch, const Status& sent, bool debt,
+Status ShardFirer::SettleRecordErrors(std::vector<TriggerFailure>* unacked, const Status& sent, bool debt,
                                       ShardMinuteReport* report) {
-  std::vector<TriggerFailure> failures = batch.Failures();
+  std::vector<TriggerFailure>& failures = *unacked;
   if (failures.empty()) return sent;  // a timeout or an untracked failure: a broker error
   bool broker_error = false;
-  for (TriggerFailure& f : failures) {
+  std::vector<size_t> unavailable;
+  for (size_t i = 0; i < failures.size(); ++i) {
+    const TriggerFailure& f = failures[i];
     if (f.kind == TriggerErrorKind::kRecord) continue;
     if (streaks_ != nullptr && streaks_->OnBrokerError(f.topic, clock_.NowMs())) {
-      f.kind = TriggerErrorKind::kRecord;  // this topic, not the broker, has been failing
-      f.error = "topic unavailable past the bound: " + f.error;
-      f.reason = "topic_unavailable";
+      unavailable.push_back(i);  // this topic, not the broker, has been failing
       continue;
     }
     broker_error = true;
   }
-  if (broker_error) return sent;
+  if (broker_error) return sent;  // every failure is retried as it was
+  for (size_t i : unavailable) {
+    TriggerFailure& f = failures[i];
+    f.kind = TriggerErrorKind::kRecord;
+    f.error = "topic unavailable past the bound: " + f.error;
+    f.reason = "topic_unavailable";
+  }
   std::map<std::string, int> spoilable_per_topic;
   for (const TriggerFailure& f : failures) {
     if (MaySpoilBatchMates(f)) ++spoilable_per_topic[f.topic];
   }
-  for (TriggerFailure& f : failures) {
+  for (size_t done = 0; done < failures.size(); ++done) {
+    // On an error, what is not delivered or dead-lettered yet stays for the retry.
+    auto fail = [&](Status st) {
+      failures.erase(failures.begin(), failures.begin() + static_cast<std::ptrdiff_t>(done));
+      return st;
+    };
+    TriggerFailure& f = failures[done];
     if (MaySpoilBatchMates(f) && spoilable_per_topic[f.topic] > 1) {
       // Alone, a healthy trigger goes through; a refused one is refused again.
       std::unique_ptr<TriggerBatch> alone = (debt ? catch_up_sink_ : sink_).NewBatch();
@@ -160,16 +187,37 @@ Status ShardFirer::SettleRecordErrors(TriggerBatch& batch, const Status& sent, b
       const Status again = alone->Finish();
       if (again.ok()) continue;
       std::vector<TriggerFailure> refused = alone->Failures();
-      if (refused.size() != 1 || refused.front().kind != TriggerErrorKind::kRecord) return again;
+      if (refused.size() != 1 || refused.front().kind != TriggerErrorKind::kRecord) return fail(again);
       f = std::move(refused.front());
+    }
+    if (refusals_ != nullptr) {
+      if (Status st = refusals_->Record(f, clock_.NowMs()); !st.ok()) return fail(std::move(st));
     }
     ++report->undeliverable;
     observer_.OnTriggerRefused(f.reason);
-    if (refusals_ != nullptr) {
-      if (Status st = refusals_->Record(f, clock_.NowMs()); !st.ok()) return st;
+  }
+  failures.clear();
+  return Status::Ok();
+}
+
+void ShardFirer::KeepUnacked(const Pending& pending, std::vector<Unacked> unacked, int untracked, bool lease_lost) {
+  if (unacked_ == nullptr) return;
+  if (lease_lost) {
+    // Another node may fire these minutes now: the retry, whoever's, re-queries them.
+    unacked_->DropShard(pending.shard_);
+    observer_.OnUnackedRequery(UnackedTriggers::kClaimLost);
+    return;
+  }
+  for (Unacked& u : unacked) {
+    if (!unacked_->Keep(pending.shard_, u.range, pending.layout_, std::move(u.triggers))) {
+      observer_.OnUnackedRequery(UnackedTriggers::kOverBound);
     }
   }
-  return Status::Ok();
+  for (int i = 0; i < untracked; ++i) observer_.OnUnackedRequery(UnackedTriggers::kUntracked);
+}
+
+void ShardFirer::DropUnacked(int32_t shard) {
+  if (unacked_ != nullptr && unacked_->DropShard(shard) > 0) observer_.OnUnackedRequery(UnackedTriggers::kClaimLost);
 }
 
 DueQuery ShardFirer::QueryFor(const Pending& pending, int64_t first, int64_t last) const {
@@ -203,7 +251,11 @@ ShardFirer::Outcome ShardFirer::Begin(int32_t shard, int64_t target_minute, Pend
   if (!claim.ok()) return fail(claim.status(), false);
   // Claimed or not, the claim read the layout: the node's ticker learns a cut-over from it.
   if (layout_cell_ != nullptr) layout_cell_->Offer(claim->layout);
-  if (!claim->claimed) return Outcome::kNotClaimed;
+  if (!claim->claimed) {
+    // Not fired through the target yet: another node holds the claim.
+    if (!claim->fired_through || *claim->fired_through < target_minute) DropUnacked(shard);
+    return Outcome::kNotClaimed;
+  }
 
   const FiringPlan plan = PlanFiring(claim->fired_through, target_minute, shard, clock_.NowMs(), cfg_);
   if (plan.nothing_to_do) {
@@ -256,7 +308,10 @@ ShardFirer::Outcome ShardFirer::BeginDebt(int32_t shard, Pending* pending, Statu
     if (error) *error = claim.status();
     return Outcome::kFailed;
   }
-  if (!claim->claimed) return Outcome::kNotClaimed;
+  if (!claim->claimed) {
+    DropUnacked(shard);  // another node holds the debt lease (or nothing is owed)
+    return Outcome::kNotClaimed;
+  }
   DebtChunk chunk = PlanDebtChunk(claim->lowest, cfg_);
   if (chunk.coalesced && !chunk.fire.empty()) {
     // One query covers one firing layout: a range that spans a reshard's cut-over stops before
@@ -319,9 +374,24 @@ ShardFirer::Outcome ShardFirer::Complete(Pending& pending, Status* error) {
   // Always wait for everything queued, even after a failure: the acks must not outlive us.
   Status first_error = pending.error_;
   bool delivered = false;  // some trigger of a query without a broker error was acknowledged
+  std::vector<Unacked> unacked;  // per query, when its batch could tell
+  int untracked = 0;
   for (Pending::Query& q : pending.queries_) {
     Status sent = q.batch->Finish();
-    if (!sent.ok()) sent = SettleRecordErrors(*q.batch, sent, pending.debt_, &q.report);
+    std::vector<TriggerFailure> failed;
+    bool tracked = true;
+    if (!sent.ok()) {
+      failed = q.batch->Failures();
+      tracked = !failed.empty();
+      sent = SettleRecordErrors(&failed, sent, pending.debt_, &q.report);
+    }
+    if (q.query_ok) {
+      if (tracked) {
+        unacked.push_back({MinuteRange{q.report.first_minute, q.report.last_minute}, std::move(failed)});
+      } else {
+        ++untracked;
+      }
+    }
     if (!sent.ok() && first_error.ok()) first_error = sent;
     if (!sent.ok() || !q.query_ok) continue;
     delivered |= q.report.triggers > q.report.undeliverable;
@@ -338,6 +408,7 @@ ShardFirer::Outcome ShardFirer::Complete(Pending& pending, Status* error) {
   // Deliveries prove the broker up: a topic failing meanwhile is the topic's problem.
   if (delivered && streaks_ != nullptr) streaks_->OnDelivered(clock_.NowMs());
   if (!first_error.ok()) {
+    KeepUnacked(pending, std::move(unacked), untracked, !pending.release_on_error_);
     if (pending.release_on_error_) ReleaseClaim(shard, pending.debt_);
     observer_.OnFiringFailed(shard, first_error);
     if (error) *error = std::move(first_error);
@@ -347,6 +418,8 @@ ShardFirer::Outcome ShardFirer::Complete(Pending& pending, Status* error) {
   if (Status st = pending.debt_ ? ledger_.SettleDebt(shard, pending.settle_, node_id_)
                                 : ledger_.Advance(shard, pending.advance_to_, pending.add_debt_, node_id_);
       !st.ok()) {
+    // Everything was acknowledged: a retry by this node re-sends nothing, unless the lease is lost.
+    KeepUnacked(pending, std::move(unacked), untracked, st.code() == Status::Code::kFailedPrecondition);
     observer_.OnFiringFailed(shard, st);
     if (error) *error = std::move(st);
     return Outcome::kFailed;

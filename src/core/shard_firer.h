@@ -32,6 +32,7 @@
 #include "core/layout_cell.h"
 #include "core/rate_limiter.h"
 #include "core/topic_policy.h"
+#include "core/unacked_triggers.h"
 
 namespace belfry {
 
@@ -88,11 +89,14 @@ class ShardFirer final {
   // `catch_up_sink` (its own producer, so on-time triggers never queue behind catch-up ones),
   // taking a token from `catch_up_limiter` (may be null: unpaced) per trigger.
   // `layout` (may be null) is offered every layout a claim brings, so the node's ticker learns
-  // of a reshard's cut-over (docs/resharding.md).
+  // of a reshard's cut-over (docs/resharding.md). `unacked` (may be null: every retry
+  // re-queries) keeps, after a failed firing, what each of its queries left unacknowledged, so
+  // that this node's retry of the same range re-sends only that (docs/reliability.md).
   ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
              TriggerSink& sink, TriggerSink& catch_up_sink, RateLimiter* catch_up_limiter,
              const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer, LayoutCell* layout = nullptr,
-             TriggerRefusals* refusals = nullptr, BrokerErrorStreaks* streaks = nullptr);
+             TriggerRefusals* refusals = nullptr, BrokerErrorStreaks* streaks = nullptr,
+             UnackedTriggers* unacked = nullptr);
   // One sink for both, unpaced.
   ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
              TriggerSink& sink, const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer);
@@ -153,14 +157,28 @@ class ShardFirer final {
   // `pending`) if the lease is lost.
   bool RenewLeaseIfDue(Pending& pending);
   bool TopicAllowed(std::string_view topic);
-  // A query's batch failed with `sent`. A broker error on a topic that `streaks_` finds failing
-  // past its bound while others deliver counts as a record error (reason topic_unavailable). If
-  // every failure is a record error, sends again alone
+  // A query's batch failed with `sent`; `*unacked` holds its Failures(). A broker error on a
+  // topic that `streaks_` finds failing past its bound while others deliver counts as a record
+  // error (reason topic_unavailable). If every failure is a record error, sends again alone
   // each failed trigger that a batch-mate may have spoiled (a size-type error in a topic with
   // more than one failure), dead-letters those refused again (or refused at once) through
   // `refusals_`, and returns Ok: the query is complete. Otherwise (any broker error, a failure
   // the batch could not list, a refusal not recorded) returns the error: the firing fails.
-  Status SettleRecordErrors(TriggerBatch& batch, const Status& sent, bool debt, ShardMinuteReport* report);
+  // On return `*unacked` holds the failed triggers not yet delivered or dead-lettered (none on
+  // Ok), which a retry must send again.
+  Status SettleRecordErrors(std::vector<TriggerFailure>* unacked, const Status& sent, bool debt,
+                            ShardMinuteReport* report);
+  // What a query of a firing left unacknowledged, known completely (its batch tracked every
+  // failure): kept in `unacked_` when the firing fails.
+  struct Unacked {
+    MinuteRange range;
+    std::vector<TriggerFailure> triggers;
+  };
+  // A firing of `pending` failed: keeps what its queries left unacknowledged (`untracked` of them
+  // could not tell), or drops the shard's entries if its lease was lost.
+  void KeepUnacked(const Pending& pending, std::vector<Unacked> unacked, int untracked, bool lease_lost);
+  // Drops the kept entries of `shard`: another node holds its lease and may fire it.
+  void DropUnacked(int32_t shard);
   // Releases this node's claim of `shard` (its debt lease if `debt`), reporting a failure to the
   // observer (the lease then expires by itself).
   void ReleaseClaim(int32_t shard, bool debt = false);
@@ -179,6 +197,7 @@ class ShardFirer final {
   LayoutCell* const layout_cell_;
   TriggerRefusals* const refusals_;
   BrokerErrorStreaks* const streaks_;
+  UnackedTriggers* const unacked_;
   struct TopicHash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }

@@ -16,12 +16,17 @@ TriggerFailure TriggerDeadLetter(const TriggerFailure& refused, const std::strin
 }
 
 Status TriggerDeadLetterer::Record(const TriggerFailure& refused, EpochMs at_ms) {
+  const std::string& job = refused.job_id;
+  const EpochMs slot = refused.scheduled_for_ms;
   TriggerFailure letter = TriggerDeadLetter(refused, dlq_topic_);
-  for (int attempt = 0;; ++attempt) {
+  for (int attempt = 0; !unrecorded_.Contains(job, slot); ++attempt) {
     std::unique_ptr<TriggerBatch> batch = sink_.NewBatch();
     batch->Resend(letter);
     const Status sent = batch->Finish();
-    if (sent.ok()) break;
+    if (sent.ok()) {
+      unrecorded_.Add(job, slot);
+      break;
+    }
     const std::vector<TriggerFailure> failed = batch->Failures();
     if (attempt == 0 && failed.size() == 1 && failed.front().reason == "message_too_large" &&
         !letter.value.empty()) {
@@ -31,14 +36,19 @@ Status TriggerDeadLetterer::Record(const TriggerFailure& refused, EpochMs at_ms)
     }
     return Status::Retryable("trigger DLQ '" + dlq_topic_ + "': " + sent.message());
   }
-  if (store_ == nullptr) return Status::Ok();
+  if (store_ == nullptr) {
+    unrecorded_.Remove(job, slot);
+    return Status::Ok();
+  }
   DeliveryErrorRecord record;
   record.job_id = refused.job_id;
   record.topic = refused.topic;
   record.slot_ms = refused.scheduled_for_ms;
   record.error = refused.error;
   record.at_ms = at_ms;
-  return store_->RecordDeliveryError(record);
+  Status written = store_->RecordDeliveryError(record);
+  if (written.ok()) unrecorded_.Remove(job, slot);
+  return written;
 }
 
 }  // namespace belfry

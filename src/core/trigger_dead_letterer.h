@@ -8,6 +8,7 @@
 #include "belfry/job_store.h"
 #include "belfry/trigger_refusals.h"
 #include "belfry/trigger_sink.h"
+#include "core/unrecorded_dead_letters.h"
 
 namespace belfry {
 
@@ -21,18 +22,28 @@ TriggerFailure TriggerDeadLetter(const TriggerFailure& refused, const std::strin
 // Thread-compatible: one per firing worker, with that worker's JobStore.
 class TriggerDeadLetterer final : public TriggerRefusals {
  public:
-  // `store` may be null (no last-delivery-error record). All references outlive this.
-  TriggerDeadLetterer(TriggerSink& sink, std::string dlq_topic, JobStore* store)
-      : sink_(sink), dlq_topic_(std::move(dlq_topic)), store_(store) {}
+  // `store` may be null (no last-delivery-error record). `unrecorded` (may be null: this
+  // letterer's own) is shared by a node's letterers. All references outlive this.
+  TriggerDeadLetterer(TriggerSink& sink, std::string dlq_topic, JobStore* store,
+                      UnrecordedDeadLetters* unrecorded = nullptr)
+      : sink_(sink),
+        dlq_topic_(std::move(dlq_topic)),
+        store_(store),
+        unrecorded_(unrecorded != nullptr ? *unrecorded : own_) {}
 
   // Waits for the dead letter's acknowledgement. A dead letter the DLQ refuses as too large is
-  // sent again without its value (header belfry-value-dropped), as the command DLQ does.
+  // sent again without its value (header belfry-value-dropped), as the command DLQ does. When
+  // the dead letter was acknowledged but the job's last error could not be written, a retry of
+  // the same (job, slot) through a letterer sharing `unrecorded` only writes: the letter is not
+  // sent twice.
   Status Record(const TriggerFailure& refused, EpochMs at_ms) override;
 
  private:
   TriggerSink& sink_;
   const std::string dlq_topic_;
   JobStore* const store_;
+  UnrecordedDeadLetters own_;
+  UnrecordedDeadLetters& unrecorded_;
 };
 
 }  // namespace belfry

@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/unacked_triggers.h"
+
 namespace belfry {
 namespace {
 
@@ -79,6 +81,18 @@ struct MetricsRegistry::Metrics {
                       "the trigger for good and it went to the trigger DLQ).")
                 .Register(*registry)),
         refused_topic_policy(triggers_refused_family.Add({{"reason", "topic_policy"}})),
+        triggers_resent(prometheus::BuildCounter()
+                            .Name("belfry_triggers_resent_total")
+                            .Help("Triggers a retry after a broker error re-sent from this node's memory as not "
+                                  "acknowledged, instead of querying their shard-minute again.")
+                            .Register(*registry)
+                            .Add({})),
+        requeries_family(prometheus::BuildCounter()
+                             .Name("belfry_trigger_requeries_total")
+                             .Help("Shard-minute ranges whose retry after a broker error re-queries and re-sends "
+                                   "every trigger, acknowledged ones too, by reason (untracked, over_bound, "
+                                   "claim_lost, layout_changed, range_changed, expired).")
+                             .Register(*registry)),
         fired_family(prometheus::BuildCounter()
                          .Name("belfry_shard_minutes_fired_total")
                          .Help("Shard-minutes fired, by kind: on_time (within the misfire threshold), "
@@ -215,6 +229,8 @@ struct MetricsRegistry::Metrics {
   Counter& triggers_emitted;
   Family<Counter>& triggers_refused_family;
   Counter& refused_topic_policy;
+  Counter& triggers_resent;
+  Family<Counter>& requeries_family;
   Family<Counter>& fired_family;
   Counter& fired_on_time;
   Counter& fired_catch_up;
@@ -256,6 +272,11 @@ MetricsRegistry::MetricsRegistry(std::string version) : m_(std::make_unique<Metr
                              "invalid_topic", "unknown_topic", "topic_unavailable"}) {
     m_->triggers_refused_family.Add({{"reason", reason}});
   }
+  for (std::string_view reason : {UnackedTriggers::kUntracked, UnackedTriggers::kOverBound, UnackedTriggers::kClaimLost,
+                                  UnackedTriggers::kLayoutChanged, UnackedTriggers::kRangeChanged,
+                                  UnackedTriggers::kExpired}) {
+    m_->requeries_family.Add({{"reason", std::string(reason)}});
+  }
 }
 
 MetricsRegistry::~MetricsRegistry() = default;
@@ -294,6 +315,15 @@ void MetricsRegistry::OnRefusedTopic(std::string_view) { m_->refused_topic_polic
 void MetricsRegistry::OnTriggerRefused(std::string_view reason) {
   // A fixed set of reasons (ClassifyTriggerError): no cardinality to cap.
   m_->triggers_refused_family.Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void MetricsRegistry::OnUnackedResent(int64_t triggers) {
+  if (triggers > 0) m_->triggers_resent.Increment(static_cast<double>(triggers));
+}
+
+void MetricsRegistry::OnUnackedRequery(std::string_view reason) {
+  // A fixed set of reasons (UnackedTriggers): no cardinality to cap.
+  m_->requeries_family.Add({{"reason", std::string(reason)}}).Increment();
 }
 
 void MetricsRegistry::OnCommandBatch(const std::map<std::string, uint64_t>& applied_by_op,

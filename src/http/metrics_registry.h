@@ -39,6 +39,8 @@ class MetricsRegistry final : public SchedulerObserver {
   void OnFiringFailed(int32_t shard, const Status& status) override;
   void OnRefusedTopic(std::string_view topic) override;
   void OnTriggerRefused(std::string_view reason) override;
+  void OnUnackedResent(int64_t triggers) override;
+  void OnUnackedRequery(std::string_view reason) override;
   void OnReleaseFailed(int32_t shard, const Status& status) override;
   void OnCatchUpDebt(int64_t owed_minutes) override;
   void OnCatchUpRate(int64_t per_second) override;

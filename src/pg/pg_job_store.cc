@@ -38,6 +38,7 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kDeleteJobsName, q::kDeleteJobsSql},
       {q::kDeleteRetriesOfName, q::kDeleteRetriesOfSql},
       {q::kDeleteBackfillsOfName, q::kDeleteBackfillsOfSql},
+      {q::kDeleteDeliveryErrorsOfName, q::kDeleteDeliveryErrorsOfSql},
       {q::kCoveredBackfillsName, q::kCoveredBackfillsSql},
       {q::kRecordBackfillName, q::kRecordBackfillSql},
       {q::kInsertManualRowsName, q::kInsertManualRowsSql},
@@ -360,6 +361,7 @@ int64_t DeleteJobsAndTheirRows(pqxx::transaction_base& txn, const std::string& c
   const int64_t deleted = txn.exec_prepared(pg_queries::kDeleteJobsName, chunk).affected_rows();
   txn.exec_prepared(pg_queries::kDeleteRetriesOfName, chunk);
   txn.exec_prepared(pg_queries::kDeleteBackfillsOfName, chunk);
+  txn.exec_prepared(pg_queries::kDeleteDeliveryErrorsOfName, chunk);
   txn.exec_prepared(pg_queries::kDeleteOrphanSlotsName, chunk);
   return deleted;
 }
@@ -700,7 +702,7 @@ StatusOr<int64_t> PgJobStore::SweepOneShots(int64_t before_minute, int32_t max_r
   int64_t deleted = 0;
   Status st = session_.Run("sweep one-shots", [&](pqxx::connection& conn) {
     pqxx::nontransaction txn(conn);
-    deleted = txn.exec_prepared(pg_queries::kSweepOneShotsName, before_minute, max_rows).affected_rows();
+    deleted = static_cast<int64_t>(txn.exec_prepared(pg_queries::kSweepOneShotsName, before_minute, max_rows).size());
     return Status::Ok();
   });
   if (!st.ok()) return st;

@@ -438,6 +438,16 @@ inline constexpr const char kDeleteBackfillsOfSql[] =
     "WHERE b.job_id = a.id"
     " AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.shard = a.shard AND j.id = a.id)";
 
+// Deleting a job forgets its last delivery error (migration 0017), unless a later command of the
+// batch re-created it: a new job of the same id starts with none. Same parameter as
+// kDeleteJobsSql.
+inline constexpr const char kDeleteDeliveryErrorsOfName[] = "belfry_delete_delivery_errors_of";
+inline constexpr const char kDeleteDeliveryErrorsOfSql[] =
+    "DELETE FROM trigger_delivery_errors AS e "
+    "USING json_to_recordset($1::json) AS a(id text, shard smallint, src_partition int, src_offset bigint) "
+    "WHERE e.job_id = a.id"
+    " AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.shard = a.shard AND j.id = a.id)";
+
 // ---- Manual fires: trigger and backfill commands (docs/manual-fires.md). ----------------------
 
 // $1 job, $2 from_ms, $3 to_ms: the ranges of the job's earlier backfills that overlap [from, to).
@@ -667,11 +677,16 @@ inline constexpr const char kListJobsByOwnerTopicSql[] =
 
 #undef BELFRY_JOB_COLUMNS
 
-// The retention sweep: deletes up to $2 one-shots whose run_minute is before $1. Returns the count.
+// The retention sweep: deletes up to $2 one-shots whose run_minute is before $1, and their last
+// delivery errors (migration 0017). Returns one row per one-shot deleted.
 inline constexpr const char kSweepOneShotsName[] = "belfry_sweep_one_shots";
 inline constexpr const char kSweepOneShotsSql[] =
-    "DELETE FROM jobs WHERE (shard, id) IN ("
-    "  SELECT shard, id FROM jobs WHERE run_minute IS NOT NULL AND run_minute < $1::bigint LIMIT $2::int)";
+    "WITH swept AS ("
+    "  DELETE FROM jobs WHERE (shard, id) IN ("
+    "    SELECT shard, id FROM jobs WHERE run_minute IS NOT NULL AND run_minute < $1::bigint LIMIT $2::int)"
+    "  RETURNING id), "
+    "errors AS (DELETE FROM trigger_delivery_errors WHERE job_id IN (SELECT id FROM swept)) "
+    "SELECT id FROM swept";
 
 inline constexpr const char kCountJobsName[] = "belfry_count_jobs";
 inline constexpr const char kCountJobsSql[] = "SELECT count(*) FROM jobs";

@@ -298,6 +298,8 @@ std::map<std::string, KeyCase> KeyCases() {
        {"2s", "2s", [](const Config& c) { EXPECT_EQ(c.scheduler.catch_up_yield_at_ms, 2'000); }}},
       {"scheduler.catch_up_chunk_minutes",
        {"5", "5", [](const Config& c) { EXPECT_EQ(c.scheduler.catch_up_chunk_minutes, 5); }}},
+      {"scheduler.topic_unavailable_after",
+       {"5m", "5m", [](const Config& c) { EXPECT_EQ(c.scheduler.topic_unavailable_after_ms, 300'000); }}},
       {"scheduler.one_shot_retention",
        {"3d", "3d", [](const Config& c) { EXPECT_EQ(c.scheduler.one_shot_retention_ms, 3 * 86'400'000LL); }}},
       {"commands.max_details_bytes",

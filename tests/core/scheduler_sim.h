@@ -52,7 +52,17 @@ class RecordingObserver final : public SchedulerObserver {
     std::lock_guard<std::mutex> lock(mu_);
     undeliverable.emplace_back(reason);
   }
+  void OnUnackedResent(int64_t n) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    resent += n;
+  }
+  void OnUnackedRequery(std::string_view reason) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    requeries.emplace_back(reason);
+  }
   std::vector<ShardMinuteReport> fired;
+  int64_t resent = 0;                  // OnUnackedResent
+  std::vector<std::string> requeries;  // OnUnackedRequery reasons
   int64_t caught_up = 0, skipped = 0, too_old = 0, failures = 0, refused = 0, release_failures = 0;
   std::vector<std::string> undeliverable;  // OnTriggerRefused reasons
 

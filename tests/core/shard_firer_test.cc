@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -541,6 +542,201 @@ TEST_F(UndeliverableTriggerTest, APoisonedDebtMinuteSettles) {
   EXPECT_EQ(observer_.failures, 0);
 }
 
+
+
+// Issue 33 §1: after a broker error, a retry by the same node re-sends only the triggers that
+// were not acknowledged (kept in memory, UnackedTriggers), never the acknowledged ones again.
+class UnackedRetryTest : public ::testing::Test {
+ protected:
+  UnackedRetryTest() : UnackedRetryTest(64ll << 20) {}
+  explicit UnackedRetryTest(int64_t max_bytes)
+      : clock_(SlotMs(kM, 0, 500)),
+        ledger_(120, clock_),
+        policy_({"*"}, {}),
+        unacked_(clock_, max_bytes),
+        firer_(cfg_, "node-a", store_, ledger_, sink_, sink_, nullptr, policy_, clock_, observer_, nullptr,
+               &refusals_, nullptr, &unacked_) {
+    for (int i = 0; static_cast<int>(jobs_.size()) < 20; ++i) {
+      const std::string id = "u-" + std::to_string(i);
+      if (ShardForId(id, 120) != kShard) continue;
+      store_.Put(MakeJob(id, 1, 0));
+      jobs_.push_back(id);
+    }
+    ledger_.SetFiredThrough(kShard, kM - 1);
+    clock_.Set(SlotMs(kM, kShard, 500));
+  }
+
+  // How many times each job's trigger for `minute` was acknowledged.
+  std::map<std::string, int> SentPerJob(int64_t minute) const {
+    std::map<std::string, int> n;
+    for (const SentTrigger& t : sink_.sent()) {
+      if (t.scheduled_for_ms == SlotMs(minute, kShard, 500)) ++n[t.job_id];
+    }
+    return n;
+  }
+  int Duplicates(int64_t minute) const {
+    int d = 0;
+    for (const auto& [id, n] : SentPerJob(minute)) d += n - 1;
+    return d;
+  }
+
+  static constexpr int32_t kShard = 7;
+  SchedulerConfig cfg_;
+  FakeClock clock_;
+  FakeJobStore store_;
+  FakeShardLedger ledger_;
+  FakeTriggerSink sink_;
+  TopicPolicy policy_;
+  RecordingObserver observer_;
+  RecordingRefusals refusals_;
+  UnackedTriggers unacked_;
+  ShardFirer firer_;
+  std::vector<std::string> jobs_;
+};
+
+TEST_F(UnackedRetryTest, ARetryResendsOnlyTheTwoUnacknowledgedTriggers) {
+  sink_.FailJobsOnce({jobs_[3], jobs_[11]});
+  EXPECT_EQ(firer_.FireUpTo(kShard, kM), ShardFirer::Outcome::kFailed);
+  EXPECT_EQ(ledger_.FiredThrough(kShard), kM - 1);
+  EXPECT_EQ(SentPerJob(kM).size(), 18u);
+  clock_.Advance(1500);  // the catch-up scan retries within the misfire threshold: on time again
+  const int64_t queries = static_cast<int64_t>(store_.read_fences().size());
+  ASSERT_EQ(firer_.FireUpTo(kShard, kM), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(ledger_.FiredThrough(kShard), kM);
+  EXPECT_EQ(static_cast<int64_t>(store_.read_fences().size()), queries) << "the minute is not queried again";
+  EXPECT_EQ(sink_.resends(), 2);
+  EXPECT_EQ(observer_.resent, 2);
+  const std::map<std::string, int> sent = SentPerJob(kM);
+  for (const std::string& id : jobs_) EXPECT_EQ(sent.count(id) ? sent.at(id) : 0, 1) << id;
+  EXPECT_EQ(Duplicates(kM), 0);
+  EXPECT_EQ(unacked_.entries(), 0);
+  EXPECT_EQ(unacked_.bytes(), 0);
+}
+
+TEST_F(UnackedRetryTest, ARetryFromTheDebtResendsOnlyTheUnacknowledgedTriggers) {
+  sink_.FailJobsOnce({jobs_[0], jobs_[19]});
+  EXPECT_EQ(firer_.FireUpTo(kShard, kM), ShardFirer::Outcome::kFailed);
+  // The next slot: minute kM is past the misfire threshold now and becomes debt.
+  clock_.Set(SlotMs(kM + 1, kShard, 500));
+  ASSERT_EQ(firer_.FireUpTo(kShard, kM + 1), ShardFirer::Outcome::kFired);
+  ASSERT_EQ(ledger_.Debt(kShard), std::set<int64_t>{kM});
+  ASSERT_EQ(firer_.FireDebt(kShard), ShardFirer::Outcome::kFired);
+  EXPECT_TRUE(ledger_.Debt(kShard).empty());
+  EXPECT_EQ(sink_.resends(), 2);
+  for (int64_t m : {kM, kM + 1}) {
+    const std::map<std::string, int> sent = SentPerJob(m);
+    for (const std::string& id : jobs_) EXPECT_EQ(sent.count(id) ? sent.at(id) : 0, 1) << id << " " << m;
+  }
+}
+
+TEST_F(UnackedRetryTest, AMinuteWhoseQueriesAllDeliveredIsNotResentWhenAnotherFailed) {
+  // Two on-time minutes in one firing; the first has a broker error, the second none.
+  cfg_.misfire_threshold_ms = 600'000;
+  clock_.Set(SlotMs(kM + 1, kShard, 500));
+  sink_.HoldAcks();
+  ShardFirer::Pending pending;
+  ASSERT_EQ(firer_.Begin(kShard, kM + 1, &pending), ShardFirer::Outcome::kFired);
+  sink_.ReleaseAcks();
+  EXPECT_EQ(firer_.Complete(pending), ShardFirer::Outcome::kFired);  // no failure: a control run
+  EXPECT_EQ(Duplicates(kM) + Duplicates(kM + 1), 0);
+  ledger_.SetFiredThrough(kShard, kM - 1);
+  sink_.Clear();
+  sink_.FailJobsOnce({jobs_[5]});  // fails in minute kM's query; kM + 1's is acknowledged
+  EXPECT_EQ(firer_.FireUpTo(kShard, kM + 1), ShardFirer::Outcome::kFailed);
+  ASSERT_EQ(firer_.FireUpTo(kShard, kM + 1), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(sink_.resends(), 1);
+  EXPECT_EQ(Duplicates(kM), 0);
+  EXPECT_EQ(Duplicates(kM + 1), 0);
+  EXPECT_EQ(SentPerJob(kM).size(), 20u);
+  EXPECT_EQ(SentPerJob(kM + 1).size(), 20u);
+}
+
+TEST_F(UnackedRetryTest, AnUntrackedFailureReQueriesTheMinute) {
+  sink_.FailNextBatches(1);  // a timeout: the batch cannot say which triggers failed
+  EXPECT_EQ(firer_.FireUpTo(kShard, kM), ShardFirer::Outcome::kFailed);
+  EXPECT_EQ(observer_.requeries, std::vector<std::string>{"untracked"});
+  ASSERT_EQ(firer_.FireUpTo(kShard, kM), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(sink_.resends(), 0);
+  EXPECT_EQ(SentPerJob(kM).size(), 20u);
+}
+
+TEST_F(UnackedRetryTest, AFiringWhoseClaimWasLostKeepsNothingAndTheRetryReQueries) {
+  sink_.FailJobsOnce({jobs_[3], jobs_[11]});
+  sink_.HoldAcks();
+  ShardFirer::Pending pending;
+  ASSERT_EQ(firer_.Begin(kShard, kM, &pending), ShardFirer::Outcome::kFired);
+  clock_.Advance(3001);  // the lease lapses and node-b takes the shard
+  ASSERT_TRUE(ledger_.Claim(kShard, kM, "node-b", 3000)->claimed);
+  firer_.RenewIfDue(pending);
+  sink_.ReleaseAcks();
+  EXPECT_EQ(firer_.Complete(pending), ShardFirer::Outcome::kFailed);
+  EXPECT_EQ(unacked_.entries(), 0);
+  ASSERT_TRUE(ledger_.Release(kShard, "node-b").ok());  // node-b gives up without firing
+  ASSERT_EQ(firer_.FireUpTo(kShard, kM), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(sink_.resends(), 0);
+  EXPECT_EQ(Duplicates(kM), 18) << "the whole minute again, as after a takeover";
+  EXPECT_EQ(SentPerJob(kM).size(), 20u);
+}
+
+TEST_F(UnackedRetryTest, AnotherNodeHoldingTheClaimDropsWhatWasKept) {
+  sink_.FailJobsOnce({jobs_[3], jobs_[11]});
+  EXPECT_EQ(firer_.FireUpTo(kShard, kM), ShardFirer::Outcome::kFailed);
+  EXPECT_EQ(unacked_.entries(), 1);
+  ASSERT_TRUE(ledger_.Claim(kShard, kM, "node-b", 3000)->claimed);
+  EXPECT_EQ(firer_.FireUpTo(kShard, kM), ShardFirer::Outcome::kNotClaimed);
+  EXPECT_EQ(unacked_.entries(), 0);
+  EXPECT_EQ(observer_.requeries, std::vector<std::string>{"claim_lost"});
+  ASSERT_TRUE(ledger_.Release(kShard, "node-b").ok());
+  ASSERT_EQ(firer_.FireUpTo(kShard, kM), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(sink_.resends(), 0);
+  EXPECT_EQ(SentPerJob(kM).size(), 20u);
+}
+
+TEST_F(UnackedRetryTest, ALayoutChangeReQueries) {
+  sink_.FailJobsOnce({jobs_[3]});
+  EXPECT_EQ(firer_.FireUpTo(kShard, kM), ShardFirer::Outcome::kFailed);
+  ShardLayout moving;
+  moving.from = 120;
+  moving.to = 240;
+  moving.phase = ShardLayout::Phase::kMoving;
+  moving.moved_through = -1;
+  ledger_.SetLayout(moving);
+  ASSERT_EQ(firer_.FireUpTo(kShard, kM), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(sink_.resends(), 0);
+  EXPECT_EQ(observer_.requeries, std::vector<std::string>{"layout_changed"});
+  EXPECT_EQ(SentPerJob(kM).size(), 20u);
+}
+
+// A node keeps at most its memory bound; what does not fit is re-queried, as before.
+class UnackedOverBoundTest : public UnackedRetryTest {
+ protected:
+  UnackedOverBoundTest() : UnackedRetryTest(/*max_bytes=*/100) {}
+};
+
+TEST_F(UnackedOverBoundTest, WhatDoesNotFitIsReQueried) {
+  sink_.FailJobsOnce({jobs_[3], jobs_[11]});
+  EXPECT_EQ(firer_.FireUpTo(kShard, kM), ShardFirer::Outcome::kFailed);
+  EXPECT_EQ(observer_.requeries, std::vector<std::string>{"over_bound"});
+  EXPECT_EQ(unacked_.bytes(), 0);
+  ASSERT_EQ(firer_.FireUpTo(kShard, kM), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(sink_.resends(), 0);
+  EXPECT_EQ(SentPerJob(kM).size(), 20u);
+  EXPECT_EQ(Duplicates(kM), 18);
+}
+
+// A refused trigger whose dead letter could not be recorded, beside a broker error: the retry
+// sends the two again, delivers one, dead-letters the other once, and nothing else repeats.
+TEST_F(UnackedRetryTest, ARefusalNotRecordedIsRetriedAloneAndDeadLetteredOnce) {
+  sink_.RefuseJob(jobs_[8], "message_too_large");
+  refusals_.fail_ = true;
+  EXPECT_EQ(firer_.FireUpTo(kShard, kM), ShardFirer::Outcome::kFailed);
+  refusals_.fail_ = false;
+  ASSERT_EQ(firer_.FireUpTo(kShard, kM), ShardFirer::Outcome::kFired);
+  EXPECT_EQ(sink_.resends(), 1);
+  EXPECT_EQ(refusals_.refused.size(), 1u);
+  EXPECT_EQ(Duplicates(kM), 0);
+  EXPECT_EQ(SentPerJob(kM).size(), 19u);
+}
 
 // A topic that fails with broker errors for longer than the bound while other triggers are
 // delivered stops holding its shard: its trigger is dead-lettered as topic_unavailable.

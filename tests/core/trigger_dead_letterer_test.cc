@@ -62,5 +62,43 @@ TEST(TriggerDeadLettererTest, AnUnsentDeadLetterRecordsNothingAndIsRetryable) {
   EXPECT_TRUE(store.delivery_errors().empty());
 }
 
+// Issue 33 §1: a refusal whose dead letter went out but whose last error could not be written
+// fails the shard-minute; its retry refuses the trigger again and must not send a second letter.
+TEST(TriggerDeadLettererTest, ARetryAfterAFailedWriteOnlyWritesAndSendsNoSecondLetter) {
+  FakeTriggerSink sink;
+  FakeJobStore store;
+  TriggerDeadLetterer letterer(sink, "t.dlq", &store);
+  store.FailDeliveryErrors(1);
+  EXPECT_TRUE(letterer.Record(Refused(), 1).retryable());
+  ASSERT_EQ(sink.sent().size(), 1u);
+  ASSERT_TRUE(letterer.Record(Refused(), 2).ok());
+  EXPECT_EQ(sink.sent().size(), 1u) << "one dead letter per (job, slot)";
+  ASSERT_EQ(store.delivery_errors().count("j1"), 1u);
+  EXPECT_EQ(store.delivery_errors().at("j1").at_ms, 2);
+  // Another slot of the same job is a new refusal: its own letter.
+  TriggerFailure next = Refused();
+  next.scheduled_for_ms += 60'000;
+  ASSERT_TRUE(letterer.Record(next, 3).ok());
+  EXPECT_EQ(sink.sent().size(), 2u);
+  // A later refusal of the first slot again (a takeover repeating the minute) is sent again.
+  ASSERT_TRUE(letterer.Record(Refused(), 4).ok());
+  EXPECT_EQ(sink.sent().size(), 3u);
+}
+
+// The retry may run on another firing worker, with its own letterer: the node's letterers share
+// what was sent and not recorded.
+TEST(TriggerDeadLettererTest, AnotherWorkersRetrySendsNoSecondLetter) {
+  FakeTriggerSink sink;
+  FakeJobStore store_a, store_b;
+  UnrecordedDeadLetters shared;
+  TriggerDeadLetterer a(sink, "t.dlq", &store_a, &shared);
+  TriggerDeadLetterer b(sink, "t.dlq", &store_b, &shared);
+  store_a.FailDeliveryErrors(1);
+  EXPECT_FALSE(a.Record(Refused(), 1).ok());
+  ASSERT_TRUE(b.Record(Refused(), 2).ok());
+  EXPECT_EQ(sink.sent().size(), 1u);
+  EXPECT_EQ(store_b.delivery_errors().count("j1"), 1u);
+}
+
 }  // namespace
 }  // namespace belfry

@@ -75,8 +75,17 @@ class FakeJobStore final : public JobStore {
 
   Status RecordDeliveryError(const DeliveryErrorRecord& e) override {
     std::lock_guard<std::mutex> lock(mu_);
+    if (fail_delivery_errors_ > 0) {
+      --fail_delivery_errors_;
+      return Status::Retryable("injected store failure");
+    }
     delivery_errors_[e.job_id] = e;
     return Status::Ok();
+  }
+  // The next n RecordDeliveryError calls fail (retryable) and record nothing.
+  void FailDeliveryErrors(int n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    fail_delivery_errors_ = n;
   }
   std::map<std::string, DeliveryErrorRecord> delivery_errors() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -86,6 +95,7 @@ class FakeJobStore final : public JobStore {
  private:
   mutable std::mutex mu_;
   std::map<std::string, DeliveryErrorRecord> delivery_errors_;
+  int fail_delivery_errors_ = 0;
   std::optional<LoadGroups> load_groups_;
   std::map<std::string, Row> rows_;
   std::vector<BulkOpState> bulk_ops_;  // in acceptance order

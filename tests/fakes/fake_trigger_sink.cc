@@ -61,6 +61,22 @@ class FakeTriggerBatch final : public TriggerBatch {
       SentTrigger& s = pending_[i];
       auto it = sink_->refused_jobs_.find(s.job_id);
       auto sp = spoiled.find(s.topic);
+      auto once = sink_->fail_once_.find(s.job_id);
+      if (once != sink_->fail_once_.end() && once->second > 0) {
+        --once->second;
+        TriggerFailure f;
+        f.kind = TriggerErrorKind::kBroker;
+        f.reason = "broker";
+        f.error = "injected broker error on one record";
+        f.job_id = s.job_id;
+        f.topic = s.topic;
+        f.key = s.key;
+        f.value = s.value;
+        f.scheduled_for_ms = s.scheduled_for_ms;
+        f.headers = pending_headers_[i];
+        failures_.push_back(std::move(f));
+        continue;
+      }
       if (it == sink_->refused_jobs_.end() && sp == spoiled.end()) {
         sink_->sent_.push_back(std::move(s));
         continue;
@@ -141,6 +157,11 @@ void FakeTriggerSink::RefuseJob(const std::string& job_id, const std::string& re
   std::lock_guard<std::mutex> lock(mu_);
   refused_jobs_[job_id] = {reason, spoils_batch};
   refused_kind_[job_id] = kind;
+}
+
+void FakeTriggerSink::FailJobsOnce(const std::vector<std::string>& job_ids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::string& id : job_ids) ++fail_once_[id];
 }
 
 int64_t FakeTriggerSink::resends() const {

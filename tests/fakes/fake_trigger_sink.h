@@ -40,6 +40,10 @@ class FakeTriggerSink final : public TriggerSink {
   // `kind` kBroker: its triggers fail as a broker error instead (a topic without a leader).
   void RefuseJob(const std::string& job_id, const std::string& reason, bool spoils_batch = false,
                  TriggerErrorKind kind = TriggerErrorKind::kRecord);
+  // The next trigger of each of `job_ids` (Add or Resend) fails once as a broker error that the
+  // batch tracks (listed in Failures()), as a partition without a leader fails only its records;
+  // the rest of the batch is acknowledged.
+  void FailJobsOnce(const std::vector<std::string>& job_ids);
   // Resend() calls so far.
   int64_t resends() const;
   // While held, no batch is Done() and Finish() blocks; ReleaseAcks() acknowledges them all
@@ -65,6 +69,7 @@ class FakeTriggerSink final : public TriggerSink {
   int fail_batches_ = 0;
   std::map<std::string, std::pair<std::string, bool>> refused_jobs_;  // job -> reason, spoils_batch
   std::map<std::string, TriggerErrorKind> refused_kind_;
+  std::map<std::string, int> fail_once_;  // job -> triggers still to fail with a broker error
   int64_t resends_ = 0;
   bool hold_ = false;
   int64_t finishes_held_ = 0;

@@ -201,6 +201,8 @@ TEST(MetricsRegistryTest, ExposesEveryFamilyWithHelpAndType) {
   const std::map<std::string, std::string> expected = {
       {"belfry_triggers_emitted_total", "counter"},
       {"belfry_triggers_refused_total", "counter"},
+      {"belfry_triggers_resent_total", "counter"},
+      {"belfry_trigger_requeries_total", "counter"},
       {"belfry_shard_minutes_fired_total", "counter"},
       {"belfry_shard_minutes_caught_up_total", "counter"},
       {"belfry_shard_minutes_skipped_total", "counter"},
@@ -315,6 +317,18 @@ TEST(MetricsRegistryTest, MissesFailuresAndRefusals) {
   EXPECT_EQ(At(s, "belfry_shard_minutes_skipped_total{reason=\"too_old\"}"), 2);
   EXPECT_EQ(At(s, "belfry_firing_failures_total"), 2);
   EXPECT_EQ(At(s, "belfry_triggers_refused_total{reason=\"topic_policy\"}"), 1);
+}
+
+TEST(MetricsRegistryTest, UnackedResendsAndRequeries) {
+  MetricsRegistry m("t");
+  EXPECT_EQ(At(Scrape(m), "belfry_trigger_requeries_total{reason=\"over_bound\"}"), 0);
+  m.OnUnackedResent(2);
+  m.OnUnackedResent(3);
+  m.OnUnackedRequery("untracked");
+  const auto s = Scrape(m);
+  EXPECT_EQ(At(s, "belfry_triggers_resent_total"), 5);
+  EXPECT_EQ(At(s, "belfry_trigger_requeries_total{reason=\"untracked\"}"), 1);
+  EXPECT_EQ(At(s, "belfry_trigger_requeries_total{reason=\"claim_lost\"}"), 0);
 }
 
 TEST(MetricsRegistryTest, CommandBatchesByOpAndReason) {

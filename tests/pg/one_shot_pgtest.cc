@@ -222,6 +222,20 @@ TEST_F(PgOneShotTest, SweepDeletesOnlyExpiredOneShots) {
   EXPECT_TRUE(store_->GetJob("interval")->has_value());
 }
 
+// Issue 33 §1: a swept one-shot takes its last delivery error (migration 0017) with it.
+TEST_F(PgOneShotTest, SweepDeletesTheSweptOneShotsDeliveryErrors) {
+  ASSERT_TRUE(
+      store_->ApplyActions({OneShot("old", 2, kMinute - 100, -1, 1), OneShot("fresh", 2, kMinute, -1, 2)}).ok());
+  for (const char* id : {"old", "fresh"}) {
+    ASSERT_TRUE(store_->RecordDeliveryError({id, "out.small", 1, "Broker: Message size too large", 2}).ok());
+  }
+  auto n = store_->SweepOneShots(kMinute - 10, 100);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, 1);
+  EXPECT_EQ(db().Exec("SELECT job_id FROM trigger_delivery_errors ORDER BY job_id")[0][0].as<std::string>(), "fresh");
+  EXPECT_EQ(db().Exec("SELECT count(*) FROM trigger_delivery_errors")[0][0].as<int64_t>(), 1);
+}
+
 TEST_F(PgOneShotTest, PausedOneShotDoesNotFire) {
   JobAction a = OneShot("zz", 6, kMinute, -1, 1);
   a.paused = true;

@@ -200,6 +200,28 @@ TEST_F(PgJobStoreTest, RecordDeliveryErrorIsTheJobViewsLastDeliveryError) {
   EXPECT_FALSE((*healthy)->last_delivery_error.has_value());
 }
 
+// Issue 33 §1: deleting a job deletes its last delivery error, so that a new job of the same id
+// does not show the old one. As for backfills, a delete that leaves the job (re-created by a
+// later command of the batch, or a replay of an older offset) leaves its error too.
+TEST_F(PgJobStoreTest, DeletingAJobDeletesItsLastDeliveryError) {
+  db().Exec("TRUNCATE trigger_delivery_errors");
+  Apply({Upsert("gone", 1, 0, 10, 3), Upsert("kept", 1, 0, 11, 3), Upsert("back", 1, 0, 12, 3)});
+  for (const char* id : {"gone", "kept", "back"}) {
+    ASSERT_TRUE(store_->RecordDeliveryError({id, "out.small", 1, "Broker: Message size too large", 2}).ok());
+  }
+  Apply({Delete("gone", 20), Delete("back", 21, 3), Upsert("back", 1, 0, 22, 3), Delete("kept", 5, 3)});
+  EXPECT_FALSE(Exists("gone"));
+  EXPECT_TRUE(Exists("back"));
+  EXPECT_TRUE(Exists("kept"));
+  EXPECT_EQ(db().Exec("SELECT string_agg(job_id, ',' ORDER BY job_id) FROM trigger_delivery_errors")[0][0]
+                .as<std::string>(),
+            "back,kept");
+  Apply({Upsert("gone", 1, 0, 30, 3)});
+  StatusOr<std::optional<JobAndStats>> view = store_->GetJobAndStats("gone");
+  ASSERT_TRUE(view.ok() && view->has_value());
+  EXPECT_FALSE((*view)->last_delivery_error.has_value()) << "a new job of the same id starts clean";
+}
+
 TEST_F(PgJobStoreTest, DatesRoundTripToTheMillisecondUpToYear9999) {
   const std::vector<std::pair<EpochMs, EpochMs>> dates = {
       {0, 1}, {1'779'449'852'123, 1'779'449'852'124}, {123'456'789'012'345, 253'402'300'799'999}};

@@ -371,6 +371,8 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
            Use::kKnownGap, batch, command)
       .Add("kDeleteBackfillsOfSql", q::kDeleteBackfillsOfSql, {delete_rows}, Routing::kNoShardColumn,
            Use::kKnownGap, "backfills: " + no_shard_column, command)
+      .Add("kDeleteDeliveryErrorsOfSql", q::kDeleteDeliveryErrorsOfSql, {delete_rows}, Routing::kNoShardColumn,
+           Use::kKnownGap, "trigger_delivery_errors: " + no_shard_column, command)
       .Add("kDeleteOrphanSlotsSql", q::kDeleteOrphanSlotsSql, {cron_rows}, Routing::kShardPerRow,
            Use::kKnownGap, batch, command)
       .Add("kSetPausedSql", q::kSetPausedSql,
