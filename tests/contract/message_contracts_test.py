@@ -440,6 +440,8 @@ class Checker:
             return "produced"
         if record["kind"] == "trigger" or topic.endswith(".triggers"):
             return "trigger"
+        if topic.endswith(("triggers.dlq", "triggers-dlq")):
+            return "trigger_dlq"
         if ".dlq" in topic:
             return "dlq"
         if topic.endswith(".results"):
@@ -484,6 +486,9 @@ class Checker:
             if kind == "trigger":
                 self.expect_valid(where, "trigger.schema.json", parsed[0])
                 self.expect_valid(where + " headers", "trigger-headers.schema.json", headers)
+            elif kind == "trigger_dlq":  # the refused trigger's own value, and the DLQ's headers
+                self.expect_valid(where, "trigger.schema.json", parsed[0])
+                self.expect_valid(where + " headers", "trigger-dlq-headers.schema.json", headers)
             elif kind == "outcome":
                 self.judge_outcome(where, record["topic"], parsed[0], verdicts)
             else:
