@@ -494,6 +494,9 @@ StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(AdminServerOptions opt
   gate.max_connections = static_cast<size_t>(o.max_connections);
   gate.max_connections_per_client = static_cast<size_t>(o.max_connections_per_client);
   gate.retry_after_s = o.retry_after_s;
+  // The gate answers 431 for a header line cpp-httplib would refuse with a bare 400.
+  static_assert(CPPHTTPLIB_HEADER_MAX_LENGTH == 8192, "ConnectionGateOptions::max_header_line_bytes");
+  gate.max_header_line_bytes = CPPHTTPLIB_HEADER_MAX_LENGTH;
   AdminServer* self = s.get();
   s->gate_ = std::make_unique<ConnectionGate>(
       gate,

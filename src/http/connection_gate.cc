@@ -18,7 +18,6 @@ namespace {
 constexpr std::chrono::milliseconds kLinger{1000};
 constexpr size_t kReadChunk = 4096;
 
-bool HeadComplete(const std::string& buffer) { return buffer.find("\r\n\r\n") != std::string::npos; }
 
 void PeerAddress(int fd, std::string* ip, int* port) {
   sockaddr_storage addr{};
@@ -46,6 +45,21 @@ std::string RawResponse(int status, std::string_view reason, const std::string& 
 }
 
 }  // namespace
+
+HeadState ClassifyHead(std::string_view buffer, size_t max_head_bytes, size_t max_header_line_bytes) {
+  const size_t blank = buffer.find("\r\n\r\n");
+  const std::string_view head = blank == std::string_view::npos ? buffer : buffer.substr(0, blank + 4);
+  if (head.size() > max_head_bytes) return HeadState::kTooLarge;
+  // Each header line, from after the request line's CRLF; an unfinished last line counts as it is.
+  for (size_t start = head.find("\r\n"); start != std::string_view::npos;) {
+    start += 2;
+    const size_t end = head.find("\r\n", start);
+    const size_t with_crlf = (end == std::string_view::npos ? head.size() - start : end - start) + 2;
+    if (with_crlf > max_header_line_bytes) return HeadState::kTooLarge;
+    start = end;
+  }
+  return blank == std::string_view::npos ? HeadState::kIncomplete : HeadState::kComplete;
+}
 
 std::string_view RequestTarget(std::string_view head) {
   const size_t sp = head.find(' ');
@@ -193,8 +207,18 @@ void ConnectionGate::OnReadable(int fd, Conn& c, Time now) {
     c.deadline = now + options_.head_timeout;
   }
   c.buffer.append(chunk, static_cast<size_t>(n));
-  if (HeadComplete(c.buffer)) return MaybeDispatch(fd, c, now);
-  if (c.buffer.size() > options_.max_head_bytes) return Refuse(fd, c, Refusal::kHeadTooLarge, now);
+  OnBuffered(fd, c, now);
+}
+
+void ConnectionGate::OnBuffered(int fd, Conn& c, Time now) {
+  switch (ClassifyHead(c.buffer, options_.max_head_bytes, options_.max_header_line_bytes)) {
+    case HeadState::kIncomplete:
+      return;
+    case HeadState::kComplete:
+      return MaybeDispatch(fd, c, now);
+    case HeadState::kTooLarge:
+      return Refuse(fd, c, Refusal::kHeadTooLarge, now);
+  }
 }
 
 void ConnectionGate::OnReturned(Returned r, Time now) {
@@ -207,7 +231,7 @@ void ConnectionGate::OnReturned(Returned r, Time now) {
   c.buffer = std::move(r.unread);
   c.idle = c.buffer.empty();
   c.deadline = now + (c.idle ? options_.idle_timeout : options_.head_timeout);
-  if (HeadComplete(c.buffer)) MaybeDispatch(r.fd, c, now);
+  if (!c.idle) OnBuffered(r.fd, c, now);
 }
 
 void ConnectionGate::MaybeDispatch(int fd, Conn& c, Time now) {

@@ -33,6 +33,7 @@ struct ConnectionGateOptions {
   std::chrono::milliseconds head_timeout{5000};  // the whole request head, from accept or first byte
   std::chrono::milliseconds idle_timeout{5000};  // a kept-alive connection between requests
   size_t max_head_bytes = 16 * 1024;             // then 431
+  size_t max_header_line_bytes = 8192;           // one header line with its CRLF; then 431 (see ClassifyHead)
   size_t max_connections = 1024;                 // open at once, in all
   size_t max_connections_per_client = 32;        // open at once, per client address
   int retry_after_s = 1;
@@ -46,6 +47,18 @@ struct ReadyConnection {
   std::string buffered;  // the bytes read so far: a complete head, perhaps more
   int32_t served = 0;    // requests this connection has had answered before this one
 };
+
+// What the bytes read so far of a connection call for.
+enum class HeadState {
+  kIncomplete,  // no blank line yet, and within the bounds
+  kComplete,    // a whole head within the bounds: dispatch it
+  kTooLarge,    // the head is longer than max_head_bytes, or a header line (after the request
+                // line, with its CRLF) is longer than max_header_line_bytes: answer 431
+};
+// cpp-httplib answers a header line longer than its CPPHTTPLIB_HEADER_MAX_LENGTH (8192, with its
+// CRLF) with a bare 400; the gate answers 431 first, so that an oversized head gets one answer
+// whatever its shape. A complete head is measured up to its blank line, not the bytes after it.
+HeadState ClassifyHead(std::string_view buffer, size_t max_head_bytes, size_t max_header_line_bytes);
 
 // The target of a request head's request line ("GET /a?b HTTP/1.1" -> "/a?b"); empty when malformed.
 std::string_view RequestTarget(std::string_view head);
@@ -97,6 +110,8 @@ class ConnectionGate final {
   void TakeInbox(Time now);
   void OnAdmitted(int fd, Time now);
   void OnReadable(int fd, Conn& c, Time now);
+  // Dispatches, refuses or keeps waiting on what the connection has buffered (ClassifyHead).
+  void OnBuffered(int fd, Conn& c, Time now);
   void OnReturned(Returned r, Time now);
   // kReading with a complete head: dispatch it, or refuse.
   void MaybeDispatch(int fd, Conn& c, Time now);

@@ -19,6 +19,7 @@ import http.client
 import json
 import os
 import re
+import socket
 import sys
 import time
 import urllib.parse
@@ -89,6 +90,7 @@ class Contract:
         self.conn = None
         self.failures = []
         self.seen = set()  # (path template, method, status)
+        self.seen_connection = set()  # the same, for x-belfry-connection-answers
         self.calls = 0
         self.source_dir = source_dir
         # Path templates as regexes over the raw (still percent-encoded) path, as the server routes.
@@ -711,6 +713,84 @@ def exercise_plain(c, ids):
     c.call("GET", job, 200, token="any token at all")
 
 
+def connection_answers(c, node, ids, head_timeout_ms):
+    """The gate's answers before routing (x-belfry-connection-answers): on every path of the spec
+    and with every method, a head larger than 16 KiB answers 431, and a head that stops short of
+    its end answers 408 once `head_timeout_ms` have passed since the accept. Each answer is
+    validated against its component response, and the connection must be closed after it. The
+    408s are awaited together, a few connections at a time (under the per-client limit)."""
+    answers = c.spec.get("x-belfry-connection-answers") or {}
+    if set(answers) != {"408", "431"}:
+        c.fail("x-belfry-connection-answers", f"documents {sorted(answers)}, the gate answers 408 and 431")
+        return
+    targets = []
+    for template in c.spec["paths"]:
+        target = template.replace("{id}", q(ids["interval"]))
+        for m in ("GET", "HEAD", "POST"):
+            targets.append((template, m, target))
+
+    def read_answer(sock):
+        data = b""
+        while True:
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                return data, True  # closed with our unread bytes in its buffer: a reset
+            if not chunk:
+                return data, True  # the server closed the connection
+            data += chunk
+
+    def check(template, method, status, raw, closed):
+        what = f"{method} {template} ({'slow' if status == '408' else 'oversized'} head) -> "
+        head, _, body = raw.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        got = lines[0].split(" ")[1] if len(lines[0].split(" ")) > 1 else "?"
+        what += got
+        if got != status:
+            c.fail(what, f"expected {status}; answer {raw[:200]!r}")
+            return
+        headers = Headers([tuple(x.strip() for x in l.split(":", 1)) for l in lines[1:] if ":" in l])
+        resp = RawResponse(int(got), list(headers.items()), body)
+        c.check_component_response(what, resp, answers[status])
+        if not closed:
+            c.fail(what, "the connection stayed open after the answer")
+        c.seen_connection.add((template, method.lower(), status))
+
+    auth = f"Authorization: Bearer {TOKEN}\r\n".encode()
+    for template, method, target in targets:  # 431: one at a time, answered at once
+        with socket.create_connection(("127.0.0.1", node.port), timeout=10) as sock:
+            filler = b"X-Filler: " + b"a" * (17 * 1024) + b"\r\n"
+            try:
+                sock.sendall(f"{method} {target} HTTP/1.1\r\nHost: t\r\n".encode() + auth + filler + b"\r\n")
+            except (ConnectionResetError, BrokenPipeError):
+                pass  # the gate may answer and close before the whole head is written
+            raw, closed = read_answer(sock)
+            check(template, method, "431", raw, closed)
+    batch = 16  # below admin.max_connections_per_client (32)
+    for i in range(0, len(targets), batch):  # 408: a head without its blank line, awaited together
+        socks = []
+        try:
+            for template, method, target in targets[i:i + batch]:
+                sock = socket.create_connection(("127.0.0.1", node.port), timeout=10)
+                socks.append((template, method, sock))
+                sock.sendall(f"{method} {target} HTTP/1.1\r\nHost: t\r\n".encode() + auth)
+            started = time.monotonic()
+            for template, method, sock in socks:
+                raw, closed = read_answer(sock)
+                check(template, method, "408", raw, closed)
+            waited = (time.monotonic() - started) * 1000
+            if waited > head_timeout_ms + 5000:
+                c.fail(f"408 batch {i // batch}", f"answered after {waited:.0f} ms, the timeout is {head_timeout_ms} ms")
+        finally:
+            for _, _, sock in socks:
+                sock.close()
+    for template in c.spec["paths"]:
+        for m in ("get", "head", "post"):
+            for status in ("408", "431"):
+                if (template, m, status) not in c.seen_connection:
+                    c.fail(f"{m.upper()} {template}", f"connection answer {status} was never exercised")
+
+
 def check_views(c, views, ids):
     """Field values the spec cannot express: what each kind of job must show."""
 
@@ -839,12 +919,16 @@ def main():
         check_cli_view(c, node, ids)
         print(f"exercised every route and the CLI's view in {time.monotonic() - started:.1f}s", flush=True)
         # A second node on the same database and topics: no token, execution history disabled.
+        # Its request heads time out after 300 ms, for the 408s.
         with BelfryNode(args.belfry, args.source_dir, "openapi-plain", share=node,
-                        extra_env={"BELFRY_EXECUTIONS_ENABLED": "false"}) as plain:
+                        extra_env={"BELFRY_EXECUTIONS_ENABLED": "false",
+                                   "BELFRY_ADMIN_REQUEST_HEAD_TIMEOUT": "300ms"}) as plain:
             c.use(plain.base_url)
             exercise_plain(c, ids)
+            connection_answers(c, plain, ids, head_timeout_ms=300)
         c.use(node.base_url)
-        print(f"exercised a node without token or history in {time.monotonic() - started:.1f}s", flush=True)
+        print(f"exercised a node without token or history, and the gate's 408 and 431, in "
+              f"{time.monotonic() - started:.1f}s", flush=True)
         database_gone(c, node, ids)
         print(f"database gone checked in {time.monotonic() - started:.1f}s", flush=True)
         c.check_coverage()
