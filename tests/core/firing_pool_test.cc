@@ -25,12 +25,10 @@ bool Eventually(const std::function<bool()>& condition) {
 }
 
 // Two jobs on two different shards, one worker.
-class FiringPoolTest : public ::testing::Test {
+class FiringPoolTest : public FiringFakes {
  protected:
   FiringPoolTest()
-      : clock_(SlotMs(kM, 0, 500)),
-        ledger_(120, clock_),
-        policy_({"*"}, {}),
+      : FiringFakes(SlotMs(kM, 0, 500)),
         firer_(cfg_, "node-a", store_, ledger_, sink_, policy_, clock_, observer_) {
     a_ = MakeJob("a", 1, 0);
     b_ = MakeJob("b", 1, 0);
@@ -47,13 +45,6 @@ class FiringPoolTest : public ::testing::Test {
                                         /*backoff_seed=*/7);
   }
 
-  SchedulerConfig cfg_;
-  FakeClock clock_;
-  FakeJobStore store_;
-  FakeShardLedger ledger_;
-  FakeTriggerSink sink_;
-  TopicPolicy policy_;
-  RecordingObserver observer_;
   ShardFirer firer_;
   JobSpec a_, b_;
 };

@@ -189,12 +189,10 @@ TEST_F(OneShotParseTest, Rejections) {
 
 // ---- Firing -------------------------------------------------------------------------------------
 
-class OneShotFiringTest : public ::testing::Test {
+class OneShotFiringTest : public FiringFakes {
  protected:
   OneShotFiringTest()
-      : clock_(SlotMs(kM, 0, kTick)),
-        ledger_(120, clock_),
-        policy_({"*"}, {}),
+      : FiringFakes(SlotMs(kM, 0, kTick)),
         firer_(cfg_, "node-a", store_, ledger_, sink_, policy_, clock_, observer_) {}
 
   JobSpec OneShot(const std::string& id, int64_t run_minute, EpochMs scheduled_for) {
@@ -209,13 +207,6 @@ class OneShotFiringTest : public ::testing::Test {
     return s;
   }
 
-  SchedulerConfig cfg_;
-  FakeClock clock_;
-  FakeJobStore store_;
-  FakeShardLedger ledger_;
-  FakeTriggerSink sink_;
-  TopicPolicy policy_;
-  RecordingObserver observer_;
   ShardFirer firer_;
 };
 

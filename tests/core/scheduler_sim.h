@@ -2,6 +2,8 @@
 // ShardFirer over a FakeClock, FakeJobStore, FakeShardLedger and FakeTriggerSink.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <mutex>
 #include <random>
 #include <set>
@@ -68,6 +70,23 @@ class RecordingObserver final : public SchedulerObserver {
 
  private:
   std::mutex mu_;
+};
+
+// The fakes a firing test is made of, as every firer fixture holds them: a clock, a ledger of 120
+// shards, a store, a sink, an observer, and a policy that allows every topic except `denied`.
+// Fixtures derive from it and add their firer (and what else they need) after it.
+class FiringFakes : public ::testing::Test {
+ protected:
+  explicit FiringFakes(EpochMs now, std::vector<std::string> denied = {})
+      : clock_(now), ledger_(120, clock_), policy_({"*"}, std::move(denied)) {}
+
+  SchedulerConfig cfg_;
+  FakeClock clock_;
+  FakeJobStore store_;
+  FakeShardLedger ledger_;
+  FakeTriggerSink sink_;
+  TopicPolicy policy_;
+  RecordingObserver observer_;
 };
 
 // Runs the ticker synchronously: on-time slots and catch-up scans fire on the ticker's thread. A

@@ -16,21 +16,12 @@ namespace {
 
 constexpr int64_t kM = 29922577;
 
-class ShardFirerTest : public ::testing::Test {
+class ShardFirerTest : public FiringFakes {
  protected:
   ShardFirerTest()
-      : clock_(SlotMs(kM, 0, 500)),
-        ledger_(120, clock_),
-        policy_({"*"}, {}),
+      : FiringFakes(SlotMs(kM, 0, 500)),
         firer_(cfg_, "node-a", store_, ledger_, sink_, policy_, clock_, observer_) {}
 
-  SchedulerConfig cfg_;
-  FakeClock clock_;
-  FakeJobStore store_;
-  FakeShardLedger ledger_;
-  FakeTriggerSink sink_;
-  TopicPolicy policy_;
-  RecordingObserver observer_;
   ShardFirer firer_;
 };
 
@@ -431,12 +422,10 @@ class RecordingRefusals final : public TriggerRefusals {
 
 // Issue 33's scenario: one job whose topic refuses its trigger, among 20 healthy every-minute
 // jobs of the same shard.
-class UndeliverableTriggerTest : public ::testing::Test {
+class UndeliverableTriggerTest : public FiringFakes {
  protected:
   UndeliverableTriggerTest()
-      : clock_(SlotMs(kM, 0, 500)),
-        ledger_(120, clock_),
-        policy_({"*"}, {}),
+      : FiringFakes(SlotMs(kM, 0, 500)),
         firer_(cfg_, "node-a", store_, ledger_, sink_, sink_, nullptr, policy_, clock_, observer_, nullptr,
                &refusals_) {
     for (int i = 0; static_cast<int>(healthy_.size()) < 21; ++i) {
@@ -461,13 +450,6 @@ class UndeliverableTriggerTest : public ::testing::Test {
   }
 
   static constexpr int32_t kShard = 7;
-  SchedulerConfig cfg_;
-  FakeClock clock_;
-  FakeJobStore store_;
-  FakeShardLedger ledger_;
-  FakeTriggerSink sink_;
-  TopicPolicy policy_;
-  RecordingObserver observer_;
   RecordingRefusals refusals_;
   ShardFirer firer_;
   std::vector<std::string> healthy_;
@@ -546,13 +528,11 @@ TEST_F(UndeliverableTriggerTest, APoisonedDebtMinuteSettles) {
 
 // Issue 33 §1: after a broker error, a retry by the same node re-sends only the triggers that
 // were not acknowledged (kept in memory, UnackedTriggers), never the acknowledged ones again.
-class UnackedRetryTest : public ::testing::Test {
+class UnackedRetryTest : public FiringFakes {
  protected:
   UnackedRetryTest() : UnackedRetryTest(64ll << 20) {}
   explicit UnackedRetryTest(int64_t max_bytes)
-      : clock_(SlotMs(kM, 0, 500)),
-        ledger_(120, clock_),
-        policy_({"*"}, {}),
+      : FiringFakes(SlotMs(kM, 0, 500)),
         unacked_(clock_, max_bytes),
         firer_(cfg_, "node-a", store_, ledger_, sink_, sink_, nullptr, policy_, clock_, observer_, nullptr,
                &refusals_, nullptr, &unacked_) {
@@ -581,13 +561,6 @@ class UnackedRetryTest : public ::testing::Test {
   }
 
   static constexpr int32_t kShard = 7;
-  SchedulerConfig cfg_;
-  FakeClock clock_;
-  FakeJobStore store_;
-  FakeShardLedger ledger_;
-  FakeTriggerSink sink_;
-  TopicPolicy policy_;
-  RecordingObserver observer_;
   RecordingRefusals refusals_;
   UnackedTriggers unacked_;
   ShardFirer firer_;

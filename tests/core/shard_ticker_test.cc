@@ -13,12 +13,10 @@ constexpr EpochMs kStart = 1795354620000LL + 12'345;  // 2026-11-22T13:37:12.345
 // a slot that recent might be in another node's queue, so it is never recorded as done unfired.
 constexpr EpochMs kFirstSlot = kStart - 2000 + 1;
 
-class SchedulerSimTest : public ::testing::Test {
+class SchedulerSimTest : public FiringFakes {
  protected:
   SchedulerSimTest()
-      : clock_(kStart),
-        ledger_(120, clock_),
-        policy_({"*"}, {"belfry.commands"}),
+      : FiringFakes(kStart, {"belfry.commands"}),
         firer_(cfg_, "node-a", store_, ledger_, sink_, policy_, clock_, observer_),
         dispatcher_(cfg_, firer_, ledger_, clock_) {}
 
@@ -45,13 +43,6 @@ class SchedulerSimTest : public ::testing::Test {
     ticker.Run(stop);
   }
 
-  SchedulerConfig cfg_;
-  FakeClock clock_;
-  FakeJobStore store_;
-  FakeShardLedger ledger_;
-  FakeTriggerSink sink_;
-  TopicPolicy policy_;
-  RecordingObserver observer_;
   ShardFirer firer_;
   SyncDispatcher dispatcher_;
 };

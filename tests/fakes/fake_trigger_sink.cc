@@ -62,12 +62,11 @@ class FakeTriggerBatch final : public TriggerBatch {
       auto it = sink_->refused_jobs_.find(s.job_id);
       auto sp = spoiled.find(s.topic);
       auto once = sink_->fail_once_.find(s.job_id);
-      if (once != sink_->fail_once_.end() && once->second > 0) {
-        --once->second;
+      auto fail = [&](TriggerErrorKind kind, std::string reason, std::string error) {
         TriggerFailure f;
-        f.kind = TriggerErrorKind::kBroker;
-        f.reason = "broker";
-        f.error = "injected broker error on one record";
+        f.kind = kind;
+        f.reason = std::move(reason);
+        f.error = std::move(error);
         f.job_id = s.job_id;
         f.topic = s.topic;
         f.key = s.key;
@@ -75,23 +74,19 @@ class FakeTriggerBatch final : public TriggerBatch {
         f.scheduled_for_ms = s.scheduled_for_ms;
         f.headers = pending_headers_[i];
         failures_.push_back(std::move(f));
+      };
+      if (once != sink_->fail_once_.end() && once->second > 0) {
+        --once->second;
+        fail(TriggerErrorKind::kBroker, "broker", "injected broker error on one record");
         continue;
       }
       if (it == sink_->refused_jobs_.end() && sp == spoiled.end()) {
         sink_->sent_.push_back(std::move(s));
         continue;
       }
-      TriggerFailure f;
-      f.kind = it != sink_->refused_jobs_.end() ? sink_->refused_kind_[s.job_id] : TriggerErrorKind::kRecord;
-      f.reason = it != sink_->refused_jobs_.end() ? it->second.first : sp->second;
-      f.error = "injected record error: " + f.reason;
-      f.job_id = s.job_id;
-      f.topic = s.topic;
-      f.key = s.key;
-      f.value = s.value;
-      f.scheduled_for_ms = s.scheduled_for_ms;
-      f.headers = pending_headers_[i];
-      failures_.push_back(std::move(f));
+      const std::string reason = it != sink_->refused_jobs_.end() ? it->second.first : sp->second;
+      fail(it != sink_->refused_jobs_.end() ? sink_->refused_kind_[s.job_id] : TriggerErrorKind::kRecord, reason,
+           "injected record error: " + reason);
     }
     pending_.clear();
     pending_headers_.clear();
