@@ -9,6 +9,7 @@
 // (job, minute) across it is checked on three live nodes while they are killed. The layout rules
 // are unit-tested (core_test: ShardLayout) and pg_test.PgReshardTest moves rows without waiting.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <signal.h>
 
 #include <cstdlib>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "belfry_process.h"
+#include "core/iso_time.h"
 #include "core/shard_hash.h"
 #include "core/shard_layout.h"
 #include "core/slot_math.h"
@@ -117,6 +119,37 @@ TEST(ReshardTest, ThreeNodesGoFrom120To240UnderLoadAcrossKillsAndMissNothing) {
   ASSERT_EQ(layout->phase, ShardLayout::Phase::kCutover);
   const int64_t c = layout->cutover_minute;
   const int64_t last_minute = c + 1;
+
+  // Issue 33 §4: every reader takes the layout from the record, not from the node's configured
+  // shard count. node-b is configured with 120 shards (the default) and was never restarted; before
+  // the minutes come, it predicts them, and below its predictions are held to what was fired.
+  const int port = nodes[1]->AdminPort();
+  ASSERT_GT(port, 0) << nodes[1]->Log();
+  const int64_t predicted_from = EpochMinuteOf(WallMs()) + 1;  // whole minutes not yet begun
+  ASSERT_LE(predicted_from, last_minute) << "the minute after the cut-over began before the readers were asked";
+  std::map<std::string, std::set<EpochMs>> next_of;  // a sample of jobs: their predicted instants
+  for (size_t k = 0; k < ids.size(); k += ids.size() / 24) {
+    int status = 0;
+    const std::string body = HttpGet(port, "/v1/jobs/" + ids[k] + "/next?n=10", &status).value_or("");
+    ASSERT_EQ(status, 200) << body;
+    for (const auto& t : nlohmann::json::parse(body)["next"]) {
+      const std::optional<EpochMs> at = ParseIsoTime(t.get<std::string>());
+      ASSERT_TRUE(at.has_value()) << body;
+      next_of[ids[k]].insert(*at);
+    }
+  }
+  int load_status = 0;
+  const std::string load_body =
+      HttpGet(port,
+              "/v1/load?from=" + FormatIsoTime(last_minute * kMsPerMinute) +
+                  "&to=" + FormatIsoTime((last_minute + 1) * kMsPerMinute) + "&shards=true",
+              &load_status)
+          .value_or("");
+  ASSERT_EQ(load_status, 200) << load_body;
+  const nlohmann::json load = nlohmann::json::parse(load_body);
+  ASSERT_EQ(load["minutes"].size(), 1u) << load_body;
+  const std::vector<int64_t> projected = load["minutes"][0]["shards"].get<std::vector<int64_t>>();
+
   SleepUntilWallMs((last_minute + 1) * 60'000 + 10'000);
   for (int i = 0; i < kNodes; ++i) EXPECT_TRUE(nodes[i]->running()) << nodes[i]->Log();
 
@@ -165,6 +198,50 @@ TEST(ReshardTest, ThreeNodesGoFrom120To240UnderLoadAcrossKillsAndMissNothing) {
                             std::to_string(c))[0][0]
                 .as<int64_t>(),
             120);
+
+  // /next: each sampled job's predicted instants up to last_minute are exactly its fired ones.
+  for (const auto& [id, predicted] : next_of) {
+    std::set<EpochMs> fired, said;
+    for (const auto& [key, n] : got) {
+      if (key.first == id && key.second >= predicted_from * kMsPerMinute && key.second < (last_minute + 1) * kMsPerMinute)
+        fired.insert(key.second);
+    }
+    for (EpochMs at : predicted) {
+      if (at < (last_minute + 1) * kMsPerMinute) said.insert(at);
+    }
+    EXPECT_EQ(said, fired) << "GET /v1/jobs/" << id << "/next disagrees with the triggers fired";
+  }
+  // /v1/load: the projection of last_minute (240 shards) is what each shard fired in it.
+  std::vector<int64_t> fired_by_shard(240, 0);
+  const MinuteLayout after = FiringLayout(*layout, last_minute);
+  for (const auto& [key, n] : got) {
+    if (key.second < last_minute * kMsPerMinute || key.second >= (last_minute + 1) * kMsPerMinute) continue;
+    const int64_t shard = (key.second - last_minute * kMsPerMinute) / after.tick_ms;
+    if (shard >= 0 && shard < 240) ++fired_by_shard[shard];
+  }
+  EXPECT_EQ(projected, fired_by_shard) << "GET /v1/load's shards for minute " << last_minute;
+  EXPECT_EQ(load["minutes"][0]["triggers"].get<int64_t>(), kJobs) << load_body;
+  EXPECT_EQ(load["shardCount"].get<int64_t>(), 240) << load_body;
+  EXPECT_EQ(load["tickMs"].get<int64_t>(), 250) << load_body;
+  // /v1/shards and `belfry shards --json` (a CLI configured with 120 too): the 240 shards, each
+  // fired through last_minute at least and none lagging.
+  int shards_status = 0;
+  const std::string shards_body = HttpGet(port, "/v1/shards", &shards_status).value_or("");
+  ASSERT_EQ(shards_status, 200) << shards_body;
+  std::string cli_out;
+  ASSERT_EQ(RunBelfry({"shards", "--json"}, env_for(1), &cli_out), 0) << cli_out;
+  const size_t json_at = cli_out.find("{\"shards\"");
+  ASSERT_NE(json_at, std::string::npos) << cli_out;
+  for (const auto& [who, view] : {std::pair{"GET /v1/shards", nlohmann::json::parse(shards_body)},
+                                  std::pair{"belfry shards --json", nlohmann::json::parse(cli_out.substr(json_at))}}) {
+    const nlohmann::json& list = view["shards"];
+    ASSERT_EQ(list.size(), 240u) << who;
+    for (size_t i = 0; i < list.size(); ++i) {
+      EXPECT_EQ(list[i]["shard"].get<int64_t>(), static_cast<int64_t>(i)) << who;
+      EXPECT_GE(list[i]["fired_through_minute"].get<int64_t>(), last_minute) << who << " shard " << i;
+      EXPECT_LT(list[i]["lag_seconds"].get<double>(), 30.0) << who << " shard " << i << ": " << list[i].dump();
+    }
+  }
 }
 
 }  // namespace
