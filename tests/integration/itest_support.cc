@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
 #include <pqxx/connection>
 #include <pqxx/nontransaction>
@@ -213,6 +214,46 @@ std::optional<std::map<int32_t, int64_t>> EndOffsets(const std::string& brokers,
   }
   if (out.empty()) return std::nullopt;
   return out;
+}
+
+std::string DenyTopicWrites(const std::string& brokers, const std::string& topic) {
+  char errstr[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers.c_str(), errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK) {
+    rd_kafka_conf_destroy(conf);
+    return errstr;
+  }
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));  // owns conf from here
+  if (rk == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return errstr;
+  }
+  rd_kafka_AclBinding_t* acl = rd_kafka_AclBinding_new(
+      RD_KAFKA_RESOURCE_TOPIC, topic.c_str(), RD_KAFKA_RESOURCE_PATTERN_LITERAL, "User:ANONYMOUS", "*",
+      RD_KAFKA_ACL_OPERATION_WRITE, RD_KAFKA_ACL_PERMISSION_TYPE_DENY, errstr, sizeof(errstr));
+  std::string error = acl == nullptr ? std::string(errstr) : std::string();
+  if (acl != nullptr) {
+    rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
+    rd_kafka_CreateAcls(rk, &acl, 1, nullptr, queue);
+    rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, 15'000);
+    if (ev == nullptr) {
+      error = "CreateAcls timed out";
+    } else if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      error = rd_kafka_event_error_string(ev);
+    } else {
+      size_t n = 0;
+      const rd_kafka_acl_result_t** results =
+          rd_kafka_CreateAcls_result_acls(rd_kafka_event_CreateAcls_result(ev), &n);
+      for (size_t i = 0; i < n; ++i) {
+        if (const rd_kafka_error_t* e = rd_kafka_acl_result_error(results[i])) error = rd_kafka_error_string(e);
+      }
+    }
+    if (ev != nullptr) rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(queue);
+    rd_kafka_AclBinding_destroy(acl);
+  }
+  rd_kafka_destroy(rk);
+  return error;
 }
 
 std::vector<std::string> IdsInShard(const std::string& prefix, int32_t shard, int count) {

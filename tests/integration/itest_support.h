@@ -71,6 +71,12 @@ std::optional<int64_t> ConsumerLag(const std::string& brokers, const std::string
 // Waits up to `timeout_ms` until ConsumerLag(...) is 0: the group committed up to the topic's end.
 bool AwaitLagZero(const std::string& brokers, const std::string& group, const std::string& topic, int64_t timeout_ms);
 
+// Adds an ACL that denies the local stack's client principal (User:ANONYMOUS, PLAINTEXT) writes
+// to `topic`, through the broker's StandardAuthorizer (deploy/kafka/server.properties.in). Producers
+// then get TOPIC_AUTHORIZATION_FAILED for it; every resource without an ACL stays open. Returns ""
+// on success, else the error.
+std::string DenyTopicWrites(const std::string& brokers, const std::string& topic);
+
 // The job ids "<prefix>-<n>" whose shard is `shard`, first `count` of them.
 std::vector<std::string> IdsInShard(const std::string& prefix, int32_t shard, int count);
 

@@ -1,13 +1,14 @@
 // Issue 33 section 1 on the real servers: one job whose trigger the broker refuses for good,
 // among 20 healthy every-minute jobs of the same shard, for each record-error kind producible on
-// the local stack, both kinds at once in one belfry process (each in its own shard):
+// the local stack, the three kinds at once in one belfry process (each in its own shard):
 //   - too large: the job's topic has max.message.bytes=100, the job 300 bytes of details;
+//   - denied: an ACL denies the client writes to the job's topic (the local broker runs KRaft's
+//     StandardAuthorizer, open wherever no ACL is set), so the broker answers
+//     TOPIC_AUTHORIZATION_FAILED;
 //   - unknown topic with auto-creation off: the job's topic does not exist, and the node runs
 //     with kafka.properties allow.auto.create.topics=false (the shared broker auto-creates topics,
 //     so the setting is the producer's); librdkafka fails its messages after
 //     topic.metadata.propagation.max.ms (10 s in belfry).
-// Topic authorization failed is not producible here (the local broker runs no authorizer); it is
-// classified with the others (kafka_test: ClassifyTriggerError) and goes the same path.
 //
 // Requires, over three slots of each shard (on time, missed while the node was killed and fired
 // from the catch-up debt after its restart, on time again): every healthy (job, slot) exactly
@@ -68,9 +69,12 @@ TEST(PoisonTest, ARefusedTriggerIsDeadLetteredOnceAndItsShardMatesFireOnce) {
   kafka.brokers = world->brokers;
   const std::string small_topic = world->trigger_topic + ".small";
   const std::string missing_topic = world->trigger_topic + ".missing";  // never created
+  const std::string denied_topic = world->trigger_topic + ".denied";
   ASSERT_TRUE(EnsureTopics(kafka, {TopicSpec{world->trigger_topic, 3, -1, {}},
-                                   TopicSpec{small_topic, 1, -1, {{"max.message.bytes", "100"}}}})
+                                   TopicSpec{small_topic, 1, -1, {{"max.message.bytes", "100"}}},
+                                   TopicSpec{denied_topic, 1, -1, {}}})
                   .ok());
+  ASSERT_EQ(DenyTopicWrites(world->brokers, denied_topic), "");
   TriggerVerifier verifier(world->brokers, {world->trigger_topic});
   TopicCollector dlq(world->brokers, {world->triggers_dlq_topic});
 
@@ -91,6 +95,7 @@ TEST(PoisonTest, ARefusedTriggerIsDeadLetteredOnceAndItsShardMatesFireOnce) {
   const EpochMs now = WallMs();
   const int32_t s_big = static_cast<int32_t>(((now + 35'000) % 60'000) / kTickMs);
   const int32_t s_gone = (s_big + 1) % 120;
+  const int32_t s_denied = (s_big + 2) % 120;
   const int64_t m1 = EpochMinuteOf(SlotMs(EpochMinuteOf(now + 35'000), s_big, kTickMs));
   std::vector<std::string> healthy = IdsInShard(world->run_id + "-big", s_big, kHealthyPerShard + 1);
   const std::string bad_big = healthy.back();
@@ -99,11 +104,16 @@ TEST(PoisonTest, ARefusedTriggerIsDeadLetteredOnceAndItsShardMatesFireOnce) {
   const std::string bad_gone = gone.back();
   gone.pop_back();
   healthy.insert(healthy.end(), gone.begin(), gone.end());
+  std::vector<std::string> denied = IdsInShard(world->run_id + "-denied", s_denied, kHealthyPerShard + 1);
+  const std::string bad_denied = denied.back();
+  denied.pop_back();
+  healthy.insert(healthy.end(), denied.begin(), denied.end());
 
   std::vector<PlainMessage> commands;
   for (const std::string& id : healthy) commands.push_back({id, JobCommand(id, world->trigger_topic, 20), {}});
   commands.push_back({bad_big, JobCommand(bad_big, small_topic, 300), {}});
   commands.push_back({bad_gone, JobCommand(bad_gone, missing_topic, 20), {}});
+  commands.push_back({bad_denied, JobCommand(bad_denied, denied_topic, 20), {}});
   PlainProducer producer(world->brokers);
   for (const auto& [partition, offset] : producer.SendBatch(world->commands_topic, commands)) {
     ASSERT_GE(offset, 0);
@@ -114,7 +124,7 @@ TEST(PoisonTest, ARefusedTriggerIsDeadLetteredOnceAndItsShardMatesFireOnce) {
   const std::vector<ExpectedJob> all = LoadJobs(world->db->url(), world->run_id);
   std::vector<ExpectedJob> jobs;
   for (const ExpectedJob& j : all) {
-    if (j.id != bad_big && j.id != bad_gone) jobs.push_back(j);
+    if (j.id != bad_big && j.id != bad_gone && j.id != bad_denied) jobs.push_back(j);
   }
   ASSERT_EQ(jobs.size(), healthy.size());
   const EpochMs slot1 = SlotMs(m1, s_big, kTickMs);
@@ -132,10 +142,10 @@ TEST(PoisonTest, ARefusedTriggerIsDeadLetteredOnceAndItsShardMatesFireOnce) {
   // The unknown topic's refusal takes topic.metadata.propagation.max.ms (10 s) to come.
   SleepUntilWallMs(slot3 + 15'000);
 
-  const VerifyReport report = verifier.WaitComplete(jobs, slot1, slot3 + 1000, 30'000);
+  const VerifyReport report = verifier.WaitComplete(jobs, slot1, slot3 + 2 * kTickMs + 1, 30'000);
   Note(report.Summary("poison: healthy jobs of the poisoned shards, three slots across a restart"));
   report.Record("poison");
-  EXPECT_EQ(report.expected, 3 * 2 * kHealthyPerShard);
+  EXPECT_EQ(report.expected, 3 * 3 * kHealthyPerShard);
   EXPECT_EQ(report.missing, 0);
   EXPECT_EQ(report.duplicates, 0);
   EXPECT_EQ(report.unexpected, 0);
@@ -146,20 +156,23 @@ TEST(PoisonTest, ARefusedTriggerIsDeadLetteredOnceAndItsShardMatesFireOnce) {
   EXPECT_TRUE(WaitFor(
       [&] {
         letters = DeadLetters(dlq, &reasons);
-        return letters.size() >= 6;
+        return letters.size() >= 9;
       },
       20'000));
   std::map<std::string, int> want;
   for (int64_t m = m1; m <= m1 + 2; ++m) {
     want[bad_big + "@" + std::to_string(SlotMs(m, s_big, kTickMs))] = 1;
     want[bad_gone + "@" + std::to_string(SlotMs(m, s_gone, kTickMs))] = 1;
+    want[bad_denied + "@" + std::to_string(SlotMs(m, s_denied, kTickMs))] = 1;
   }
   EXPECT_EQ(letters, want);
   EXPECT_EQ(reasons[bad_big], "message_too_large " + small_topic);
   EXPECT_EQ(reasons[bad_gone], "unknown_topic " + missing_topic);
+  EXPECT_EQ(reasons[bad_denied], "topic_authorization " + denied_topic);
 
   // The watermarks moved past every slot; nothing is owed.
-  const std::string shards = "(" + std::to_string(s_big) + "," + std::to_string(s_gone) + ")";
+  const std::string shards =
+      "(" + std::to_string(s_big) + "," + std::to_string(s_gone) + "," + std::to_string(s_denied) + ")";
   const std::optional<pqxx::result> state =
       QueryFresh(world->db->url(), "SELECT min(fired_through) FROM shard_state WHERE shard IN " + shards);
   ASSERT_TRUE(state.has_value());
@@ -175,6 +188,7 @@ TEST(PoisonTest, ARefusedTriggerIsDeadLetteredOnceAndItsShardMatesFireOnce) {
   const std::string metrics = HttpGet(port, "/metrics").value_or("");
   EXPECT_GE(MetricValue(metrics, "belfry_triggers_refused_total{reason=\"message_too_large\"}").value_or(0), 2);
   EXPECT_GE(MetricValue(metrics, "belfry_triggers_refused_total{reason=\"unknown_topic\"}").value_or(0), 2);
+  EXPECT_GE(MetricValue(metrics, "belfry_triggers_refused_total{reason=\"topic_authorization\"}").value_or(0), 2);
   const std::string view = HttpGet(port, "/v1/jobs/" + bad_big).value_or("");
   EXPECT_NE(view.find("\"lastDeliveryError\":{\"error\":"), std::string::npos) << view;
   EXPECT_NE(view.find("\"topic\":\"" + small_topic + "\""), std::string::npos) << view;
