@@ -132,7 +132,9 @@ TEST(ReshardTest, ThreeNodesGoFrom120To240UnderLoadAcrossKillsAndMissNothing) {
     int status = 0;
     const std::string body = HttpGet(port, "/v1/jobs/" + ids[k] + "/next?n=10", &status).value_or("");
     ASSERT_EQ(status, 200) << body;
-    for (const auto& t : nlohmann::json::parse(body)["next"]) {
+    const nlohmann::json next = nlohmann::json::parse(body)["next"];
+    ASSERT_EQ(next.size(), 10u) << "an every-minute job has 10 next fires: " << body;
+    for (const auto& t : next) {
       const std::optional<EpochMs> at = ParseIsoTime(t.get<std::string>());
       ASSERT_TRUE(at.has_value()) << body;
       next_of[ids[k]].insert(*at);
@@ -199,18 +201,27 @@ TEST(ReshardTest, ThreeNodesGoFrom120To240UnderLoadAcrossKillsAndMissNothing) {
                 .as<int64_t>(),
             120);
 
-  // /next: each sampled job's predicted instants up to last_minute are exactly its fired ones.
+  // /next: each sampled job's predicted instants in [predicted_from, last_minute] are exactly its
+  // fired ones.
+  const auto in_checked_minutes = [&](EpochMs at) {
+    return at >= predicted_from * kMsPerMinute && at < (last_minute + 1) * kMsPerMinute;
+  };
+  size_t compared = 0;
   for (const auto& [id, predicted] : next_of) {
     std::set<EpochMs> fired, said;
     for (const auto& [key, n] : got) {
-      if (key.first == id && key.second >= predicted_from * kMsPerMinute && key.second < (last_minute + 1) * kMsPerMinute)
-        fired.insert(key.second);
+      if (key.first == id && in_checked_minutes(key.second)) fired.insert(key.second);
     }
     for (EpochMs at : predicted) {
-      if (at < (last_minute + 1) * kMsPerMinute) said.insert(at);
+      if (in_checked_minutes(at)) said.insert(at);
     }
+    compared += fired.size();
     EXPECT_EQ(said, fired) << "GET /v1/jobs/" << id << "/next disagrees with the triggers fired";
   }
+  Note("/next of " + std::to_string(next_of.size()) + " jobs held to " + std::to_string(compared) +
+       " fired triggers, minutes " + std::to_string(predicted_from) + ".." + std::to_string(last_minute));
+  EXPECT_GE(compared, next_of.size() * 2) << "too few minutes were predicted before they came";
+  EXPECT_EQ(next_of.size(), 24u);
   // /v1/load: the projection of last_minute (240 shards) is what each shard fired in it.
   std::vector<int64_t> fired_by_shard(240, 0);
   const MinuteLayout after = FiringLayout(*layout, last_minute);
