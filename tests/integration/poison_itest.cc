@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -91,11 +92,12 @@ TEST(PoisonTest, ARefusedTriggerIsDeadLetteredOnceAndItsShardMatesFireOnce) {
   auto node = std::make_unique<BelfryProcess>(env, "/tmp/belfry-" + world->run_id + "-1.log");
   ASSERT_TRUE(node->WaitForLog("belfry serving", 60'000)) << node->Log();
 
-  // Two shards whose slots come ~35 s from now: time to load the jobs before the first.
+  // Shards whose slots come ~35 s from now: time to load the jobs before the first.
   const EpochMs now = WallMs();
-  const int32_t s_big = static_cast<int32_t>(((now + 35'000) % 60'000) / kTickMs);
-  const int32_t s_gone = (s_big + 1) % 120;
-  const int32_t s_denied = (s_big + 2) % 120;
+  // Three consecutive shards that do not wrap past 119, so that their slots share each minute.
+  const int32_t s_big = std::min<int32_t>(static_cast<int32_t>(((now + 35'000) % 60'000) / kTickMs), 117);
+  const int32_t s_gone = s_big + 1;
+  const int32_t s_denied = s_big + 2;
   const int64_t m1 = EpochMinuteOf(SlotMs(EpochMinuteOf(now + 35'000), s_big, kTickMs));
   std::vector<std::string> healthy = IdsInShard(world->run_id + "-big", s_big, kHealthyPerShard + 1);
   const std::string bad_big = healthy.back();
