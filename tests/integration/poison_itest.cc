@@ -75,7 +75,9 @@ TEST(PoisonTest, ARefusedTriggerIsDeadLetteredOnceAndItsShardMatesFireOnce) {
                                    TopicSpec{small_topic, 1, -1, {{"max.message.bytes", "100"}}},
                                    TopicSpec{denied_topic, 1, -1, {}}})
                   .ok());
-  ASSERT_EQ(DenyTopicWrites(world->brokers, denied_topic), "");
+  ASSERT_EQ(DenyTopicWrites(world->brokers, denied_topic), "")
+      << "the broker needs the authorizer of deploy/kafka/server.properties.in: a broker started "
+         "before it had one is restarted by `scripts/local-stack up` (or kafka-restart)";
   TriggerVerifier verifier(world->brokers, {world->trigger_topic});
   TopicCollector dlq(world->brokers, {world->triggers_dlq_topic});
 
