@@ -39,7 +39,9 @@ TEST(WithSessionSettingTest, RefusesWhatLibpqCannotParse) {
   for (const char* bad : {"host=h dbname='unterminated", "postgresql://h/x?nosuchparam=1", "host=h nosuchkey=1"}) {
     StatusOr<std::string> url = WithSessionSetting(bad, "statement_timeout", "5");
     EXPECT_FALSE(url.ok()) << bad;
-    if (!url.ok()) EXPECT_EQ(url.status().code(), Status::Code::kInvalid);
+    if (!url.ok()) {
+      EXPECT_EQ(url.status().code(), Status::Code::kInvalid);
+    }
   }
 }
 
@@ -120,7 +122,9 @@ TEST(PreferStandbyConninfoTest, RefusesUrlsThatDifferInMoreThanTheServer) {
        }) {
     StatusOr<std::string> info = PreferStandbyConninfo(standby, primary);
     EXPECT_FALSE(info.ok()) << standby << " / " << primary;
-    if (!info.ok()) EXPECT_EQ(info.status().code(), Status::Code::kInvalid);
+    if (!info.ok()) {
+      EXPECT_EQ(info.status().code(), Status::Code::kInvalid);
+    }
   }
 }
 
