@@ -222,7 +222,7 @@ class CommandConsumer::Impl {
   // Leaves the group, so that the partitions move to another member now rather than after the
   // session timeout (a static member too: GroupMembership::Close). Uncommitted work is
   // re-delivered to the next owner.
-  void Close() { membership_.Close(!options_.group_instance_id.empty()); }
+  void Close() { membership_.Close(); }
 
   CommandConsumerStats Stats() const {
     std::lock_guard<std::mutex> lock(stats_mu_);

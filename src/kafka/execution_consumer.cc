@@ -146,7 +146,7 @@ class ExecutionConsumer::Impl {
 
   // Leaves the group (a static member too: GroupMembership::Close), so that the
   // partitions move at once. On the Run thread, or in the destructor once Run has returned.
-  void Close() { membership_.Close(!options_.group_instance_id.empty()); }
+  void Close() { membership_.Close(); }
 
  private:
   struct InFlightBatch {

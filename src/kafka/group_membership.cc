@@ -102,27 +102,26 @@ void GroupMembership::LogConsumeError(const RdKafka::Message& m) {
   spdlog::warn("kafka[{}]: consume: {} ({})", client_id_, RdKafka::err2str(m.err()), m.errstr());
 }
 
-void GroupMembership::Close(bool static_member, int64_t timeout_ms) {
+void GroupMembership::Close(int64_t timeout_ms) {
   if (consumer_ == nullptr || closed_) return;
   closed_ = true;
-  if (static_member) {
-    const RdKafka::ErrorCode err = consumer_->unsubscribe();
-    if (err != RdKafka::ERR_NO_ERROR) {
-      spdlog::warn("kafka[{}]: unsubscribe: {}", client_id_, RdKafka::err2str(err));
-    } else {
-      const auto deadline = SteadyClock::now() + std::chrono::milliseconds(timeout_ms);
-      while (SteadyClock::now() < deadline && (!assigned_.empty() || !consumer_->memberid().empty())) {
-        std::unique_ptr<RdKafka::Message> m(consumer_->consume(20));  // serves the revocation
-      }
-      if (!assigned_.empty() || !consumer_->memberid().empty()) {
-        spdlog::warn("kafka[{}]: did not leave the group within {} ms; its partitions wait for the session "
-                     "timeout",
-                     client_id_, timeout_ms);
-      }
+  const RdKafka::ErrorCode err = consumer_->unsubscribe();
+  if (err != RdKafka::ERR_NO_ERROR) {
+    spdlog::warn("kafka[{}]: unsubscribe: {}", client_id_, RdKafka::err2str(err));
+  } else {
+    const auto deadline = SteadyClock::now() + std::chrono::milliseconds(timeout_ms);
+    // Serves what the queue holds (an assignment not yet served included), then the revocation.
+    while (SteadyClock::now() < deadline && (!assigned_.empty() || !consumer_->memberid().empty())) {
+      std::unique_ptr<RdKafka::Message> m(consumer_->consume(20));
+    }
+    if (!assigned_.empty() || !consumer_->memberid().empty()) {
+      spdlog::warn("kafka[{}]: did not leave the group within {} ms; its partitions wait for the session "
+                   "timeout",
+                   client_id_, timeout_ms);
     }
   }
-  if (const RdKafka::ErrorCode err = consumer_->close(); err != RdKafka::ERR_NO_ERROR) {
-    spdlog::warn("kafka[{}]: close: {}", client_id_, RdKafka::err2str(err));
+  if (const RdKafka::ErrorCode e = consumer_->close(); e != RdKafka::ERR_NO_ERROR) {
+    spdlog::warn("kafka[{}]: close: {}", client_id_, RdKafka::err2str(e));
   }
 }
 

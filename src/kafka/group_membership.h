@@ -56,14 +56,19 @@ class GroupMembership final : public RdKafka::RebalanceCb {
   Carryover& carryover() { return carryover_; }
 
   // Closes the attached consumer once, leaving the group; later calls (and calls before Attach)
-  // do nothing. A static member (group.instance.id, see GroupInstanceId) does not leave on
-  // close(): its partitions would wait for the session timeout, which is the point when it is
-  // killed (its restart takes them straight back). On a clean shutdown it must leave, so that
-  // they move at once: unsubscribe() sends LeaveGroup (librdkafka skips it only on termination),
-  // and this waits up to `timeout_ms` for the revocation and the member id to be dropped before
-  // closing. Messages consumed meanwhile are dropped uncommitted; their next owner reads them
-  // from the committed offset. Errors are logged.
-  void Close(bool static_member, int64_t timeout_ms = 5000);
+  // do nothing. It first unsubscribes and serves the consumer's queue until the member has left
+  // (no partition assigned, no member id), for up to `timeout_ms`, and only then calls close():
+  // - a static member (group.instance.id, see GroupInstanceId) does not leave on close(): its
+  //   partitions would wait for the session timeout, which is the point when it is killed (its
+  //   restart takes them straight back). On a clean shutdown it must leave, so that they move at
+  //   once: unsubscribe() sends LeaveGroup (librdkafka skips it only on termination);
+  // - any member whose assignment is still waiting in its queue (start-up failed right after it
+  //   joined) would have close() serve it, and rd_kafka_assign() inside the rebalance callback
+  //   never returns while the group is terminating (librdkafka 2.0.2, eager protocol:
+  //   confluentinc/librdkafka#4884; GroupMembershipTest). Served before close(), it is harmless.
+  // Messages consumed meanwhile are dropped uncommitted; their next owner reads them from the
+  // committed offset. Errors are logged.
+  void Close(int64_t timeout_ms = 5000);
 
   // Logs a consume() error at WARN, each error code at most once per 30 s.
   void LogConsumeError(const RdKafka::Message& m);
