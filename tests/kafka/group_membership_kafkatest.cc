@@ -4,7 +4,6 @@
 // assignment, and rd_kafka_assign() inside the rebalance callback never returned (librdkafka
 // 2.0.2, eager protocol: confluentinc/librdkafka#4884). shutdown_itest hung for 11 minutes on it.
 #include <gtest/gtest.h>
-#include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
 
 #include <chrono>
@@ -26,7 +25,6 @@ namespace {
 using std::chrono::milliseconds;
 using testing::TestKafkaConfig;
 using testing::UniqueName;
-using testing::WaitUntil;
 
 // Subscribes a fresh member to a fresh topic, lets `delay` pass, and closes it: a hung close is
 // reported and ends the process, since its thread holds the consumer and cannot be abandoned.
