@@ -3,22 +3,12 @@
 #include <fmt/format.h>
 
 #include <iterator>
+#include <nlohmann/json.hpp>
 
 #include "core/job_json.h"
 #include "core/json_writer.h"
 
 namespace belfry {
-
-namespace {
-
-// `json` (an EncodeJobJson) up to its updatedAt, which EncodeJobJson writes last: jobDetails,
-// before it, may hold the same text, so the last occurrence is the field.
-std::string_view WithoutUpdatedAt(std::string_view json) {
-  const size_t at = json.rfind(",\"updatedAt\":");
-  return at == std::string_view::npos ? json : json.substr(0, at);
-}
-
-}  // namespace
 
 std::optional<JobChange> JobChangeBetween(const std::string& job_id, const std::string& op,
                                           const std::optional<StoredJob>& before,
@@ -27,12 +17,112 @@ std::optional<JobChange> JobChangeBetween(const std::string& job_id, const std::
   JobChange change;
   change.job_id = job_id;
   change.op = op;
-  if (before) change.before_json = EncodeJobJson(*before);
-  if (after) change.after_json = EncodeJobJson(*after);
-  if (before && after && WithoutUpdatedAt(change.before_json) == WithoutUpdatedAt(change.after_json)) {
-    return std::nullopt;
+  if (!before) {
+    change.after_json = EncodeJobJson(*after);
+    return change;
   }
+  if (!after) {
+    change.before_json = EncodeJobJson(*before);
+    return change;
+  }
+  const std::vector<JobViewField> was = JobViewFields(*before);
+  const std::vector<JobViewField> is = JobViewFields(*after);
+  // The id, the fields that differ, and updatedAt; nothing when only updatedAt moved. A field
+  // only some rows have (retryOf, manualOf...) is one a job keeps for life: the lists align.
+  std::vector<JobViewField> old_fields;
+  std::vector<JobViewField> new_fields;
+  bool changed = was.size() != is.size();
+  for (size_t i = 0; i < was.size() && i < is.size(); ++i) {
+    const bool always = was[i].name == "id" || was[i].name == "updatedAt";
+    const bool differs = was[i].name != is[i].name || was[i].value != is[i].value;
+    if (differs && was[i].name != "updatedAt") changed = true;
+    if (always || differs) {
+      old_fields.push_back(was[i]);
+      new_fields.push_back(is[i]);
+    }
+  }
+  if (!changed) return std::nullopt;
+  if (was.size() != is.size()) {  // not expected (see above): keep both views whole
+    change.before_json = EncodeJobViewFields(was);
+    change.after_json = EncodeJobViewFields(is);
+    return change;
+  }
+  change.before_json = EncodeJobViewFields(old_fields);
+  change.after_json = EncodeJobViewFields(new_fields);
   return change;
+}
+
+std::string JobFireSnapshot(const std::string& job_id) {
+  std::string out = "{\"id\":";
+  AppendJsonString(&out, job_id);
+  out.push_back('}');
+  return out;
+}
+
+namespace {
+
+using View = nlohmann::ordered_json;
+
+std::optional<View> ParseView(const std::string& json) {
+  if (json.empty()) return std::nullopt;
+  View v = View::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (!v.is_object()) return std::nullopt;
+  return v;
+}
+
+// `base` with each of `fields`' members set (a stored change's fields over a whole view).
+View Overlay(View base, const View& fields) {
+  for (const auto& [name, value] : fields.items()) base[name] = value;
+  return base;
+}
+
+}  // namespace
+
+void ExpandJobChanges(const std::string& current_json, std::vector<JobChange>* newest_first) {
+  std::vector<JobChange>& changes = *newest_first;
+  std::vector<bool> whole(changes.size(), false);
+  // Backward, from the job as it is: each change's after is the state the next one started from.
+  std::optional<View> state = ParseView(current_json);
+  for (size_t i = 0; i < changes.size(); ++i) {
+    JobChange& c = changes[i];
+    const std::optional<View> stored_before = ParseView(c.before_json);
+    const std::optional<View> stored_after = ParseView(c.after_json);
+    if (!stored_after) {  // a delete: its before is the whole job
+      whole[i] = true;
+      state = stored_before;
+      continue;
+    }
+    if (!stored_before) {  // a create: its after is the whole job
+      whole[i] = true;
+      state = std::nullopt;
+      continue;
+    }
+    if (!state) continue;  // no known state to stand on: the forward pass may find one
+    const View after = Overlay(*state, *stored_after);
+    const View before = Overlay(after, *stored_before);
+    c.after_json = after.dump();
+    c.before_json = before.dump();
+    whole[i] = true;
+    state = before;
+  }
+  // Forward, from the oldest whole view, for the changes the backward pass could not reach (a
+  // job whose row went without a recorded delete, such as a swept one-shot).
+  state.reset();
+  for (size_t k = changes.size(); k-- > 0;) {
+    JobChange& c = changes[k];
+    if (whole[k]) {
+      state = ParseView(c.after_json);
+      continue;
+    }
+    if (!state) continue;  // nothing whole before it: left as stored
+    const std::optional<View> stored_before = ParseView(c.before_json);
+    const std::optional<View> stored_after = ParseView(c.after_json);
+    const View before = Overlay(*state, *stored_before);
+    const View after = Overlay(before, *stored_after);
+    c.before_json = before.dump();
+    c.after_json = after.dump();
+    state = after;
+  }
 }
 
 namespace {

@@ -14,13 +14,28 @@ namespace belfry {
 // The change event's version; a consumer reads "version" first.
 inline constexpr int kJobChangeEventVersion = 1;
 
-// The change from `before` to `after` of job `job_id` by `op` (job_id, op and the two snapshots
-// set; the caller sets the rest), or nullopt when the job is as it was: both absent, or the same
-// JSON view apart from updatedAt (a replay, a re-upsert of the same spec, a pause of a paused
-// job). A command that leaves a job unchanged records nothing.
+// The change from `before` to `after` of job `job_id` by `op` (job_id, op and the two stored
+// forms set; the caller sets the rest), or nullopt when the job is as it was: both absent, or
+// the same view apart from updatedAt (a replay, a re-upsert of the same spec, a pause of a
+// paused job). A command that leaves a job unchanged records nothing.
+// What is stored is what changed (docs/audit-trail.md): a create's after and a delete's before
+// are the whole job (EncodeJobJson); a change to a job that stays stores, before and after, only
+// "id", the fields that differ and "updatedAt".
 std::optional<JobChange> JobChangeBetween(const std::string& job_id, const std::string& op,
                                           const std::optional<StoredJob>& before,
                                           const std::optional<StoredJob>& after);
+
+// The stored before and after of a trigger or backfill, which leave the job as it was: {"id"}.
+std::string JobFireSnapshot(const std::string& job_id);
+
+// Turns one job's stored changes (`newest_first`, consecutive: no change of the job between two
+// of them is missing, and none newer than the first) back into whole views of the job, in
+// place: walking back from `current_json` (EncodeJobJson of the job as it is now; empty when it
+// has no row), each change's after is the state the next one started from, and its before that
+// state with the change's stored before fields; a create's after and a delete's before are whole
+// already. Changes the walk cannot reach from a whole view keep their stored fields. A field a
+// system change moved (the tzdata re-plan, a reshard), which no change records, shows as it is now.
+void ExpandJobChanges(const std::string& current_json, std::vector<JobChange>* newest_first);
 
 // The change event, the value published to the changes topic under the job id:
 // {"version":1,"changeId","jobId","op","bulkId","actor","reason",

@@ -7,78 +7,87 @@
 #include "core/json_writer.h"
 
 namespace belfry {
-std::string EncodeJobJson(const StoredJob& job) {
+std::vector<JobViewField> JobViewFields(const StoredJob& job) {
   const JobSpec& s = job.spec;
-  std::string out = "{\"id\":";
-  AppendJsonString(&out, s.id);
-  out.append(",\"owner\":");
-  AppendJsonStringOrNull(&out, s.owner);
-  out.append(",\"topic\":");
-  AppendJsonString(&out, s.topic);
-  out.append(",\"key\":");
-  AppendJsonStringOrNull(&out, s.key);
-  out.append(",\"labels\":");
-  out.append(s.labels_json.empty() ? "{}" : s.labels_json);
-  fmt::format_to(std::back_inserter(out), ",\"intervalMinutes\":{},\"offsetMinutes\":{},\"shard\":{}",
-                 s.interval_minutes, s.offset_minutes, s.shard);
-  out.append(",\"cron\":");
+  std::vector<JobViewField> f;
+  f.reserve(28);
+  auto add = [&f](std::string_view name) -> std::string* {
+    f.push_back(JobViewField{name, {}});
+    return &f.back().value;
+  };
+  auto time = [&add](std::string_view name, const std::optional<EpochMs>& t) { AppendJsonTimeOrNull(add(name), t); };
+  AppendJsonString(add("id"), s.id);
+  AppendJsonStringOrNull(add("owner"), s.owner);
+  AppendJsonString(add("topic"), s.topic);
+  AppendJsonStringOrNull(add("key"), s.key);
+  add("labels")->append(s.labels_json.empty() ? "{}" : s.labels_json);
+  *add("intervalMinutes") = std::to_string(s.interval_minutes);
+  *add("offsetMinutes") = std::to_string(s.offset_minutes);
+  *add("shard") = std::to_string(s.shard);
   if (s.calendar) {
-    AppendJsonString(&out, s.calendar->cron);
-    out.append(",\"timeZone\":");
-    AppendJsonString(&out, s.calendar->time_zone);
+    AppendJsonString(add("cron"), s.calendar->cron);
+    AppendJsonString(add("timeZone"), s.calendar->time_zone);
   } else {
-    out.append("null,\"timeZone\":null");
+    *add("cron") = "null";
+    *add("timeZone") = "null";
   }
-  out.append(",\"startDateTime\":");
-  AppendJsonTimeOrNull(&out, s.max_fires ? s.requested_start_at : s.start_at);
-  out.append(",\"endDateTime\":");
-  AppendJsonTimeOrNull(&out, s.max_fires ? s.requested_end_at : s.end_at);
-  out.append(",\"maxFires\":");
-  out.append(s.max_fires ? std::to_string(*s.max_fires) : std::string("null"));
-  out.append(",\"firesEndAt\":");
-  AppendJsonTimeOrNull(&out, s.max_fires ? s.end_at : std::nullopt);
-  fmt::format_to(std::back_inserter(out), ",\"paused\":{},\"priority\":{}", job.paused ? "true" : "false", s.priority);
+  time("startDateTime", s.max_fires ? s.requested_start_at : s.start_at);
+  time("endDateTime", s.max_fires ? s.requested_end_at : s.end_at);
+  *add("maxFires") = s.max_fires ? std::to_string(*s.max_fires) : std::string("null");
+  time("firesEndAt", s.max_fires ? s.end_at : std::nullopt);
+  *add("paused") = job.paused ? "true" : "false";
+  *add("priority") = std::to_string(s.priority);
   // While paused: why, who and since when (the pause command's note; null fields when absent).
-  out.append(",\"pause\":");
+  std::string* pause = add("pause");
   if (!job.paused) {
-    out.append("null");
+    *pause = "null";
   } else {
-    out.append("{\"reason\":");
-    AppendJsonStringOrNull(&out, job.pause_reason);
-    out.append(",\"actor\":");
-    AppendJsonStringOrNull(&out, job.pause_actor);
-    out.append(",\"since\":");
-    AppendJsonTimeOrNull(&out, job.paused_at);
-    out.push_back('}');
+    pause->append("{\"reason\":");
+    AppendJsonStringOrNull(pause, job.pause_reason);
+    pause->append(",\"actor\":");
+    AppendJsonStringOrNull(pause, job.pause_actor);
+    pause->append(",\"since\":");
+    AppendJsonTimeOrNull(pause, job.paused_at);
+    pause->push_back('}');
   }
-  out.append(",\"runAt\":");
-  AppendJsonTimeOrNull(&out, s.run_at);
-  out.append(",\"scheduledFor\":");
-  AppendJsonTimeOrNull(&out, s.one_shot() ? std::optional<EpochMs>(s.scheduled_for_ms) : std::nullopt);
-  fmt::format_to(std::back_inserter(out),
-                 ",\"maxRetries\":{},\"retryBackoff\":{{\"initialSeconds\":{},\"multiplier\":{},\"maxSeconds\":{}}}",
-                 s.max_retries, s.retry_backoff.initial_ms / 1000, s.retry_backoff.multiplier,
-                 s.retry_backoff.max_ms / 1000);
+  time("runAt", s.run_at);
+  time("scheduledFor", s.one_shot() ? std::optional<EpochMs>(s.scheduled_for_ms) : std::nullopt);
+  *add("maxRetries") = std::to_string(s.max_retries);
+  *add("retryBackoff") = fmt::format(R"({{"initialSeconds":{},"multiplier":{},"maxSeconds":{}}})",
+                                     s.retry_backoff.initial_ms / 1000, s.retry_backoff.multiplier,
+                                     s.retry_backoff.max_ms / 1000);
   if (s.attempt > 0) {  // a row belfry stores for a scheduled retry
-    out.append(",\"retryOf\":");
-    AppendJsonString(&out, s.retry_of);
-    fmt::format_to(std::back_inserter(out), ",\"attempt\":{}", s.attempt);
+    AppendJsonString(add("retryOf"), s.retry_of);
+    *add("attempt") = std::to_string(s.attempt);
   } else if (!s.retry_of.empty()) {  // a row a trigger or backfill command stored
     const std::optional<DerivedRowRef> derived = ParseDerivedRowId(s.id);
-    out.append(",\"manualOf\":");
-    AppendJsonString(&out, s.retry_of);
-    out.append(",\"manual\":");
-    AppendJsonString(&out, derived ? DerivedKindName(derived->kind) : "trigger");
+    AppendJsonString(add("manualOf"), s.retry_of);
+    AppendJsonString(add("manual"), derived ? DerivedKindName(derived->kind) : "trigger");
   }
-  out.append(",\"jobDetails\":");
-  out.append(s.details_json.empty() ? "{}" : s.details_json);
-  out.append(",\"createdAt\":");
-  AppendJsonTimeOrNull(&out, job.created_at ? std::optional<EpochMs>(job.created_at) : std::nullopt);
-  out.append(",\"updatedAt\":");
-  AppendJsonTimeOrNull(&out, job.updated_at ? std::optional<EpochMs>(job.updated_at) : std::nullopt);
+  add("jobDetails")->append(s.details_json.empty() ? "{}" : s.details_json);
+  time("createdAt", job.created_at ? std::optional<EpochMs>(job.created_at) : std::nullopt);
+  time("updatedAt", job.updated_at ? std::optional<EpochMs>(job.updated_at) : std::nullopt);
+  return f;
+}
+
+std::string EncodeJobViewFields(const std::vector<JobViewField>& fields) {
+  size_t size = 2;
+  for (const JobViewField& f : fields) size += f.name.size() + f.value.size() + 4;
+  std::string out;
+  out.reserve(size);
+  out.push_back('{');
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out.push_back('"');
+    out.append(fields[i].name);  // a name of JobViewFields: nothing to escape
+    out.append("\":");
+    out.append(fields[i].value);
+  }
   out.push_back('}');
   return out;
 }
+
+std::string EncodeJobJson(const StoredJob& job) { return EncodeJobViewFields(JobViewFields(job)); }
 
 std::string EncodeJobDetailJson(const StoredJob& job, const std::optional<JobStats>& stats,
                                 const std::vector<NextFire>& fires, std::optional<int64_t> fires_remaining,

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "belfry/execution.h"
@@ -19,10 +20,20 @@ namespace belfry {
 //  "startDateTime","endDateTime","maxFires","firesEndAt","paused","priority","runAt","scheduledFor",
 //  "maxRetries","retryBackoff",["retryOf","attempt" on retry rows],"jobDetails","createdAt","updatedAt"}.
 // jobDetails is embedded as the stored JSON object; an empty owner or key, and absent dates,
-// are null; updatedAt is always the last field (JobChangeBetween relies on it). endDateTime is the
+// are null; updatedAt is always the last field. endDateTime is the
 // end the command asked for; a limited job (maxFires) shows in
 // firesEndAt the end its count puts on it (null for an unlimited job; see docs/fire-limits.md).
 std::string EncodeJobJson(const StoredJob& job);
+
+// One field of EncodeJobJson's object: its name and its JSON value, in the view's order.
+struct JobViewField {
+  std::string_view name;
+  std::string value;
+};
+// EncodeJobJson's fields, in order (what the audit trail compares field by field).
+std::vector<JobViewField> JobViewFields(const StoredJob& job);
+// The object of `fields`, in their order: EncodeJobJson(job) is EncodeJobViewFields(JobViewFields(job)).
+std::string EncodeJobViewFields(const std::vector<JobViewField>& fields);
 
 // One job with what is known about it: EncodeJobJson's fields, then "nextTriggerAt", "nextFires"
 // (EncodeNextFires of `fires`), "lastOutcome" (null until a terminal report arrives),

@@ -6,7 +6,6 @@
 #include <pqxx/stream_to>
 
 #include "core/job_change.h"
-#include "core/job_json.h"
 #include "pg/copy_row.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_job_change_queries.h"
@@ -33,17 +32,36 @@ void JobChangeLog::Add(int32_t shard, const std::string& id, JobChange context) 
   entries_.emplace_back(Key{shard, id}, std::move(context));
 }
 
+void JobChangeLog::AddCreated(StoredJob job, JobChange context) {
+  Key key{job.spec.shard, job.spec.id};
+  context.job_id = key.second;
+  entries_.emplace_back(key, std::move(context));
+  created_.insert_or_assign(std::move(key), std::move(job));
+}
+
+void JobChangeLog::MarkCreated(StoredJob job) {
+  Key key{job.spec.shard, job.spec.id};
+  created_.insert_or_assign(std::move(key), std::move(job));
+}
+
+void JobChangeLog::MarkDeleted(int32_t shard, const std::string& id) { deleted_.insert(Key{shard, id}); }
+
 JobChangeLog::Snapshots JobChangeLog::Read(pqxx::transaction_base& txn, const char* statement, size_t from) const {
   Snapshots out;
   if (from >= entries_.size()) return out;
   JsonArrayChunks keys;
+  bool any = false;
   for (size_t i = from; i < entries_.size(); ++i) {
     const Key& key = entries_[i].first;
+    // A job created or deleted here has nothing to read: not there before, or not there after.
+    if (created_.count(key) > 0 || deleted_.count(key) > 0) continue;
+    any = true;
     keys.BeginObject();
     keys.String("id", key.second);
     keys.Int("shard", key.first);
     keys.EndObject();
   }
+  if (!any) return out;
   for (const std::string& chunk : keys.Finish()) {
     for (const pqxx::row& row : txn.exec_prepared(statement, chunk)) {
       StoredJob job = StoredJobFromRow(row);
@@ -62,7 +80,8 @@ void JobChangeLog::ReadBefore(pqxx::transaction_base& txn, bool lock) {
 
 int64_t JobChangeLog::RecordAfter(pqxx::transaction_base& txn) {
   if (entries_.empty()) return 0;
-  const Snapshots after = Read(txn, pg_queries::kReadJobsByKeysName);
+  Snapshots after = Read(txn, pg_queries::kReadJobsByKeysName);
+  for (const auto& [key, job] : created_) after.insert_or_assign(key, job);
   auto find = [](const Snapshots& s, const Key& k) {
     const auto it = s.find(k);
     return it == s.end() ? std::optional<StoredJob>() : std::optional<StoredJob>(it->second);
@@ -76,7 +95,7 @@ int64_t JobChangeLog::RecordAfter(pqxx::transaction_base& txn) {
       const auto it = after.find(key);
       if (it == after.end()) continue;
       change = context;
-      change->before_json = EncodeJobJson(it->second);
+      change->before_json = JobFireSnapshot(key.second);  // the job as it was: its id is enough
       change->after_json = change->before_json;
     } else {
       change = JobChangeBetween(key.second, context.op, find(before_, key), find(after, key));

@@ -2,11 +2,13 @@
 // (pg_job_store.cc) and the bulk operations' steps (pg_job_store_bulk.cc). Within the transaction
 // that changes the jobs: Add each job a change may touch, ReadBefore (one read, which locks them),
 // make the changes, then RecordAfter (one read, one insert). Set-based: three statements per
-// batch, whatever its size.
+// batch, whatever its size. A job the batch created (AddCreated, from the insert's RETURNING) or
+// deleted (MarkDeleted) needs neither read; a batch of creates only is one COPY.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <pqxx/transaction_base>
 #include <string>
 #include <utility>
@@ -24,6 +26,13 @@ class JobChangeLog final {
   // recorded whenever the job exists, with the job as both before and after; any other change is
   // recorded only when the job changed (JobChangeBetween).
   void Add(int32_t shard, const std::string& id, JobChange context);
+  // A job this transaction created, as the insert returned it: recorded as a create, unread.
+  void AddCreated(StoredJob job, JobChange context);
+  // A job added (Add) and read before, which this transaction then created: its after, unread.
+  void MarkCreated(StoredJob job);
+  // Job `id` of `shard`, added before, was deleted by this transaction: its after is nothing,
+  // unread.
+  void MarkDeleted(int32_t shard, const std::string& id);
   bool empty() const { return entries_.empty(); }
 
   // Reads the jobs added since the last call as they are now: locking them in (shard, id) order
@@ -42,6 +51,8 @@ class JobChangeLog final {
 
   std::vector<std::pair<Key, JobChange>> entries_;
   Snapshots before_;
+  Snapshots created_;  // the jobs AddCreated gave, by key
+  std::set<Key> deleted_;
   size_t read_before_ = 0;  // entries_[0..read_before_) have their before_ read
 };
 

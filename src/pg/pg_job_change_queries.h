@@ -23,6 +23,21 @@ inline constexpr const char kListJobChangesSql[] =
     "SELECT " BELFRY_JOB_CHANGE_COLUMNS " FROM job_changes WHERE job_id = $1 AND change_id < $2::bigint "
     "ORDER BY change_id DESC LIMIT $3::int";
 
+// The changes of job $1 from change $2 on, newest first: the ones a page's expansion walks back
+// through from the job as it is (ExpandJobChanges).
+inline constexpr const char kJobChangesSinceName[] = "belfry_job_changes_since";
+inline constexpr const char kJobChangesSinceSql[] =
+    "SELECT " BELFRY_JOB_CHANGE_COLUMNS " FROM job_changes WHERE job_id = $1 AND change_id >= $2::bigint "
+    "ORDER BY change_id DESC";
+
+// The changes after change $2 of the jobs in $1 (a JSON array of ids), by job, newest first:
+// what the publisher's expansion walks back through, beyond its batch.
+inline constexpr const char kLaterChangesOfJobsName[] = "belfry_later_changes_of_jobs";
+inline constexpr const char kLaterChangesOfJobsSql[] =
+    "SELECT " BELFRY_JOB_CHANGE_COLUMNS " FROM job_changes"
+    " WHERE job_id IN (SELECT value FROM json_array_elements_text($1::json)) AND change_id > $2::bigint "
+    "ORDER BY job_id, change_id DESC";
+
 // One publisher at a time, cluster-wide: held to the end of its transaction. ASCII "belfrych".
 inline constexpr long long kChangePublisherLockKey = 0x62656c6672796368LL;
 inline constexpr const char kLockChangePublisherName[] = "belfry_lock_change_publisher";

@@ -35,10 +35,7 @@ std::vector<PreparedStatement> JobStoreStatements() {
   namespace q = pg_queries;
   return {
       {q::kUpsertStageExistsName, q::kUpsertStageExistsSql},
-      {q::kDeleteJobsName, q::kDeleteJobsSql},
-      {q::kDeleteRetriesOfName, q::kDeleteRetriesOfSql},
-      {q::kDeleteBackfillsOfName, q::kDeleteBackfillsOfSql},
-      {q::kDeleteDeliveryErrorsOfName, q::kDeleteDeliveryErrorsOfSql},
+      {q::kDeleteJobsAndTheirRowsName, q::kDeleteJobsAndTheirRowsSql},
       {q::kCoveredBackfillsName, q::kCoveredBackfillsSql},
       {q::kRecordBackfillName, q::kRecordBackfillSql},
       {q::kInsertManualRowsName, q::kInsertManualRowsSql},
@@ -47,6 +44,8 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kReadJobsByKeysName, q::kReadJobsByKeysSql},
       {q::kLockJobsByKeysName, q::kLockJobsByKeysSql},
       {q::kListJobChangesName, q::kListJobChangesSql},
+      {q::kJobChangesSinceName, q::kJobChangesSinceSql},
+      {q::kLaterChangesOfJobsName, q::kLaterChangesOfJobsSql},
       {q::kLockChangePublisherName, q::kLockChangePublisherSql},
       {q::kUnlockChangePublisherName, q::kUnlockChangePublisherSql},
       {q::kUnpublishedChangesName, q::kUnpublishedChangesSql},
@@ -66,7 +65,6 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kListJobsByLabelsName, q::kListJobsByLabelsSql},
       {q::kCountJobsName, q::kCountJobsSql},
       {q::kSweepOneShotsName, q::kSweepOneShotsSql},
-      {q::kDeleteOrphanSlotsName, q::kDeleteOrphanSlotsSql},
       {q::kTzdataVersionName, q::kTzdataVersionSql},
       {q::kSetTzdataVersionName, q::kSetTzdataVersionSql},
       {q::kIntervalCalendarJobsName, q::kIntervalCalendarJobsSql},
@@ -267,13 +265,6 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, const Shar
 
 // A job as stored: its id's shard's partition first, then every partition (a row stored under
 // another shard count). GetJob, and the manual fires' reads inside their transaction.
-std::optional<StoredJob> ReadJobInTxn(pqxx::transaction_base& txn, const std::string& id, const ShardLayout& layout) {
-  pqxx::result r = txn.exec_prepared(pg_queries::kGetJobInShardName, id, StoredShard(id, layout));
-  if (r.empty()) r = txn.exec_prepared(pg_queries::kGetJobName, id);
-  if (r.empty()) return std::nullopt;
-  return StoredJobFromRow(r[0]);
-}
-
 std::vector<std::pair<EpochMs, EpochMs>> CoveredRanges(pqxx::transaction_base& txn, const ManualFire& f) {
   std::vector<std::pair<EpochMs, EpochMs>> out;
   for (const pqxx::row& row :
@@ -347,6 +338,13 @@ std::unordered_set<std::string> InsertManualRows(pqxx::transaction_base& txn, co
 
 }  // namespace
 
+std::optional<StoredJob> ReadJobInTxn(pqxx::transaction_base& txn, const std::string& id, const ShardLayout& layout) {
+  pqxx::result r = txn.exec_prepared(pg_queries::kGetJobInShardName, id, StoredShard(id, layout));
+  if (r.empty()) r = txn.exec_prepared(pg_queries::kGetJobName, id);
+  if (r.empty()) return std::nullopt;
+  return StoredJobFromRow(r[0]);
+}
+
 std::string IntArrayLiteral(const std::vector<int32_t>& values) {
   std::string out = "{";
   for (size_t i = 0; i < values.size(); ++i) {
@@ -357,13 +355,12 @@ std::string IntArrayLiteral(const std::vector<int32_t>& values) {
   return out;
 }
 
-int64_t DeleteJobsAndTheirRows(pqxx::transaction_base& txn, const std::string& chunk) {
-  const int64_t deleted = txn.exec_prepared(pg_queries::kDeleteJobsName, chunk).affected_rows();
-  txn.exec_prepared(pg_queries::kDeleteRetriesOfName, chunk);
-  txn.exec_prepared(pg_queries::kDeleteBackfillsOfName, chunk);
-  txn.exec_prepared(pg_queries::kDeleteDeliveryErrorsOfName, chunk);
-  txn.exec_prepared(pg_queries::kDeleteOrphanSlotsName, chunk);
-  return deleted;
+int64_t DeleteJobsAndTheirRows(pqxx::transaction_base& txn, const std::string& chunk, JobChangeLog* changes) {
+  const pqxx::result deleted = txn.exec_prepared(pg_queries::kDeleteJobsAndTheirRowsName, chunk);
+  if (changes != nullptr) {
+    for (const pqxx::row& r : deleted) changes->MarkDeleted(r[1].as<int32_t>(), r[0].as<std::string>());
+  }
+  return static_cast<int64_t>(deleted.size());
 }
 
 void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed, const ShardLayout& layout) {
@@ -482,9 +479,23 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
     pqxx::work txn(conn, "apply_actions");
     if (Status st = LoadLayout(txn, true); !st.ok()) return st;
     const ActionParams params = BuildActionParams(actions, layout_);
+    // The audit trail reads each job before the batch changes it, locking the jobs in (shard, id)
+    // order. A job the insert creates needs no such read (issue 34): a batch inserts first, then
+    // reads only the jobs that were there. But a batch with one-shots locks their shards' rows
+    // before the insert, and a job's row is always locked before a shard's (as a bulk step
+    // does), so such a batch reads every job first, as before.
+    const bool insert_first = params.one_shot_shards.empty();
     JobChangeLog changes;
-    for (const JobAction& a : actions) changes.Add(ActionShard(a, layout_), a.id, ActionChange(a));
-    changes.ReadBefore(txn);
+    std::map<std::pair<int32_t, std::string>, const JobAction*> by_key;
+    for (const JobAction& a : actions) by_key.emplace(std::make_pair(ActionShard(a, layout_), a.id), &a);
+    std::set<std::pair<int32_t, std::string>> created;
+    auto read_before_the_rest = [&] {
+      for (const auto& [key, a] : by_key) {
+        if (created.count(key) == 0) changes.Add(key.first, key.second, ActionChange(*a));
+      }
+      changes.ReadBefore(txn);
+    };
+    if (!insert_first) read_before_the_rest();
     if (!params.upserts.empty()) {
       if (!txn.exec_prepared(q::kUpsertStageExistsName)[0][0].as<bool>()) txn.exec(q::kCreateUpsertStageSql);
       {
@@ -501,14 +512,28 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
         txn.exec_prepared(q::kLockShardStatesName, params.one_shot_shards);
       }
       if (params.any_calendar_slots) txn.exec_prepared(q::kRegisterStagedZonesName);
-      txn.exec_prepared(q::kInsertStagedJobsName);
-      txn.exec_prepared(q::kUpdateStagedJobsName);
+      for (const pqxx::row& row : txn.exec_prepared(q::kInsertStagedJobsName)) {
+        StoredJob job = StoredJobFromRow(row);
+        std::pair<int32_t, std::string> key{job.spec.shard, job.spec.id};
+        const auto it = by_key.find(key);
+        if (insert_first && it != by_key.end()) {
+          changes.AddCreated(std::move(job), ActionChange(*it->second));
+        } else {
+          changes.MarkCreated(std::move(job));
+        }
+        created.insert(std::move(key));
+      }
+      if (insert_first) read_before_the_rest();
+      // Step 2 finds nothing to replace when step 1 created every staged job (a bulk load).
+      if (created.size() < params.upserts.size()) txn.exec_prepared(q::kUpdateStagedJobsName);
       // A job's cron_slots follow its row: replaced for every row this batch wrote (a job that
       // was a slot-planned cron job may now be anything else), created for cron jobs.
       txn.exec_prepared(q::kDeleteStagedSlotsName);
       if (params.any_calendar_slots) txn.exec_prepared(q::kInsertStagedSlotsName);
+    } else if (insert_first) {
+      read_before_the_rest();
     }
-    for (const std::string& chunk : params.deletes) DeleteJobsAndTheirRows(txn, chunk);
+    for (const std::string& chunk : params.deletes) DeleteJobsAndTheirRows(txn, chunk, &changes);
     for (const std::string& chunk : params.set_paused) {
       RestartFireLimits(txn, txn.exec_prepared(pg_queries::kSetPausedName, chunk), layout_);
     }

@@ -131,7 +131,7 @@ int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int
   int64_t changed = 0;
   for (const std::string& chunk : rows.Finish()) {
     if (op.op == CommandOp::kDelete) {
-      changed += DeleteJobsAndTheirRows(txn, chunk);
+      changed += DeleteJobsAndTheirRows(txn, chunk, changes);
     } else {
       RestartFireLimits(txn, txn.exec_prepared(q::kSetPausedName, chunk), layout);
     }

@@ -1,11 +1,19 @@
 // PgJobStore's audit trail reads and its publishing (docs/audit-trail.md). The changes are
-// recorded by JobChangeLog (pg_job_change_log.h) in the transactions that make them.
+// recorded by JobChangeLog (pg_job_change_log.h) in the transactions that make them, as what
+// changed; the history and the change events show them whole (ExpandJobChanges).
 #include <algorithm>
+#include <iterator>
+#include <limits>
+#include <map>
 #include <pqxx/nontransaction>
 #include <pqxx/result>
 #include <pqxx/transaction>
 
+#include "core/job_change.h"
+#include "core/job_json.h"
+#include "core/json_writer.h"
 #include "pg/pg_job_change_queries.h"
+#include "pg/pg_job_writes.h"
 #include "pg/pg_job_store.h"
 #include "pg/pg_rows.h"
 
@@ -33,6 +41,22 @@ JobChange JobChangeFromRow(const pqxx::row& r) {
   return c;
 }
 
+
+// The whole views of job `job_id`'s changes `newest_first` (consecutive, none newer missing),
+// from the job as `txn` sees it (ExpandJobChanges). Reads the job only when a change needs it.
+void ExpandChangesInTxn(pqxx::transaction_base& txn, const std::string& job_id, const ShardLayout& layout,
+                        std::vector<JobChange>* newest_first) {
+  if (newest_first->empty()) return;
+  const JobChange& newest = newest_first->front();
+  // A newest change that is a create or a delete is whole, and the walk starts from it.
+  const bool needs_row = !newest.before_json.empty() && !newest.after_json.empty();
+  std::string current;
+  if (needs_row) {
+    if (const std::optional<StoredJob> job = ReadJobInTxn(txn, job_id, layout)) current = EncodeJobJson(*job);
+  }
+  ExpandJobChanges(current, newest_first);
+}
+
 }  // namespace
 
 StatusOr<std::vector<JobChange>> PgJobStore::ListJobChanges(const std::string& job_id, int64_t before_change_id,
@@ -40,12 +64,28 @@ StatusOr<std::vector<JobChange>> PgJobStore::ListJobChanges(const std::string& j
   std::vector<JobChange> out;
   const int64_t before = before_change_id > 0 ? before_change_id : std::numeric_limits<int64_t>::max();
   Status st = session_.Run("list job changes", [&](pqxx::connection& conn) {
-    pqxx::nontransaction txn(conn);
+    // One snapshot for the page, the changes after it and the job, which the page's whole views
+    // are built from (docs/audit-trail.md: what is stored is what changed).
+    pqxx::transaction<pqxx::repeatable_read, pqxx::read_only> txn(conn, "list_job_changes");
+    if (Status s = LoadLayout(txn, false); !s.ok()) return s;
     out.clear();
     for (const pqxx::row& row :
          txn.exec_prepared(pg_queries::kListJobChangesName, job_id, before, std::clamp(limit, 1, 1000))) {
       out.push_back(JobChangeFromRow(row));
     }
+    if (out.empty()) return Status::Ok();
+    std::vector<JobChange> all;
+    if (before != std::numeric_limits<int64_t>::max()) {
+      for (const pqxx::row& row : txn.exec_prepared(pg_queries::kJobChangesSinceName, job_id, before)) {
+        all.push_back(JobChangeFromRow(row));
+      }
+    }
+    const size_t newer = all.size();
+    all.insert(all.end(), std::make_move_iterator(out.begin()), std::make_move_iterator(out.end()));
+    ExpandChangesInTxn(txn, job_id, layout_, &all);
+    out.assign(std::make_move_iterator(all.begin() + static_cast<std::ptrdiff_t>(newer)),
+               std::make_move_iterator(all.end()));
+    txn.commit();
     return Status::Ok();
   });
   if (!st.ok()) return st;
@@ -59,26 +99,62 @@ StatusOr<int64_t> PgJobStore::PublishChanges(int32_t limit,
     namespace q = pg_queries;
     marked = 0;
     // No transaction is open while `publish` waits for the broker: the round holds a
-    // session-level advisory lock instead, and each statement commits on its own. A crash between
-    // the publish and the mark publishes the changes again (at least once, as before).
-    pqxx::nontransaction txn(conn, "publish_job_changes");
-    if (!txn.exec_prepared1(q::kLockChangePublisherName, q::kChangePublisherLockKey)[0].as<bool>()) {
-      return Status::Ok();  // another node publishes
+    // session-level advisory lock instead. A crash between the publish and the mark publishes
+    // the changes again (at least once, as before).
+    {
+      pqxx::nontransaction lock(conn, "lock_change_publisher");
+      if (!lock.exec_prepared1(q::kLockChangePublisherName, q::kChangePublisherLockKey)[0].as<bool>()) {
+        return Status::Ok();  // another node publishes
+      }
     }
     struct Unlock {
-      pqxx::nontransaction& txn;
+      pqxx::connection& conn;
       ~Unlock() {
         try {
+          pqxx::nontransaction txn(conn, "unlock_change_publisher");
           txn.exec_prepared(q::kUnlockChangePublisherName, q::kChangePublisherLockKey);
         } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): a broken connection released it
         }
       }
-    } unlock{txn};
+    } unlock{conn};
     std::vector<JobChange> changes;
-    for (const pqxx::row& row : txn.exec_prepared(q::kUnpublishedChangesName, std::max(1, limit))) {
-      changes.push_back(JobChangeFromRow(row));
+    {
+      // The batch, the later changes of its jobs and those jobs, on one snapshot: each event's
+      // before and after are whole views, built from what the rows store (ExpandJobChanges).
+      pqxx::transaction<pqxx::repeatable_read, pqxx::read_only> txn(conn, "read_job_changes");
+      for (const pqxx::row& row : txn.exec_prepared(q::kUnpublishedChangesName, std::max(1, limit))) {
+        changes.push_back(JobChangeFromRow(row));
+      }
+      if (changes.empty()) return Status::Ok();
+      // Each job's changes, newest first: the batch's, after the later ones.
+      std::map<std::string, std::vector<JobChange*>> by_job;
+      for (auto it = changes.rbegin(); it != changes.rend(); ++it) by_job[it->job_id].push_back(&*it);
+      bool any_stored_fields = false;
+      for (const JobChange& c : changes) any_stored_fields |= !c.before_json.empty() && !c.after_json.empty();
+      if (any_stored_fields) {
+        if (Status s = LoadLayout(txn, false); !s.ok()) return s;
+        std::string ids = "[";
+        for (const auto& [id, list] : by_job) {
+          if (ids.size() > 1) ids.push_back(',');
+          AppendJsonString(&ids, id);
+        }
+        ids.push_back(']');
+        std::map<std::string, std::vector<JobChange>> later;
+        for (const pqxx::row& row :
+             txn.exec_prepared(q::kLaterChangesOfJobsName, ids, changes.back().change_id)) {
+          JobChange c = JobChangeFromRow(row);
+          later[c.job_id].push_back(std::move(c));
+        }
+        for (auto& [id, list] : by_job) {
+          std::vector<JobChange> walk = std::move(later[id]);
+          const size_t skip = walk.size();
+          for (JobChange* c : list) walk.push_back(*c);
+          ExpandChangesInTxn(txn, id, layout_, &walk);
+          for (size_t k = 0; k < list.size(); ++k) *list[k] = std::move(walk[skip + k]);
+        }
+      }
+      txn.commit();
     }
-    if (changes.empty()) return Status::Ok();
     if (Status s = publish(changes); !s.ok()) return s;
     std::string ids = "{";
     for (size_t i = 0; i < changes.size(); ++i) {
@@ -86,6 +162,7 @@ StatusOr<int64_t> PgJobStore::PublishChanges(int32_t limit,
       ids += std::to_string(changes[i].change_id);
     }
     ids.push_back('}');
+    pqxx::nontransaction txn(conn, "mark_job_changes_published");
     marked = static_cast<int64_t>(txn.exec_prepared(q::kMarkChangesPublishedName, ids).affected_rows());
     return Status::Ok();
   });

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <pqxx/result>
 #include <pqxx/transaction_base>
 
@@ -12,16 +13,25 @@
 #include <vector>
 
 #include "belfry/command.h"
+#include "belfry/job.h"
 
 namespace belfry {
 
 // An int[] literal, "{1,2,3}".
 std::string IntArrayLiteral(const std::vector<int32_t>& values);
 
+class JobChangeLog;
+
+// Job `id` as stored: in its shard by `layout` (StoredShard), else wherever it is (by id alone:
+// every partition's primary key); nullopt when there is none.
+std::optional<StoredJob> ReadJobInTxn(pqxx::transaction_base& txn, const std::string& id, const ShardLayout& layout);
+
 // Deletes the jobs of `chunk` (a JSON array of {id, shard, src_partition, src_offset}; a job whose
 // row holds a later position of the same partition stays) with their retries and manual rows,
-// their backfill ranges and their calendar slots. Returns how many jobs it deleted.
-int64_t DeleteJobsAndTheirRows(pqxx::transaction_base& txn, const std::string& chunk);
+// their backfill ranges, delivery errors and calendar slots, in one statement. Returns how many
+// jobs it deleted; tells `changes` (when given) which, so that it reads no after for them.
+int64_t DeleteJobsAndTheirRows(pqxx::transaction_base& txn, const std::string& chunk,
+                               JobChangeLog* changes = nullptr);
 
 // The limited jobs a resume restarted (kSetPausedSql's rows: id, shard, paused_at ms, the resume's
 // timestamp): their counts and windows, recomputed from their rows (ResumeFireLimit). One read and

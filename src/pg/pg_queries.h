@@ -300,7 +300,22 @@ inline constexpr const char kLockShardStatesSql[] =
                         BELFRY_WITHIN_LATE_LIMIT(BELFRY_STORED_SHARD_NEXT_MINUTE))                      \
   " END"
 
+// Column order is decoded by PgJobStore's row reader; keep the two in step.
+#define BELFRY_JOB_COLUMNS                                                                                 \
+  "id, owner, interval_minutes, offset_minutes, shard, topic, key, details,"                               \
+  " floor(extract(epoch FROM start_at) * 1000)::bigint, floor(extract(epoch FROM end_at) * 1000)::bigint," \
+  " priority, paused, floor(extract(epoch FROM created_at) * 1000)::bigint,"                               \
+  " floor(extract(epoch FROM updated_at) * 1000)::bigint, src_partition, src_offset,"                      \
+  " floor(extract(epoch FROM run_at) * 1000)::bigint, run_minute, scheduled_for_ms,"                      \
+  " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms, attempt, COALESCE(retry_of, ''),"         \
+  " cron_expr, time_zone, pause_reason, pause_actor, floor(extract(epoch FROM paused_at) * 1000)::bigint,"      \
+  " max_fires, fires_before, floor(extract(epoch FROM fires_from) * 1000)::bigint,"                       \
+  " floor(extract(epoch FROM requested_end_at) * 1000)::bigint,"                                          \
+  " floor(extract(epoch FROM requested_start_at) * 1000)::bigint, labels::text"
+
 // Step 1 of an upsert: insert the jobs that do not exist yet. Existing ids are left to step 2.
+// Returns the rows it created, as BELFRY_JOB_COLUMNS: the audit trail's after of a create, which
+// needs neither a read before nor one after (issue 34).
 // Prepared per session, after the staging table exists (PgJobStore::ApplyActions).
 inline constexpr const char kInsertStagedJobsName[] = "belfry_insert_staged_jobs";
 inline constexpr const char kInsertStagedJobsSql[] =
@@ -322,7 +337,8 @@ inline constexpr const char kInsertStagedJobsSql[] =
     "FROM belfry_upsert_stage AS a"
     BELFRY_FIRING_SHARD_STATE_JOIN
     "ORDER BY a.shard, a.id "  // one partition after another: ~30% faster than id order
-    "ON CONFLICT (id, shard) DO NOTHING";
+    "ON CONFLICT (id, shard) DO NOTHING "
+    "RETURNING " BELFRY_JOB_COLUMNS;
 
 // Step 2 of an upsert: replace existing rows. Runs after step 1 in the same transaction, so it
 // also sees rows step 1 just inserted, which the replay guard skips (same source position).
@@ -405,48 +421,27 @@ inline constexpr const char kInsertStagedSlotsSql[] =
     "WHERE a.cron_codes IS NOT NULL "
     "ON CONFLICT DO NOTHING";
 
-// After kDeleteJobsSql: the slots of deleted jobs (same parameter). A job that a later command
-// of the same partition re-created keeps its row, and its slots.
-inline constexpr const char kDeleteOrphanSlotsName[] = "belfry_delete_orphan_slots";
-inline constexpr const char kDeleteOrphanSlotsSql[] =
-    "DELETE FROM cron_slots AS s "
-    "USING json_to_recordset($1::json) AS a(id text, shard smallint, src_partition int, src_offset bigint) "
-    "WHERE s.shard = a.shard AND s.job_id = a.id"
-    " AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.shard = a.shard AND j.id = a.id)";
-
-inline constexpr const char kDeleteJobsName[] = "belfry_delete_jobs";
-inline constexpr const char kDeleteJobsSql[] =
-    "DELETE FROM jobs AS j "
-    "USING json_to_recordset($1::json) AS a(id text, shard smallint, src_partition int, src_offset bigint) "
-    "WHERE j.shard = a.shard AND j.id = a.id"
-    " AND NOT (j.src_partition = a.src_partition AND j.src_offset > a.src_offset)";
-
-// Deleting a job cancels its scheduled retries (rows of migration 0004). Same parameter as
-// kDeleteJobsSql; a replay finds nothing left to delete.
-inline constexpr const char kDeleteRetriesOfName[] = "belfry_delete_retries_of";
-inline constexpr const char kDeleteRetriesOfSql[] =
-    "DELETE FROM jobs AS j "
-    "USING json_to_recordset($1::json) AS a(id text, shard smallint, src_partition int, src_offset bigint) "
-    "WHERE j.shard = a.shard AND j.retry_of = a.id";  // a job's retries live in its shard
-
-// Deleting a job forgets the ranges it was backfilled over (migration 0011), unless a later
-// command of the batch re-created it. Same parameter as kDeleteJobsSql.
-inline constexpr const char kDeleteBackfillsOfName[] = "belfry_delete_backfills_of";
-inline constexpr const char kDeleteBackfillsOfSql[] =
-    "DELETE FROM backfills AS b "
-    "USING json_to_recordset($1::json) AS a(id text, shard smallint, src_partition int, src_offset bigint) "
-    "WHERE b.job_id = a.id"
-    " AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.shard = a.shard AND j.id = a.id)";
-
-// Deleting a job forgets its last delivery error (migration 0017), unless a later command of the
-// batch re-created it: a new job of the same id starts with none. Same parameter as
-// kDeleteJobsSql.
-inline constexpr const char kDeleteDeliveryErrorsOfName[] = "belfry_delete_delivery_errors_of";
-inline constexpr const char kDeleteDeliveryErrorsOfSql[] =
-    "DELETE FROM trigger_delivery_errors AS e "
-    "USING json_to_recordset($1::json) AS a(id text, shard smallint, src_partition int, src_offset bigint) "
-    "WHERE e.job_id = a.id"
-    " AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.shard = a.shard AND j.id = a.id)";
+// Deletes jobs with what belongs to them, in one statement: $1 = a JSON array of {id, shard,
+// src_partition, src_offset}. Returns the (id, shard) of each job it deleted. A job that a later
+// command of the same partition re-created keeps its row, and with it its slots, backfilled
+// ranges and last delivery error; a job that is gone (deleted now, or absent already) loses them
+// (its slots from cron_slots, migration 0006; its ranges, 0011; its delivery error, 0017: a new
+// job of the same id starts with none). Its scheduled retries (rows of migration 0004, in its
+// shard) are cancelled either way. Every part reads the statement's one snapshot, so "gone" is
+// "deleted by this statement, or not there before it"; one round trip, whatever the batch holds.
+inline constexpr const char kDeleteJobsAndTheirRowsName[] = "belfry_delete_jobs_and_their_rows";
+inline constexpr const char kDeleteJobsAndTheirRowsSql[] =
+    "WITH a AS MATERIALIZED ("
+    "  SELECT * FROM json_to_recordset($1::json) AS a(id text, shard smallint, src_partition int, src_offset bigint)),"
+    " d AS (DELETE FROM jobs AS j USING a WHERE j.shard = a.shard AND j.id = a.id"
+    "   AND NOT (j.src_partition = a.src_partition AND j.src_offset > a.src_offset) RETURNING j.id, j.shard),"
+    " gone AS MATERIALIZED (SELECT id, shard FROM d UNION ALL"
+    "   SELECT a.id, a.shard FROM a WHERE NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.shard = a.shard AND j.id = a.id)),"
+    " r AS (DELETE FROM jobs AS j USING a WHERE j.shard = a.shard AND j.retry_of = a.id),"
+    " b AS (DELETE FROM backfills AS b USING gone AS g WHERE b.job_id = g.id),"
+    " e AS (DELETE FROM trigger_delivery_errors AS e USING gone AS g WHERE e.job_id = g.id),"
+    " s AS (DELETE FROM cron_slots AS s USING gone AS g WHERE s.shard = g.shard AND s.job_id = g.id) "
+    "SELECT id, shard FROM d";
 
 // ---- Manual fires: trigger and backfill commands (docs/manual-fires.md). ----------------------
 
@@ -526,7 +521,7 @@ inline constexpr const char kSetPausedSql[] =
     "SELECT id, shard, paused_at_ms, ts FROM changed"
     " WHERE resumed AND was_paused AND max_fires IS NOT NULL AND paused_at_ms IS NOT NULL";
 
-// $1 = a JSON array of {id, shard}: those jobs, as BELFRY_JOB_COLUMNS (defined below): the limited
+// $1 = a JSON array of {id, shard}: those jobs, as BELFRY_JOB_COLUMNS: the limited
 // jobs a resume restarted, and the audit trail's snapshots (pg_job_change_log.h).
 inline constexpr const char kReadJobsByKeysName[] = "belfry_read_jobs_by_keys";
 #define BELFRY_READ_JOBS_BY_KEYS(columns)                                                           \
@@ -576,19 +571,6 @@ inline constexpr const char kInsertJobSlotsSql[] =
     "ON CONFLICT DO NOTHING";
 
 // ---- Reads (src/pg/pg_job_store.cc). ----------------------------------------------------------
-
-// Column order is decoded by PgJobStore's row reader; keep the two in step.
-#define BELFRY_JOB_COLUMNS                                                                                 \
-  "id, owner, interval_minutes, offset_minutes, shard, topic, key, details,"                               \
-  " floor(extract(epoch FROM start_at) * 1000)::bigint, floor(extract(epoch FROM end_at) * 1000)::bigint," \
-  " priority, paused, floor(extract(epoch FROM created_at) * 1000)::bigint,"                               \
-  " floor(extract(epoch FROM updated_at) * 1000)::bigint, src_partition, src_offset,"                      \
-  " floor(extract(epoch FROM run_at) * 1000)::bigint, run_minute, scheduled_for_ms,"                      \
-  " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms, attempt, COALESCE(retry_of, ''),"         \
-  " cron_expr, time_zone, pause_reason, pause_actor, floor(extract(epoch FROM paused_at) * 1000)::bigint,"      \
-  " max_fires, fires_before, floor(extract(epoch FROM fires_from) * 1000)::bigint,"                       \
-  " floor(extract(epoch FROM requested_end_at) * 1000)::bigint,"                                          \
-  " floor(extract(epoch FROM requested_start_at) * 1000)::bigint, labels::text"
 
 inline constexpr const char kGetJobName[] = "belfry_get_job";
 // $1 id, $2 ShardForId(id): reads one partition of jobs. PgJobStore falls back to kGetJobSql

@@ -101,6 +101,59 @@ TEST_F(PgJobChangesTest, EachAppliedChangeIsRecordedOnceWithItsBeforeAndAfter) {
   EXPECT_TRUE(History("b").empty());
 }
 
+TEST_F(PgJobChangesTest, AChangeStoresWhatChangedAndIsReadAndPublishedWhole) {
+  ASSERT_TRUE(store_->ApplyActions({Upsert("a", 1)}).ok());
+  ASSERT_TRUE(store_->ApplyActions({Named(JobAction::Kind::kSetPaused, "a", 2, true)}).ok());
+  ASSERT_TRUE(store_->ApplyActions({Upsert("a", 3, 10)}).ok());  // a new interval; the pause stays
+  ASSERT_TRUE(store_->ApplyActions({Upsert("b", 4)}).ok());
+  // Stored: a create is the whole job, a change only its id, what differs and updatedAt.
+  const pqxx::result stored =
+      db().Exec("SELECT op, coalesce(length(before), 0) + coalesce(length(after), 0), after FROM job_changes"
+                " WHERE job_id = 'a' ORDER BY change_id");
+  ASSERT_EQ(stored.size(), 3u);
+  const int64_t create_bytes = stored[0][1].as<int64_t>();
+  EXPECT_GT(create_bytes, 300) << stored[0][2].as<std::string>();
+  EXPECT_LT(stored[1][1].as<int64_t>(), 300) << "a pause: " << stored[1][2].as<std::string>();
+  EXPECT_LT(stored[2][1].as<int64_t>(), create_bytes) << stored[2][2].as<std::string>();
+  EXPECT_EQ(stored[2][2].as<std::string>().find("\"topic\""), std::string::npos) << "the topic did not change";
+
+  // Read: whole views, each before the state the previous change left (keyset pages too).
+  auto whole = [](const std::string& json) { return nlohmann::json::parse(json); };
+  const std::vector<JobChange> h = History("a");
+  ASSERT_EQ(h.size(), 3u);
+  EXPECT_EQ(whole(h[0].after_json)["intervalMinutes"], 10);
+  EXPECT_EQ(whole(h[0].after_json)["topic"], whole(h[2].after_json)["topic"]);
+  EXPECT_TRUE(whole(h[0].before_json)["paused"].get<bool>());
+  EXPECT_TRUE(whole(h[0].after_json)["paused"].get<bool>()) << "a field the change did not touch";
+  EXPECT_EQ(whole(h[0].before_json)["intervalMinutes"], 5);
+  EXPECT_EQ(whole(h[1].after_json), whole(h[0].before_json));
+  EXPECT_EQ(whole(h[1].before_json), whole(h[2].after_json));
+  EXPECT_EQ(whole(h[1].before_json).size(), whole(h[2].after_json).size());
+  const std::vector<JobChange> page = History("a", h[0].change_id, 1);
+  ASSERT_EQ(page.size(), 1u);
+  EXPECT_EQ(whole(page[0].before_json), whole(h[1].before_json)) << "a later page walks back the same way";
+  EXPECT_EQ(whole(page[0].after_json), whole(h[1].after_json));
+
+  // Published: the same whole views, in a batch that ends before a job's later changes.
+  std::vector<JobChange> events;
+  StatusOr<int64_t> n = store_->PublishChanges(2, [&](const std::vector<JobChange>& changes) {
+    events = changes;
+    return Status::Ok();
+  });
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(whole(events[1].before_json), whole(h[1].before_json));
+  EXPECT_EQ(whole(events[1].after_json), whole(h[1].after_json));
+  n = store_->PublishChanges(10, [&](const std::vector<JobChange>& changes) {
+    events = changes;
+    return Status::Ok();
+  });
+  ASSERT_TRUE(n.ok());
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(whole(events[0].after_json), whole(h[0].after_json));
+  EXPECT_EQ(events[1].job_id, "b");
+}
+
 TEST_F(PgJobChangesTest, ABatchRecordsOneChangePerJob) {
   JobAction paused_upsert = Upsert("b", 9);
   paused_upsert.paused = true;  // an upsert and a pause folded into one action

@@ -255,7 +255,6 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
   const std::vector<std::string> upsert_stage = {UpsertStageRow(f, f.cron_src_offset)};
   const std::vector<std::string> newer_upsert_stage = {UpsertStageRow(f, f.cron_src_offset + 1000)};
   const std::string delete_rows = OneRow(f.job, R"(,"src_partition":0,"src_offset":1000000)");
-  const std::string cron_rows = OneRow(f.cron_job, R"(,"src_partition":0,"src_offset":1000000)");
 
   // Reasons shared by several statements.
   const std::string batch =
@@ -365,16 +364,10 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
            stage, command, upsert_stage)
       .Add("kInsertStagedSlotsSql", q::kInsertStagedSlotsSql, {}, Routing::kShardPerRow, Use::kKnownGap,
            stage, command, upsert_stage)
-      .Add("kDeleteJobsSql", q::kDeleteJobsSql, {delete_rows}, Routing::kShardPerRow, Use::kKnownGap, batch,
+      .Add("kDeleteJobsAndTheirRowsSql", q::kDeleteJobsAndTheirRowsSql, {delete_rows}, Routing::kNoShardColumn,
+           Use::kKnownGap,
+           batch + "; and the backfills and trigger_delivery_errors of the deleted jobs: " + no_shard_column,
            command)
-      .Add("kDeleteRetriesOfSql", q::kDeleteRetriesOfSql, {delete_rows}, Routing::kShardPerRow,
-           Use::kKnownGap, batch, command)
-      .Add("kDeleteBackfillsOfSql", q::kDeleteBackfillsOfSql, {delete_rows}, Routing::kNoShardColumn,
-           Use::kKnownGap, "backfills: " + no_shard_column, command)
-      .Add("kDeleteDeliveryErrorsOfSql", q::kDeleteDeliveryErrorsOfSql, {delete_rows}, Routing::kNoShardColumn,
-           Use::kKnownGap, "trigger_delivery_errors: " + no_shard_column, command)
-      .Add("kDeleteOrphanSlotsSql", q::kDeleteOrphanSlotsSql, {cron_rows}, Routing::kShardPerRow,
-           Use::kKnownGap, batch, command)
       .Add("kSetPausedSql", q::kSetPausedSql,
            {OneRow(f.job,
                    R"(,"paused":true,"src_partition":0,"src_offset":1000000,"reason":"","actor":"","ts":0)")},
@@ -550,6 +543,17 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
       .Add("kListJobChangesSql", q::kListJobChangesSql, {f.job, "9223372036854775807", "50"},
            Routing::kNoShardColumn, Use::kAllowed,
            "admin read of one job's changes; job_changes: " + no_shard_column, cluster)
+      .Add("kJobChangesSinceSql", q::kJobChangesSinceSql, {f.job, "1"}, Routing::kNoShardColumn, Use::kAllowed,
+           "admin read: the changes after a page, which its whole views are built from; job_changes: " +
+               no_shard_column,
+           none)
+      .Add("kLaterChangesOfJobsSql", q::kLaterChangesOfJobsSql, {R"([")" + f.job + R"("])", "1"},
+           Routing::kNoShardColumn, Use::kAllowed,
+           "the change publisher: its jobs' changes after its batch, which the events' whole views are built "
+           "from; job_changes: " + no_shard_column,
+           cluster)
+      .Add("pqxx: SET TRANSACTION", "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", {},
+           Routing::kNoTable, Use::kRouted, "", cluster)
       .Add("kLockChangePublisherSql", q::kLockChangePublisherSql, {N(q::kChangePublisherLockKey)},
            Routing::kNoTable, Use::kRouted, "", cluster)
       .Add("kUnlockChangePublisherSql", q::kUnlockChangePublisherSql, {N(q::kChangePublisherLockKey)},
