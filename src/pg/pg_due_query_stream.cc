@@ -212,9 +212,11 @@ StatusOr<DueStatements> BuildDueStatements(const DueQuery& q, bool with_calendar
   return out;
 }
 
-Status PgDueQueryStream::RefreshZones(bool* any) {
-  PgResultPtr res(PQexec(conn_, pg_queries::kCountCronZonesSql));
-  if (res == nullptr || PQresultStatus(res.get()) != PGRES_TUPLES_OK) return ResultError(res.get(), "due query: zones");
+Status PgDueQueryStream::BeginAndRefreshZones(bool* any) {
+  PgResultPtr res(PQexec(conn_, pg_queries::kBeginTickSnapshotSql));
+  if (res == nullptr || PQresultStatus(res.get()) != PGRES_TUPLES_OK) {
+    return ResultError(res.get(), "due query: begin and zones");
+  }
   const int64_t rows = IntValue<int64_t>(res.get(), 0, 0);
   if (rows != zone_rows_) {
     PgResultPtr list(PQexec(conn_, pg_queries::kListCronZonesSql));
@@ -242,14 +244,12 @@ Status PgDueQueryStream::InSnapshot(const DueQuery& q, const std::function<Statu
   if (StatusOr<std::string> phases = PhaseArrayLiteral(q); !phases.ok()) return phases.status();
   if (Status st = Connect(); !st.ok()) return st;
   // All statements in one read-only transaction, each through its own cursor, on one snapshot
-  // (REPEATABLE READ), the one in which the cron zones are read.
-  if (Status st = Command("BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ", "due query: begin"); !st.ok()) {
-    return st;
-  }
+  // (REPEATABLE READ), the one in which the cron zones are read: the BEGIN and that read are one
+  // round trip.
   Status status;
   try {
     bool any_zone = false;
-    status = RefreshZones(&any_zone);
+    status = BeginAndRefreshZones(&any_zone);
     if (conn_ == nullptr) return status;
     if (status.ok()) {
       StatusOr<DueStatements> statements = BuildDueStatements(q, any_zone, zones_);

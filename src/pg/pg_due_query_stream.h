@@ -90,9 +90,9 @@ class PgDueQueryStream final {
   const std::vector<UnknownZone>& unknown_zones() const { return unknown_zones_; }
 
  private:
-  // Inside the open transaction: re-reads cron_zones when its row count differs from what this
-  // stream knows. Sets *any to whether there are zones.
-  Status RefreshZones(bool* any);
+  // Begins the tick's transaction and, in the same round trip, counts cron_zones; re-reads them
+  // when that count differs from what this stream knows. Sets *any to whether there are zones.
+  Status BeginAndRefreshZones(bool* any);
   // Begins the tick's transaction, reads the zones, builds q's statements and runs `body` on
   // them, then commits (rolls back after an error). Counts the jobs of unknown zones first.
   // REQUIRES: body does not throw, or the connection is closed and the exception propagates.

@@ -115,7 +115,12 @@ inline constexpr DueCursor kDueJobsLowWithCronCursor = BELFRY_DUE_CURSOR(
 
 // Which zones cron jobs use. Read in the tick's own snapshot (REPEATABLE READ), before the
 // due statements: every cron job the statements can see has its zone in what this returns.
-inline constexpr const char kCountCronZonesSql[] = "SELECT count(*) FROM cron_zones";
+#define BELFRY_COUNT_CRON_ZONES "SELECT count(*) FROM cron_zones"
+inline constexpr const char kCountCronZonesSql[] = BELFRY_COUNT_CRON_ZONES;
+// The tick's snapshot begins with that count, in the same round trip (issue 34): one simple-query
+// message of two statements, whose result is the count's.
+inline constexpr const char kBeginTickSnapshotSql[] = "BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ; " BELFRY_COUNT_CRON_ZONES;
+#undef BELFRY_COUNT_CRON_ZONES
 inline constexpr const char kListCronZonesSql[] = "SELECT id, name FROM cron_zones ORDER BY id";
 // The slot-planned calendar jobs of the zones this process's tz database lacks, per zone: a tick
 // cannot compute those zones' keys, so it skips their jobs, and counts them with this
