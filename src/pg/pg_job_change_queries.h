@@ -48,22 +48,25 @@ inline constexpr const char kLockChangePublisherSql[] = "SELECT pg_try_advisory_
 inline constexpr const char kUnlockChangePublisherName[] = "belfry_unlock_change_publisher";
 inline constexpr const char kUnlockChangePublisherSql[] = "SELECT pg_advisory_unlock($1::bigint)";
 
-// The oldest unpublished changes, at most $1.
+// The oldest unpublished changes, at most $1: those whose id is in job_change_pending (migration
+// 0018: added by a statement trigger on job_changes, so that a job_changes row is written once).
 inline constexpr const char kUnpublishedChangesName[] = "belfry_unpublished_changes";
 inline constexpr const char kUnpublishedChangesSql[] =
-    "SELECT " BELFRY_JOB_CHANGE_COLUMNS " FROM job_changes WHERE NOT published ORDER BY change_id LIMIT $1::int";
+    "SELECT " BELFRY_JOB_CHANGE_COLUMNS " FROM job_change_pending JOIN job_changes USING (change_id) "
+    "ORDER BY change_id LIMIT $1::int";
 
-// $1 = bigint[] of change ids.
+// $1 = bigint[] of change ids, published: no longer pending.
 inline constexpr const char kMarkChangesPublishedName[] = "belfry_mark_changes_published";
 inline constexpr const char kMarkChangesPublishedSql[] =
-    "UPDATE job_changes SET published = true WHERE change_id = ANY($1::bigint[]) AND NOT published";
+    "DELETE FROM job_change_pending WHERE change_id = ANY($1::bigint[])";
 
 // Of the $2 oldest changes, deletes the published ones from before $1 (ms). Walks the primary
 // key from its start, so it needs no index on changed_at: change ids grow with time.
 inline constexpr const char kSweepJobChangesName[] = "belfry_sweep_job_changes";
 inline constexpr const char kSweepJobChangesSql[] =
-    "DELETE FROM job_changes WHERE change_id = ANY(ARRAY(SELECT change_id FROM job_changes ORDER BY change_id"
-    " LIMIT $2::int)) AND published AND changed_at < to_timestamp($1::bigint / 1000.0)";
+    "DELETE FROM job_changes AS c WHERE change_id = ANY(ARRAY(SELECT change_id FROM job_changes ORDER BY change_id"
+    " LIMIT $2::int)) AND changed_at < to_timestamp($1::bigint / 1000.0)"
+    " AND NOT EXISTS (SELECT 1 FROM job_change_pending AS p WHERE p.change_id = c.change_id)";
 
 #undef BELFRY_JOB_CHANGE_COLUMNS
 
