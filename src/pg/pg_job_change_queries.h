@@ -50,10 +50,16 @@ inline constexpr const char kUnlockChangePublisherSql[] = "SELECT pg_advisory_un
 
 // The oldest unpublished changes, at most $1: those whose id is in job_change_pending (migration
 // 0018: added by a statement trigger on job_changes, so that a job_changes row is written once).
+// An array of ids, not a join: a join of the two was planned as a scan of job_changes (71 ms a
+// round at 200k changes); the array probes the primary key once per id. A pending id whose row is
+// gone (deleted by hand) is passed over, not waited for.
 inline constexpr const char kUnpublishedChangesName[] = "belfry_unpublished_changes";
 inline constexpr const char kUnpublishedChangesSql[] =
-    "SELECT " BELFRY_JOB_CHANGE_COLUMNS " FROM job_change_pending JOIN job_changes USING (change_id) "
-    "ORDER BY change_id LIMIT $1::int";
+    "SELECT " BELFRY_JOB_CHANGE_COLUMNS " FROM job_changes WHERE change_id = ANY(ARRAY("
+    "SELECT p.change_id FROM job_change_pending AS p"
+    " WHERE EXISTS (SELECT 1 FROM job_changes AS c WHERE c.change_id = p.change_id)"
+    " ORDER BY p.change_id LIMIT $1::int)) "
+    "ORDER BY change_id";
 
 // $1 = bigint[] of change ids, published: no longer pending.
 inline constexpr const char kMarkChangesPublishedName[] = "belfry_mark_changes_published";

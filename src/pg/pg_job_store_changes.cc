@@ -12,8 +12,11 @@
 #include "core/job_change.h"
 #include "core/job_json.h"
 #include "core/json_writer.h"
+#include "core/shard_layout.h"
+#include "pg/json_array_chunks.h"
 #include "pg/pg_job_change_queries.h"
 #include "pg/pg_job_writes.h"
+#include "pg/pg_queries.h"
 #include "pg/pg_job_store.h"
 #include "pg/pg_rows.h"
 
@@ -145,11 +148,38 @@ StatusOr<int64_t> PgJobStore::PublishChanges(int32_t limit,
           JobChange c = JobChangeFromRow(row);
           later[c.job_id].push_back(std::move(c));
         }
+        // Each job's walk, newest first: its later changes, then the batch's. The jobs whose
+        // newest change is neither a create nor a delete are read as they are, in one statement.
+        std::map<std::string, std::vector<JobChange>> walks;
+        JsonArrayChunks keys;
         for (auto& [id, list] : by_job) {
-          std::vector<JobChange> walk = std::move(later[id]);
-          const size_t skip = walk.size();
+          std::vector<JobChange>& walk = walks[id];
+          walk = std::move(later[id]);
           for (JobChange* c : list) walk.push_back(*c);
-          ExpandChangesInTxn(txn, id, layout_, &walk);
+          if (!walk.front().before_json.empty() && !walk.front().after_json.empty()) {
+            keys.BeginObject();
+            keys.String("id", id);
+            keys.Int("shard", StoredShard(id, layout_));
+            keys.EndObject();
+          }
+        }
+        std::map<std::string, std::string> current;
+        for (const std::string& chunk : keys.Finish()) {
+          for (const pqxx::row& row : txn.exec_prepared(q::kReadJobsByKeysName, chunk)) {
+            StoredJob job = StoredJobFromRow(row);
+            current[job.spec.id] = EncodeJobJson(job);
+          }
+        }
+        for (auto& [id, list] : by_job) {
+          std::vector<JobChange>& walk = walks[id];
+          const bool needs_row = !walk.front().before_json.empty() && !walk.front().after_json.empty();
+          const auto it = current.find(id);
+          if (needs_row && it == current.end()) {
+            ExpandChangesInTxn(txn, id, layout_, &walk);  // stored under another shard, or gone
+          } else {
+            ExpandJobChanges(it == current.end() ? std::string() : it->second, &walk);
+          }
+          const size_t skip = walk.size() - list.size();
           for (size_t k = 0; k < list.size(); ++k) *list[k] = std::move(walk[skip + k]);
         }
       }

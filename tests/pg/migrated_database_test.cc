@@ -7,7 +7,7 @@ namespace {
 // gives each of the jobs table's 121 partitions and their indexes new files (seconds per test).
 constexpr const char* kResetDataTables =
     "DELETE FROM jobs; DELETE FROM cron_slots; DELETE FROM executions; DELETE FROM job_stats;"
-    " DELETE FROM backfills; DELETE FROM bulk_ops; DELETE FROM job_changes";
+    " DELETE FROM backfills; DELETE FROM bulk_ops; DELETE FROM job_changes; DELETE FROM job_change_pending";
 // Restored before every test from the snapshot of the freshly migrated database.
 constexpr const char* kStateTables[] = {"shard_state", "belfry_meta", "cron_zones"};
 

@@ -7,7 +7,8 @@
 #   - the audit table's bytes per stored change.
 # Run from the repository root on the local stack, with nothing else running.
 set -uo pipefail
-R=bench/results/2026-11-29-issue34-profile
+R=${R:-bench/results/2026-11-29-issue34-profile}
+mkdir -p $R
 eval "$(scripts/local-stack env)"; export BELFRY_KAFKA_BROKERS
 ADMIN=$BELFRY_DATABASE_URL
 PORT=$(sed -E 's#.*:([0-9]+)/.*#\1#' <<<"$ADMIN")
