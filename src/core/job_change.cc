@@ -27,12 +27,18 @@ std::optional<JobChange> JobChangeBetween(const std::string& job_id, const std::
   }
   const std::vector<JobViewField> was = JobViewFields(*before);
   const std::vector<JobViewField> is = JobViewFields(*after);
-  // The id, the fields that differ, and updatedAt; nothing when only updatedAt moved. A field
-  // only some rows have (retryOf, manualOf...) is one a job keeps for life: the lists align.
+  // A field only some rows have (retryOf, manualOf...) is one a job keeps for life, so the two
+  // lists align; should they not, both views are kept whole.
+  if (was.size() != is.size()) {
+    change.before_json = EncodeJobViewFields(was);
+    change.after_json = EncodeJobViewFields(is);
+    return change;
+  }
+  // The id, the fields that differ, and updatedAt; nothing when only updatedAt moved.
   std::vector<JobViewField> old_fields;
   std::vector<JobViewField> new_fields;
-  bool changed = was.size() != is.size();
-  for (size_t i = 0; i < was.size() && i < is.size(); ++i) {
+  bool changed = false;
+  for (size_t i = 0; i < was.size(); ++i) {
     const bool always = was[i].name == "id" || was[i].name == "updatedAt";
     const bool differs = was[i].name != is[i].name || was[i].value != is[i].value;
     if (differs && was[i].name != "updatedAt") changed = true;
@@ -42,11 +48,6 @@ std::optional<JobChange> JobChangeBetween(const std::string& job_id, const std::
     }
   }
   if (!changed) return std::nullopt;
-  if (was.size() != is.size()) {  // not expected (see above): keep both views whole
-    change.before_json = EncodeJobViewFields(was);
-    change.after_json = EncodeJobViewFields(is);
-    return change;
-  }
   change.before_json = EncodeJobViewFields(old_fields);
   change.after_json = EncodeJobViewFields(new_fields);
   return change;
@@ -78,50 +79,61 @@ View Overlay(View base, const View& fields) {
 
 }  // namespace
 
+bool StoresChangedFields(const JobChange& change) {
+  return !change.before_json.empty() && !change.after_json.empty();
+}
+
 void ExpandJobChanges(const std::string& current_json, std::vector<JobChange>* newest_first) {
   std::vector<JobChange>& changes = *newest_first;
+  // Whether each change is whole, and then its after as a view (a delete's is none).
   std::vector<bool> whole(changes.size(), false);
+  std::vector<std::optional<View>> whole_after(changes.size());
+  bool all_whole = true;
   // Backward, from the job as it is: each change's after is the state the next one started from.
   std::optional<View> state = ParseView(current_json);
   for (size_t i = 0; i < changes.size(); ++i) {
     JobChange& c = changes[i];
-    const std::optional<View> stored_before = ParseView(c.before_json);
-    const std::optional<View> stored_after = ParseView(c.after_json);
+    std::optional<View> stored_before = ParseView(c.before_json);
+    std::optional<View> stored_after = ParseView(c.after_json);
     if (!stored_after) {  // a delete: its before is the whole job
       whole[i] = true;
-      state = stored_before;
+      state = std::move(stored_before);
       continue;
     }
     if (!stored_before) {  // a create: its after is the whole job
       whole[i] = true;
-      state = std::nullopt;
+      whole_after[i] = std::move(stored_after);
+      state.reset();
       continue;
     }
-    if (!state) continue;  // no known state to stand on: the forward pass may find one
-    const View after = Overlay(*state, *stored_after);
-    const View before = Overlay(after, *stored_before);
+    if (!state) {  // no known state to stand on: the forward pass may find one
+      all_whole = false;
+      continue;
+    }
+    View after = Overlay(std::move(*state), *stored_after);
+    View before = Overlay(after, *stored_before);
     c.after_json = after.dump();
     c.before_json = before.dump();
     whole[i] = true;
-    state = before;
+    whole_after[i] = std::move(after);
+    state = std::move(before);
   }
+  if (all_whole) return;
   // Forward, from the oldest whole view, for the changes the backward pass could not reach (a
   // job whose row went without a recorded delete, such as a swept one-shot).
   state.reset();
   for (size_t k = changes.size(); k-- > 0;) {
     JobChange& c = changes[k];
     if (whole[k]) {
-      state = ParseView(c.after_json);
+      state = std::move(whole_after[k]);
       continue;
     }
     if (!state) continue;  // nothing whole before it: left as stored
-    const std::optional<View> stored_before = ParseView(c.before_json);
-    const std::optional<View> stored_after = ParseView(c.after_json);
-    const View before = Overlay(*state, *stored_before);
-    const View after = Overlay(before, *stored_after);
+    View before = Overlay(std::move(*state), *ParseView(c.before_json));
+    View after = Overlay(before, *ParseView(c.after_json));
     c.before_json = before.dump();
     c.after_json = after.dump();
-    state = after;
+    state = std::move(after);
   }
 }
 

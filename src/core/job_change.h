@@ -28,6 +28,11 @@ std::optional<JobChange> JobChangeBetween(const std::string& job_id, const std::
 // The stored before and after of a trigger or backfill, which leave the job as it was: {"id"}.
 std::string JobFireSnapshot(const std::string& job_id);
 
+// Whether `change` is stored as the fields that changed (both before and after set), so that its
+// whole views have to be rebuilt from the job's state (ExpandJobChanges); a create or a delete is
+// stored whole.
+bool StoresChangedFields(const JobChange& change);
+
 // Turns one job's stored changes (`newest_first`, consecutive: no change of the job between two
 // of them is missing, and none newer than the first) back into whole views of the job, in
 // place: walking back from `current_json` (EncodeJobJson of the job as it is now; empty when it

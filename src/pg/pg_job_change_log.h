@@ -33,6 +33,10 @@ class JobChangeLog final {
   // Job `id` of `shard`, added before, was deleted by this transaction: its after is nothing,
   // unread.
   void MarkDeleted(int32_t shard, const std::string& id);
+  // Whether this transaction created job `id` of `shard` (AddCreated or MarkCreated), and how
+  // many jobs it created.
+  bool Created(int32_t shard, const std::string& id) const { return created_.count(Key{shard, id}) > 0; }
+  size_t created_count() const { return created_.size(); }
   bool empty() const { return entries_.empty(); }
 
   // Reads the jobs added since the last call as they are now: locking them in (shard, id) order
@@ -51,7 +55,7 @@ class JobChangeLog final {
 
   std::vector<std::pair<Key, JobChange>> entries_;
   Snapshots before_;
-  Snapshots created_;  // the jobs AddCreated gave, by key
+  Snapshots created_;  // the jobs AddCreated and MarkCreated gave, by key
   std::set<Key> deleted_;
   size_t read_before_ = 0;  // entries_[0..read_before_) have their before_ read
 };

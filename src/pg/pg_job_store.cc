@@ -263,8 +263,6 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, const Shar
   return params;
 }
 
-// A job as stored: its id's shard's partition first, then every partition (a row stored under
-// another shard count). GetJob, and the manual fires' reads inside their transaction.
 std::vector<std::pair<EpochMs, EpochMs>> CoveredRanges(pqxx::transaction_base& txn, const ManualFire& f) {
   std::vector<std::pair<EpochMs, EpochMs>> out;
   for (const pqxx::row& row :
@@ -488,10 +486,9 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
     JobChangeLog changes;
     std::map<std::pair<int32_t, std::string>, const JobAction*> by_key;
     for (const JobAction& a : actions) by_key.emplace(std::make_pair(ActionShard(a, layout_), a.id), &a);
-    std::set<std::pair<int32_t, std::string>> created;
     auto read_before_the_rest = [&] {
       for (const auto& [key, a] : by_key) {
-        if (created.count(key) == 0) changes.Add(key.first, key.second, ActionChange(*a));
+        if (!changes.Created(key.first, key.second)) changes.Add(key.first, key.second, ActionChange(*a));
       }
       changes.ReadBefore(txn);
     };
@@ -514,18 +511,16 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
       if (params.any_calendar_slots) txn.exec_prepared(q::kRegisterStagedZonesName);
       for (const pqxx::row& row : txn.exec_prepared(q::kInsertStagedJobsName)) {
         StoredJob job = StoredJobFromRow(row);
-        std::pair<int32_t, std::string> key{job.spec.shard, job.spec.id};
-        const auto it = by_key.find(key);
+        const auto it = by_key.find({job.spec.shard, job.spec.id});
         if (insert_first && it != by_key.end()) {
           changes.AddCreated(std::move(job), ActionChange(*it->second));
         } else {
           changes.MarkCreated(std::move(job));
         }
-        created.insert(std::move(key));
       }
       if (insert_first) read_before_the_rest();
       // Step 2 finds nothing to replace when step 1 created every staged job (a bulk load).
-      if (created.size() < params.upserts.size()) txn.exec_prepared(q::kUpdateStagedJobsName);
+      if (changes.created_count() < params.upserts.size()) txn.exec_prepared(q::kUpdateStagedJobsName);
       // A job's cron_slots follow its row: replaced for every row this batch wrote (a job that
       // was a slot-planned cron job may now be anything else), created for cron jobs.
       txn.exec_prepared(q::kDeleteStagedSlotsName);

@@ -44,17 +44,14 @@ JobChange JobChangeFromRow(const pqxx::row& r) {
   return c;
 }
 
-
 // The whole views of job `job_id`'s changes `newest_first` (consecutive, none newer missing),
 // from the job as `txn` sees it (ExpandJobChanges). Reads the job only when a change needs it.
 void ExpandChangesInTxn(pqxx::transaction_base& txn, const std::string& job_id, const ShardLayout& layout,
                         std::vector<JobChange>* newest_first) {
   if (newest_first->empty()) return;
-  const JobChange& newest = newest_first->front();
   // A newest change that is a create or a delete is whole, and the walk starts from it.
-  const bool needs_row = !newest.before_json.empty() && !newest.after_json.empty();
   std::string current;
-  if (needs_row) {
+  if (StoresChangedFields(newest_first->front())) {
     if (const std::optional<StoredJob> job = ReadJobInTxn(txn, job_id, layout)) current = EncodeJobJson(*job);
   }
   ExpandJobChanges(current, newest_first);
@@ -132,9 +129,7 @@ StatusOr<int64_t> PgJobStore::PublishChanges(int32_t limit,
       // Each job's changes, newest first: the batch's, after the later ones.
       std::map<std::string, std::vector<JobChange*>> by_job;
       for (auto it = changes.rbegin(); it != changes.rend(); ++it) by_job[it->job_id].push_back(&*it);
-      bool any_stored_fields = false;
-      for (const JobChange& c : changes) any_stored_fields |= !c.before_json.empty() && !c.after_json.empty();
-      if (any_stored_fields) {
+      if (std::any_of(changes.begin(), changes.end(), StoresChangedFields)) {
         if (Status s = LoadLayout(txn, false); !s.ok()) return s;
         std::string ids = "[";
         for (const auto& [id, list] : by_job) {
@@ -156,7 +151,7 @@ StatusOr<int64_t> PgJobStore::PublishChanges(int32_t limit,
           std::vector<JobChange>& walk = walks[id];
           walk = std::move(later[id]);
           for (JobChange* c : list) walk.push_back(*c);
-          if (!walk.front().before_json.empty() && !walk.front().after_json.empty()) {
+          if (StoresChangedFields(walk.front())) {
             keys.BeginObject();
             keys.String("id", id);
             keys.Int("shard", StoredShard(id, layout_));
@@ -172,9 +167,8 @@ StatusOr<int64_t> PgJobStore::PublishChanges(int32_t limit,
         }
         for (auto& [id, list] : by_job) {
           std::vector<JobChange>& walk = walks[id];
-          const bool needs_row = !walk.front().before_json.empty() && !walk.front().after_json.empty();
           const auto it = current.find(id);
-          if (needs_row && it == current.end()) {
+          if (StoresChangedFields(walk.front()) && it == current.end()) {
             ExpandChangesInTxn(txn, id, layout_, &walk);  // stored under another shard, or gone
           } else {
             ExpandJobChanges(it == current.end() ? std::string() : it->second, &walk);
