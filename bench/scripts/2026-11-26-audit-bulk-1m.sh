@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Bulk operations over 1M jobs on a firing node, with the audit trail (BENCHMARKS.md, "Issue 18:
 # the audit trail's cost"): bulk pause, resume and delete by owner (3M changes recorded), their
-# time, the tick's lateness and a per-job command's round trip during each (bulk_ops.py from
-# 2026-11-26-bulk-ops), and the change publisher's backlog sampled every 10 s.
+# time, the tick's lateness and a per-job command's round trip during each
+# (bench/scripts/2026-11-26-bulk-ops.py), and the change publisher's backlog sampled every 10 s.
 set -uo pipefail
 cd /work/main
 eval "$(scripts/local-stack env)"; export BELFRY_DATABASE_URL BELFRY_KAFKA_BROKERS
 export BELFRY_ADMIN_LISTEN=127.0.0.1:18080 BELFRY_EXECUTIONS_ENABLED=false BELFRY_SCHEDULER_MISFIRE_POLICY=skip
-R=bench/results/2026-11-26-audit
+R=${R:-bench/results/2026-11-26-audit}
 C=$(git rev-parse --short HEAD)
 build/belfry migrate > /dev/null || exit 1
 psql "$BELFRY_DATABASE_URL" -qc "DELETE FROM jobs" -c "DELETE FROM bulk_ops" -c "DELETE FROM cron_slots" \
@@ -24,7 +24,7 @@ psql "$BELFRY_DATABASE_URL" -qc "VACUUM ANALYZE jobs"
   done ) > $R/backlog-$C.log 2>&1 &
 SAMPLER=$!
 sleep 30
-BULK_OPS="pause, owner;resume, owner;delete, owner" python3 $R/../2026-11-26-bulk-ops/bulk_ops.py lt-owner-0 wave=w3 \
+BULK_OPS="pause, owner;resume, owner;delete, owner" python3 bench/scripts/2026-11-26-bulk-ops.py lt-owner-0 wave=w3 \
   > $R/bulk-1m-$C.json 2> $R/bulk-1m-$C.log
 echo "[bulk] $(date -u +%T) ops done rc=$?"
 t0=$(date +%s)

@@ -1,8 +1,8 @@
 # What the audit trail costs the command path and a bulk step: one round of commands through Kafka
 # into a running node (scheduler and execution consumer off), timed from the node's own metrics.
-# Run once per binary per round by run.sh, which alternates the binaries. Per step, *apply* is
-# the increase of belfry_command_apply_seconds_sum (the PostgreSQL transactions) and *wall* runs
-# from the first publish to the last command applied. The bulk pause's time is its walk, from
+# Run once per binary per round by bench/scripts/2026-11-26-audit.sh, which alternates the
+# binaries. Per step, *apply* is the increase of belfry_command_apply_seconds_sum (the PostgreSQL
+# transactions) and *wall* runs from the first publish to the last command applied. The bulk pause's time is its walk, from
 # bulk_ops (accepted_at to finished_at), with commands.bulk_step_pause 0 so that it is all work.
 # Afterwards, for a binary with the audit trail, how long the change publisher needed to drain
 # what was left, and how many changes were recorded.

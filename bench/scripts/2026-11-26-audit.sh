@@ -6,7 +6,7 @@ set -uo pipefail
 cd /work/main
 eval "$(scripts/local-stack env)"; export BELFRY_KAFKA_BROKERS
 BASE_URL=$BELFRY_DATABASE_URL
-R=bench/results/2026-11-26-audit
+R=${R:-bench/results/2026-11-26-audit}
 PY=${PY:-/tmp/benchvenv/bin/python}
 BEFORE_BIN=${BEFORE_BIN:-/tmp/before/build/belfry}
 AFTER_BIN=build/belfry
@@ -31,7 +31,7 @@ for r in $(seq 1 $ROUNDS); do
     NODE=$!
     for i in $(seq 1 60); do curl -sf http://$BELFRY_ADMIN_LISTEN/readyz >/dev/null && break; sleep 1; done
     sleep 5  # the consumer's group join
-    line=$($PY $R/audit_cost.py "au$r$v-$(date +%s)")
+    line=$($PY bench/scripts/2026-11-26-audit-cost.py "au$r$v-$(date +%s)")
     echo "{\"round\":$r,\"binary\":\"$v\",\"result\":$line}" | tee -a $R/audit-cost-$C.jsonl
     kill $NODE; wait $NODE
   done

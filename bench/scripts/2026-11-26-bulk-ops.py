@@ -2,7 +2,7 @@
 # CLI as an operator runs it), and, for each op's span against a quiet baseline, the triggers
 # fired per minute, the lateness quantiles and tick-query time from the node's own histograms,
 # and the round trip of a per-job command published meanwhile (the command partition's health).
-# Usage: python3 bulk_ops.py OWNER LABEL > result.json  (env: BELFRY_ADMIN_LISTEN, BELFRY_* for the CLI)
+# Usage: python3 bench/scripts/2026-11-26-bulk-ops.py OWNER LABEL > result.json  (env: BELFRY_ADMIN_LISTEN, BELFRY_* for the CLI)
 import json, os, re, statistics, subprocess, sys, threading, time, urllib.request
 
 ADMIN = os.environ['BELFRY_ADMIN_LISTEN']

@@ -4,7 +4,7 @@ set -uo pipefail
 cd /work/main
 eval "$(scripts/local-stack env)"; export BELFRY_DATABASE_URL BELFRY_KAFKA_BROKERS
 export BELFRY_ADMIN_LISTEN=127.0.0.1:18080 BELFRY_EXECUTIONS_ENABLED=false BELFRY_SCHEDULER_MISFIRE_POLICY=skip
-R=bench/results/2026-11-26-bulk-ops
+R=${R:-bench/results/2026-11-26-bulk-ops}
 C=$(git rev-parse --short HEAD)${BULK_VARIANT:+-$BULK_VARIANT}
 psql "$BELFRY_DATABASE_URL" -qc "DELETE FROM jobs" -c "DELETE FROM bulk_ops" -c "DELETE FROM cron_slots"
 build/belfry serve > /tmp/bulk-bench-node.log 2>&1 &
@@ -18,6 +18,6 @@ psql "$BELFRY_DATABASE_URL" -qc "UPDATE jobs SET labels = '{\"wave\":\"w3\"}' WH
   -c "VACUUM ANALYZE jobs"
 echo "[bulk] $(date -u +%T) labelled: $(psql "$BELFRY_DATABASE_URL" -Atc "select count(*) from jobs where labels <> '{}'"); settling 60 s"
 sleep 60
-python3 $R/bulk_ops.py lt-owner-0 wave=w3 > $R/bulk-ops-$C.json 2> $R/bulk-ops-$C.log
+python3 bench/scripts/2026-11-26-bulk-ops.py lt-owner-0 wave=w3 > $R/bulk-ops-$C.json 2> $R/bulk-ops-$C.log
 echo "[bulk] $(date -u +%T) done rc=$?"
 kill $NODE; wait $NODE

@@ -3,7 +3,7 @@
 set -uo pipefail
 cd /work/main
 source /tmp/cuenv.sh
-R=bench/results/2026-11-26-manual-fires
+R=${R:-bench/results/2026-11-26-manual-fires}
 psql "$BELFRY_DATABASE_URL" -qc "DELETE FROM jobs WHERE retry_of IS NOT NULL" -c "DELETE FROM backfills" -c "VACUUM ANALYZE jobs"
 BELFRY_SCHEDULER_MISFIRE_POLICY=skip build/belfry serve > /tmp/bf-lateness-node.log 2>&1 &
 NODE=$!

@@ -2,7 +2,7 @@
 """One measurement window of the issue 19 benchmarks (the standby's, and the reshard's on the
 branch `reshard`).
 
-  window.py SECONDS METRICS_URL   -> one JSON line on stdout
+  2026-11-27-standby-window.py SECONDS METRICS_URL   -> one JSON line on stdout
 
 CPU seconds over the window, from /proc/PID/stat (utime + stime), by group: the primary's
 PostgreSQL processes, the standby's, belfry, the Kafka broker, everything else. A postgres

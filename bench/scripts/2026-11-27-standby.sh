@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Issue 19: the tick queries on a hot standby against the same node without one, at about
 # 2.4M triggers/min (5.1M jobs, the harness's default interval mix), alternating in one run.
-# Per phase: a fresh `belfry serve`, 75 s to settle, then 110 s measured (window.py: CPU by
-# process group, triggers/min, lateness, tick queries by server) while `crud` sends commands at
-# 1,000/s (its command -> applied latency is the command path's). Run from the repository root
-# on the local stack, with nothing else running.
+# Per phase: a fresh `belfry serve`, 75 s to settle, then 110 s measured
+# (2026-11-27-standby-window.py: CPU by process group, triggers/min, lateness, tick queries by
+# server) while `crud` sends commands at 1,000/s (its command -> applied latency is the command
+# path's). Run from the repository root on the local stack, with nothing else running.
 set -euo pipefail
-HERE=bench/results/2026-11-27-standby
+R=${R:-bench/results/2026-11-27-standby}
 eval "$(scripts/local-stack env)"
 DB=belfry_bench_standby
 BASE=postgresql://belfry:belfry@127.0.0.1:55432
@@ -22,7 +22,7 @@ TAG=""; [[ $CRUD == 0 ]] && TAG="firing-"
 LT=build/bench/belfry-loadtest
 
 start_node() {  # $1: standby URL or ""
-  BELFRY_STANDBY_URL="$1" build/belfry serve >>"$HERE/node.log" 2>&1 &
+  BELFRY_STANDBY_URL="$1" build/belfry serve >>"$R/node.log" 2>&1 &
   NODE=$!
   for _ in $(seq 120); do curl -sf localhost:18490/healthz >/dev/null && return 0; sleep 0.5; done
   echo "node did not come up" >&2; exit 1
@@ -36,7 +36,7 @@ build/belfry migrate
 have="$(psql -X -At "$BELFRY_DATABASE_URL" -c "SELECT count(*) FROM jobs WHERE id LIKE 'lt-%'")"
 if (( have < JOBS )); then
   start_node ""
-  $LT seed --jobs $((JOBS - have)) --first "$have" --timeout 30m > "$HERE/seed.json"
+  $LT seed --jobs $((JOBS - have)) --first "$have" --timeout 30m > "$R/seed.json"
   # The seed's audit trail (about 1.4 KB a change) is not what is measured here: once it is
   # published, drop it, so that the standby's base backup copies jobs, not history.
   until [[ "$(psql -X -At "$BELFRY_DATABASE_URL" -c "SELECT count(*) FROM job_changes WHERE NOT published")" == 0 ]]; do sleep 5; done
@@ -57,13 +57,13 @@ for round in $(seq "$ROUNDS"); do
     start_node "$url"
     sleep 75
     if [[ $CRUD == 1 ]]; then
-      $LT crud --commands 115000 --rate 1000 --warmup-s 5 --cleanup > "$HERE/crud-$mode-$round.json" 2>"$HERE/crud-$mode-$round.log" &
+      $LT crud --commands 115000 --rate 1000 --warmup-s 5 --cleanup > "$R/crud-$mode-$round.json" 2>"$R/crud-$mode-$round.log" &
       CRUD_PID=$!
       sleep 5
     fi
-    python3 "$HERE/window.py" 100 http://127.0.0.1:18490/metrics > "$HERE/window-$TAG$mode-$round.json"
+    python3 bench/scripts/2026-11-27-standby-window.py 100 http://127.0.0.1:18490/metrics > "$R/window-$TAG$mode-$round.json"
     if [[ $CRUD == 1 ]]; then wait "$CRUD_PID" || echo "crud exited $?" >&2; fi
     stop_node
-    echo "round $round $mode: $(cat "$HERE/window-$TAG$mode-$round.json")"
+    echo "round $round $mode: $(cat "$R/window-$TAG$mode-$round.json")"
   done
 done

@@ -7,7 +7,7 @@
 # `crud --commands 100000 --cleanup` against the firing node.
 # Run from the repository root on the local stack.
 set -uo pipefail
-R=bench/results/2026-11-28-issue33
+R=${R:-bench/results/2026-11-28-issue33}
 eval "$(scripts/local-stack env)"; export BELFRY_KAFKA_BROKERS
 BASE_URL=$BELFRY_DATABASE_URL
 BEFORE_BIN=${BEFORE_BIN:-/tmp/before33/build/belfry}

@@ -3,10 +3,10 @@
 # close()) is on the command path's shutdown, not its per-command work; checked all the same:
 # `crud` and `verify` before (c7b0a6e, the last commit before this stop) and after (HEAD),
 # alternated in one run, each on its own database of the same PostgreSQL. Same procedure as
-# bench/results/2026-11-28-issue33/run.sh (seed, then per round verify 2m and crud 100k).
+# bench/scripts/2026-11-28-issue33.sh (seed, then per round verify 2m and crud 100k).
 # Run from the repository root on the local stack.
 set -uo pipefail
-R=bench/results/2026-11-29-close
+R=${R:-bench/results/2026-11-29-close}
 eval "$(scripts/local-stack env)"; export BELFRY_KAFKA_BROKERS
 BASE_URL=$BELFRY_DATABASE_URL
 BEFORE_BIN=${BEFORE_BIN:-/tmp/before41/build/belfry}
