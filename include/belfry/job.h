@@ -1,6 +1,7 @@
 // Value types for jobs as stored, and for the rows the tick query returns.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -54,6 +55,9 @@ struct CalendarSpec {
 
   bool operator==(const CalendarSpec&) const = default;
 };
+
+// The longest job id belfry accepts, in bytes (commands and execution reports alike).
+constexpr size_t kMaxJobIdBytes = 255;
 
 // A job's full definition, as an upsert carries it and as the jobs table stores it.
 struct JobSpec {

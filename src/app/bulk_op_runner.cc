@@ -8,7 +8,7 @@
 
 namespace belfry {
 
-BulkOpRunner::BulkOpRunner(JobStore& store, Clock& clock, OutcomePublisher publish, BulkOpRunnerOptions options)
+BulkOpRunner::BulkOpRunner(BulkOpStore& store, Clock& clock, OutcomePublisher publish, BulkOpRunnerOptions options)
     : store_(store), clock_(clock), publish_(std::move(publish)), options_(options) {}
 
 StatusOr<BulkOpRunner::Round> BulkOpRunner::RunOnce() {

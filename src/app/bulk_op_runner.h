@@ -1,14 +1,14 @@
 // BulkOpRunner: walks the recorded bulk operations (docs/bulk-operations.md) one bounded step at
 // a time, and publishes each finished operation's outcome record. Every node runs one; the store
-// hands each step to one node (JobStore::RunBulkStep), so nodes share the work.
+// hands each step to one node (BulkOpStore::RunBulkStep), so nodes share the work.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
 
+#include "belfry/bulk_op_store.h"
 #include "belfry/clock.h"
-#include "belfry/job_store.h"
 #include "belfry/status.h"
 #include "belfry/stop_signal.h"
 
@@ -26,7 +26,7 @@ using OutcomePublisher = std::function<Status(const std::string& key, const std:
 
 class BulkOpRunner final {
  public:
-  BulkOpRunner(JobStore& store, Clock& clock, OutcomePublisher publish, BulkOpRunnerOptions options = {});
+  BulkOpRunner(BulkOpStore& store, Clock& clock, OutcomePublisher publish, BulkOpRunnerOptions options = {});
 
   // What one round did.
   struct Round {
@@ -43,7 +43,7 @@ class BulkOpRunner final {
   void Run(StopSignal& stop);
 
  private:
-  JobStore& store_;
+  BulkOpStore& store_;
   Clock& clock_;
   OutcomePublisher publish_;
   BulkOpRunnerOptions options_;

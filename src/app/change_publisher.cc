@@ -6,7 +6,7 @@
 
 namespace belfry {
 
-ChangePublisher::ChangePublisher(JobStore& store, Clock& clock, RecordBatchPublisher publish,
+ChangePublisher::ChangePublisher(JobChangeStore& store, Clock& clock, RecordBatchPublisher publish,
                                  ChangePublisherOptions options)
     : store_(store), clock_(clock), publish_(std::move(publish)), options_(options) {}
 

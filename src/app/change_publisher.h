@@ -1,7 +1,7 @@
 // ChangePublisher: publishes the audit trail's change events (docs/audit-trail.md) to the changes
 // topic, keyed by job id, in change_id order, and marks them published once the broker has
 // acknowledged them (at least once). Every node runs one; the store lets one publish at a time
-// (JobStore::PublishChanges), which keeps each job's events in order on its partition.
+// (JobChangeStore::PublishChanges), which keeps each job's events in order on its partition.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "belfry/clock.h"
-#include "belfry/job_store.h"
+#include "belfry/job_change_store.h"
 #include "belfry/status.h"
 #include "belfry/stop_signal.h"
 
@@ -31,7 +31,7 @@ using RecordBatchPublisher = std::function<Status(const std::vector<std::pair<st
 
 class ChangePublisher final {
  public:
-  ChangePublisher(JobStore& store, Clock& clock, RecordBatchPublisher publish, ChangePublisherOptions options = {});
+  ChangePublisher(JobChangeStore& store, Clock& clock, RecordBatchPublisher publish, ChangePublisherOptions options = {});
 
   // One round: publishes up to options.batch of the oldest unpublished changes. Returns how many
   // it marked published (0 when none waits, or while another node publishes).
@@ -42,7 +42,7 @@ class ChangePublisher final {
   void Run(StopSignal& stop);
 
  private:
-  JobStore& store_;
+  JobChangeStore& store_;
   Clock& clock_;
   RecordBatchPublisher publish_;
   ChangePublisherOptions options_;

@@ -24,6 +24,7 @@
 #include "belfry/job.h"
 #include "belfry/status.h"
 #include "core/cron_expression.h"
+#include "core/cron_key_stride.h"
 
 namespace date {
 class time_zone;
@@ -31,8 +32,7 @@ class time_zone;
 
 namespace belfry {
 
-// Key layout of cron_slots.key: zone_id * kCronKeyStride + code.
-constexpr int64_t kCronKeyStride = 2048;
+// Key layout of cron_slots.key: zone_id * kCronKeyStride (core/cron_key_stride.h) + code.
 constexpr int32_t kCronRealTimeCodeBase = 60;
 
 // A zone by name from the system tz database. Unknown names give invalid_time_zone, with a

@@ -34,13 +34,10 @@ namespace {
 using simdjson::dom::element;
 using simdjson::dom::element_type;
 
-constexpr size_t kMaxIdBytes = 255;
 constexpr size_t kMaxPauseReasonBytes = 1024;
 constexpr size_t kMaxPauseActorBytes = 255;
 constexpr size_t kMaxKeyBytes = 1024;
 constexpr int64_t kMaxAbsPriority = 1'000'000;
-// Messages quote at most this many bytes of any user-supplied text.
-constexpr size_t kMaxEchoBytes = 100;
 
 // ---------------------------------------------------------------------------------------------
 // Safe echoing of user input in messages.
@@ -195,8 +192,8 @@ Status ParseNote(const JsonObjectFields* fields, const RawCommand& raw, Command*
 
 Status CheckId(std::string_view id) {
   if (id.empty()) return Reject("missing_id", "id is empty");
-  if (id.size() > kMaxIdBytes) {
-    return Reject("invalid_id", fmt::format("id is {} bytes; the limit is {}", id.size(), kMaxIdBytes));
+  if (id.size() > kMaxJobIdBytes) {
+    return Reject("invalid_id", fmt::format("id is {} bytes; the limit is {}", id.size(), kMaxJobIdBytes));
   }
   if (const auto at = FirstControlChar(id)) {
     return Reject("invalid_id", fmt::format("id {} contains control character 0x{:02x} at byte {}", Quote(id),

@@ -16,8 +16,6 @@ namespace belfry {
 namespace {
 
 constexpr size_t kMaxCronBytes = 256;
-// Messages quote at most this many bytes of the user's text.
-constexpr size_t kMaxEchoBytes = 100;
 constexpr size_t kFieldCount = 5;
 // Numbers with more digits than this are shown by their length only (they are out of range anyway).
 constexpr size_t kMaxShownDigits = 9;

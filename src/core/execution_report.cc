@@ -19,10 +19,8 @@ namespace {
 using simdjson::dom::element;
 using simdjson::dom::element_type;
 
-constexpr size_t kMaxIdBytes = 255;
 constexpr size_t kMaxWorkerBytes = 255;
 constexpr int64_t kMaxAttempt = 1000;
-constexpr size_t kMaxEchoBytes = 80;
 
 Status Reject(std::string reason, std::string message) {
   return Status::Invalid(std::move(reason), std::move(message));
@@ -109,9 +107,9 @@ StatusOr<ExecutionReport> ParseExecutionReport(const RawExecution& raw, const Ex
   std::optional<std::string_view> job_id;
   if (Status s = fields.GetString(kJobId, &job_id); !s.ok()) return s;
   if (!job_id || job_id->empty()) return Reject("missing_field", "report has no jobId");
-  if (job_id->size() > kMaxIdBytes || HasControlChar(*job_id)) {
+  if (job_id->size() > kMaxJobIdBytes || HasControlChar(*job_id)) {
     return Reject("invalid_id", fmt::format("jobId {} is over {} bytes or has a control character",
-                                            Quote(*job_id), kMaxIdBytes));
+                                            Quote(*job_id), kMaxJobIdBytes));
   }
   if (!raw.key || *raw.key != *job_id) {
     return Reject("key_mismatch", fmt::format("the Kafka key must equal the jobId {}", Quote(*job_id)));

@@ -12,7 +12,6 @@
 namespace belfry {
 namespace {
 
-constexpr size_t kMaxEchoBytes = 64;
 
 Status Reject(std::string message) { return Status::Invalid("invalid_labels", std::move(message)); }
 

@@ -15,7 +15,6 @@ using simdjson::dom::element;
 using simdjson::dom::element_type;
 
 // Messages quote at most this many bytes of a field name.
-constexpr size_t kMaxEchoBytes = 100;
 
 Status Reject(std::string_view reason, std::string message) {
   return Status::Invalid(std::string(reason), std::move(message));

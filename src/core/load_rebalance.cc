@@ -144,7 +144,7 @@ RebalancePlan PlanRebalance(const std::vector<OffsetLoad>& loads, int64_t max_mo
   return plan;
 }
 
-StatusOr<RebalancePlan> ProposeRebalance(JobStore& store, int32_t example_ids) {
+StatusOr<RebalancePlan> ProposeRebalance(LoadReader& store, int32_t example_ids) {
   StatusOr<std::vector<OffsetLoad>> loads = store.ReadOffsetLoads();
   if (!loads.ok()) return loads.status();
   RebalancePlan plan = PlanRebalance(*loads);

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "belfry/job_store.h"
 #include "belfry/load_group.h"
+#include "belfry/load_reader.h"
 #include "belfry/status.h"
 
 namespace belfry {
@@ -58,7 +58,7 @@ RebalancePlan PlanRebalance(const std::vector<OffsetLoad>& loads, int64_t max_mo
 
 // Reads `store`'s offset loads, plans, and gives each move up to `example_ids` ids of jobs it
 // would move (distinct across the moves of one offset; at most 1,000 per offset).
-StatusOr<RebalancePlan> ProposeRebalance(JobStore& store, int32_t example_ids);
+StatusOr<RebalancePlan> ProposeRebalance(LoadReader& store, int32_t example_ids);
 
 // The plan as `GET /v1/load/rebalance` and `belfry rebalance --dry-run --json` return it.
 std::string EncodeRebalancePlanJson(const RebalancePlan& plan);

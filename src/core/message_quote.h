@@ -19,9 +19,12 @@ size_t FirstInvalidUtf8(std::string_view text);
 // Byte offset of the first ASCII control character (< 0x20 or 0x7f), if any.
 std::optional<size_t> FirstControlChar(std::string_view text);
 
+// How many bytes of any user-supplied text a message quotes: the one echo limit.
+inline constexpr size_t kMaxEchoBytes = 100;
+
 // `text` in double quotes, with '"' and '\' escaped too; at most `max_bytes` of input are shown,
 // followed by "... (N bytes)" when cut.
-std::string QuoteForMessage(std::string_view text, size_t max_bytes = 100);
+std::string QuoteForMessage(std::string_view text, size_t max_bytes = kMaxEchoBytes);
 
 // `text` without quotes (for JSON values shown as they were written: quotes stay as they are);
 // at most `max_bytes` of input are shown, followed by "..." when cut.

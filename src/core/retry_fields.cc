@@ -56,7 +56,7 @@ Status ParseRetryBackoff(const element& el, RetryBackoff* out) {
     if (index < 0) {
       return BadBackoff(fmt::format("retryBackoff has an unknown member {} (known: initialSeconds, "
                                     "multiplier, maxSeconds)",
-                                    QuoteForMessage(name, 40)));
+                                    QuoteForMessage(name)));
     }
     if (seen[index]) return BadBackoff(fmt::format("retryBackoff.{} appears more than once", name));
     seen[index] = true;

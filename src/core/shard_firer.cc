@@ -29,7 +29,7 @@ void ShardFirer::Pending::NotifyWhenDone(const std::function<void()>& fn) {
   for (Query& q : queries_) q.batch->NotifyWhenDone(fn);
 }
 
-ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
+ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, TriggerPathStore& store, ShardLedger& ledger,
                        TriggerSink& sink, TriggerSink& catch_up_sink, RateLimiter* catch_up_limiter,
                        const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer, LayoutCell* layout,
                        TriggerRefusals* refusals, BrokerErrorStreaks* streaks, UnackedTriggers* unacked)
@@ -53,7 +53,7 @@ void ShardFirer::ReleaseClaim(int32_t shard, bool debt) {
   if (!st.ok()) observer_.OnReleaseFailed(shard, st);
 }
 
-ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
+ShardFirer::ShardFirer(const SchedulerConfig& cfg, std::string node_id, TriggerPathStore& store, ShardLedger& ledger,
                        TriggerSink& sink, const TopicPolicy& policy, Clock& clock,
                        SchedulerObserver& observer)
     : ShardFirer(cfg, std::move(node_id), store, ledger, sink, sink, nullptr, policy, clock, observer) {}

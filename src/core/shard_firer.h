@@ -8,7 +8,7 @@
 // next: Begin() (or BeginDebt()) claims, plans and queues every due trigger without waiting for
 // acks; Complete() waits for the acks and only then records. FireUpTo() does both.
 //
-// Thread-compatible: one ShardFirer per worker thread, each with its own JobStore and
+// Thread-compatible: one ShardFirer per worker thread, each with its own TriggerPathStore and
 // ShardLedger (database connections); the TriggerSink may be shared.
 #pragma once
 
@@ -22,9 +22,9 @@
 
 #include "belfry/clock.h"
 #include "belfry/config.h"
-#include "belfry/job_store.h"
 #include "belfry/scheduler_observer.h"
 #include "belfry/shard_ledger.h"
+#include "belfry/trigger_path_store.h"
 #include "belfry/trigger_refusals.h"
 #include "belfry/trigger_sink.h"
 #include "core/broker_error_streaks.h"
@@ -92,13 +92,13 @@ class ShardFirer final {
   // of a reshard's cut-over (docs/resharding.md). `unacked` (may be null: every retry
   // re-queries) keeps, after a failed firing, what each of its queries left unacknowledged, so
   // that this node's retry of the same range re-sends only that (docs/reliability.md).
-  ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
+  ShardFirer(const SchedulerConfig& cfg, std::string node_id, TriggerPathStore& store, ShardLedger& ledger,
              TriggerSink& sink, TriggerSink& catch_up_sink, RateLimiter* catch_up_limiter,
              const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer, LayoutCell* layout = nullptr,
              TriggerRefusals* refusals = nullptr, BrokerErrorStreaks* streaks = nullptr,
              UnackedTriggers* unacked = nullptr);
   // One sink for both, unpaced.
-  ShardFirer(const SchedulerConfig& cfg, std::string node_id, JobStore& store, ShardLedger& ledger,
+  ShardFirer(const SchedulerConfig& cfg, std::string node_id, TriggerPathStore& store, ShardLedger& ledger,
              TriggerSink& sink, const TopicPolicy& policy, Clock& clock, SchedulerObserver& observer);
   ShardFirer(const ShardFirer&) = delete;
   ShardFirer& operator=(const ShardFirer&) = delete;
@@ -185,7 +185,7 @@ class ShardFirer final {
 
   const SchedulerConfig& cfg_;
   const std::string node_id_;
-  JobStore& store_;
+  TriggerPathStore& store_;
   ShardLedger& ledger_;
   TriggerSink& sink_;
   TriggerSink& catch_up_sink_;

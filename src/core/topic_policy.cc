@@ -5,11 +5,12 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/message_quote.h"
+
 namespace belfry {
 namespace {
 
 constexpr size_t kMaxTopicLength = 249;
-constexpr size_t kMaxEchoBytes = 100;
 
 bool IsTopicChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "belfry/job_store.h"
+#include "belfry/trigger_path_store.h"
 #include "belfry/trigger_refusals.h"
 #include "belfry/trigger_sink.h"
 #include "core/unrecorded_dead_letters.h"
@@ -19,12 +19,12 @@ namespace belfry {
 // Pure.
 TriggerFailure TriggerDeadLetter(const TriggerFailure& refused, const std::string& dlq_topic);
 
-// Thread-compatible: one per firing worker, with that worker's JobStore.
+// Thread-compatible: one per firing worker, with that worker's TriggerPathStore.
 class TriggerDeadLetterer final : public TriggerRefusals {
  public:
   // `store` may be null (no last-delivery-error record). `unrecorded` (may be null: this
   // letterer's own) is shared by a node's letterers. All references outlive this.
-  TriggerDeadLetterer(TriggerSink& sink, std::string dlq_topic, JobStore* store,
+  TriggerDeadLetterer(TriggerSink& sink, std::string dlq_topic, TriggerPathStore* store,
                       UnrecordedDeadLetters* unrecorded = nullptr)
       : sink_(sink),
         dlq_topic_(std::move(dlq_topic)),
@@ -41,7 +41,7 @@ class TriggerDeadLetterer final : public TriggerRefusals {
  private:
   TriggerSink& sink_;
   const std::string dlq_topic_;
-  JobStore* const store_;
+  TriggerPathStore* const store_;
   UnrecordedDeadLetters own_;
   UnrecordedDeadLetters& unrecorded_;
 };

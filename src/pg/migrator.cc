@@ -12,7 +12,7 @@
 #include <system_error>
 
 #include "core/shard_layout.h"
-#include "pg/pg_queries.h"
+#include "pg/pg_schema_queries.h"
 #include "pg/pg_session.h"
 #include "pg/pg_status.h"
 

@@ -1,6 +1,6 @@
 // The SQL of bulk operations (docs/bulk-operations.md, migration 0014): recording them, walking
 // their jobs, and reading their state. The job changes themselves reuse the command path's
-// statements (pg_queries.h: kSetPausedSql, kDeleteJobsSql, kInsertManualRowsSql).
+// statements (pg_command_queries.h: kSetPausedSql, kDeleteJobsAndTheirRowsSql; pg_manual_fire_queries.h: kInsertManualRowsSql).
 #pragma once
 
 namespace belfry::pg_queries {

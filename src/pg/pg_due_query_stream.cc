@@ -6,8 +6,10 @@
 #include <memory>
 #include <utility>
 
+#include "pg/array_literal.h"
 #include "pg/connection_options.h"
-#include "pg/pg_queries.h"
+#include "pg/pg_due_queries.h"
+#include "pg/pg_shard_ledger_queries.h"
 #include "pg/pg_status.h"
 
 namespace belfry {
@@ -18,15 +20,9 @@ struct PgResultDeleter {
 };
 using PgResultPtr = std::unique_ptr<PGresult, PgResultDeleter>;
 
-void AppendInt(std::string* out, int64_t v) {
-  char buf[24];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
-  out->append(buf, end);
-}
-
 std::string IntText(int64_t v) {
   std::string s;
-  AppendInt(&s, v);
+  AppendArrayElement(&s, v);
   return s;
 }
 
@@ -57,7 +53,7 @@ StatusOr<std::string> PhaseArrayLiteral(const std::vector<PhaseTerm>& terms) {
                                                 std::to_string(t.interval_minutes) + ")");
       }
       if (out.size() > 1) out.push_back(',');
-      AppendInt(&out, static_cast<int64_t>(t.interval_minutes) * 1440 + offset);
+      AppendArrayElement(&out, static_cast<int64_t>(t.interval_minutes) * 1440 + offset);
     }
   }
   out.push_back('}');
@@ -72,7 +68,7 @@ StatusOr<std::string> PhaseArrayLiteral(const DueQuery& q) {
   out->pop_back();  // '}'
   for (int64_t m = q.first_minute; m <= q.last_minute; ++m) {
     if (out->size() > 1) out->push_back(',');
-    AppendInt(&*out, -m);
+    AppendArrayElement(&*out, -m);
   }
   out->push_back('}');
   return out;
@@ -143,29 +139,19 @@ TermArrays CalendarTermArrays(const std::vector<ZoneEntry>& zones, const DueQuer
     if (i > 0) {
       for (std::string* s : {&a.keys, &a.hour, &a.dom, &a.month, &a.dow, &a.minutes}) s->push_back(',');
     }
-    AppendInt(&a.keys, terms[i].key);
-    AppendInt(&a.hour, terms[i].hour_bit);
-    AppendInt(&a.dom, terms[i].dom_bit);
-    AppendInt(&a.month, terms[i].month_bit);
-    AppendInt(&a.dow, terms[i].dow_bit);
-    AppendInt(&a.minutes, terms[i].minute);
+    AppendArrayElement(&a.keys, terms[i].key);
+    AppendArrayElement(&a.hour, terms[i].hour_bit);
+    AppendArrayElement(&a.dom, terms[i].dom_bit);
+    AppendArrayElement(&a.month, terms[i].month_bit);
+    AppendArrayElement(&a.dow, terms[i].dow_bit);
+    AppendArrayElement(&a.minutes, terms[i].minute);
   }
   for (std::string* s : {&a.keys, &a.hour, &a.dom, &a.month, &a.dow, &a.minutes}) s->push_back('}');
   return a;
 }
 
 std::string StoredShardsLiteral(const DueQuery& q) {
-  std::string shard = "{";
-  if (q.stored_shards.empty()) {
-    AppendInt(&shard, q.shard);
-  } else {
-    for (size_t i = 0; i < q.stored_shards.size(); ++i) {
-      if (i > 0) shard.push_back(',');
-      AppendInt(&shard, q.stored_shards[i]);
-    }
-  }
-  shard.push_back('}');
-  return shard;
+  return q.stored_shards.empty() ? ArrayLiteral(std::vector<int32_t>{q.shard}) : ArrayLiteral(q.stored_shards);
 }
 
 }  // namespace
@@ -199,7 +185,7 @@ StatusOr<DueStatements> BuildDueStatements(const DueQuery& q, bool with_calendar
     add(std::move(terms.dow), "calendar weekday bits");
     if (range) add(std::move(terms.minutes), "calendar keys' minutes");
   }
-  // A shard-minute is three statements (priority > 0, = 0, < 0: see pg_queries.h); a coalesced
+  // A shard-minute is three statements (priority > 0, = 0, < 0: see pg_due_queries.h); a coalesced
   // range is one, sorted.
   if (range) {
     out.cursors = {with_calendar ? &pg_queries::kDueJobsRangeWithCronCursor : &pg_queries::kDueJobsRangeCursor};
@@ -272,12 +258,10 @@ Status PgDueQueryStream::InSnapshot(const DueQuery& q, const std::function<Statu
 
 Status PgDueQueryStream::ReportUnknownZones(const DueStatements& statements) {
   if (!on_unknown_zone_ || unknown_zones_.empty()) return Status::Ok();
-  std::string ids = "{";
-  for (const UnknownZone& z : unknown_zones_) {
-    if (ids.size() > 1) ids.push_back(',');
-    AppendInt(&ids, z.id);
-  }
-  ids.push_back('}');
+  std::vector<int64_t> zone_ids;
+  zone_ids.reserve(unknown_zones_.size());
+  for (const UnknownZone& z : unknown_zones_) zone_ids.push_back(z.id);
+  const std::string ids = ArrayLiteral(zone_ids);
   const char* values[2] = {statements.values[0].c_str(), ids.c_str()};  // $1: the stored shards
   PgResultPtr res(
       PQexecParams(conn_, pg_queries::kCountUnknownZoneJobsSql, 2, nullptr, values, nullptr, nullptr, 0));

@@ -1,7 +1,7 @@
 // The SQL of PgExecutionStore (src/pg/pg_execution_store.cc): named constants, $n parameters.
 #pragma once
 
-#include "pg/pg_queries.h"  // BELFRY_ACROSS_CUTOVER, BELFRY_SHARD_NEXT_MINUTE, kLockShardStates
+#include "pg/pg_job_sql.h"  // BELFRY_ACROSS_CUTOVER, BELFRY_SHARD_NEXT_MINUTE, kLockShardStates
 
 #define BELFRY_MS_TO_TIMESTAMPTZ(ms) \
   "(to_timestamp((" ms ") / 1000) + ((" ms ") % 1000) * interval '1 millisecond')"
@@ -155,5 +155,4 @@ inline constexpr const char kMaintainExecutionPartitionsSql[] =
 
 }  // namespace belfry::pg_queries
 
-#undef BELFRY_MS_TO_TIMESTAMPTZ
 #undef BELFRY_TS_TO_MS

@@ -16,10 +16,12 @@
 #include "core/json_writer.h"
 #include "core/retry_planner.h"
 #include "core/shard_layout.h"
+#include "pg/array_literal.h"
 #include "pg/copy_row.h"
-#include "pg/pg_rows.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_execution_queries.h"
+#include "pg/pg_schema_queries.h"
+#include "pg/pg_rows.h"
 
 namespace belfry {
 namespace {
@@ -38,23 +40,6 @@ std::vector<PreparedStatement> ExecutionStatements() {
       {q::kInsertRetriesName, q::kInsertRetriesSql},
       {q::kSupersedeRetriesName, q::kSupersedeRetriesSql},
   };
-}
-
-// A PostgreSQL array literal of `values`, in iteration order: {"a","b"} for strings (a JSON string
-// is a valid array-literal element), {1,2} for integers.
-template <typename Range>
-std::string ArrayLiteral(const Range& values) {
-  std::string out = "{";
-  for (const auto& v : values) {
-    if (out.size() > 1) out.push_back(',');
-    if constexpr (std::is_integral_v<std::decay_t<decltype(v)>>) {
-      out += std::to_string(v);
-    } else {
-      AppendJsonString(&out, v);
-    }
-  }
-  out.push_back('}');
-  return out;
 }
 
 using ExecutionStageRow = CopyRow<std::size(pg_queries::kExecutionStageColumns)>;

@@ -9,7 +9,7 @@
 #include "pg/copy_row.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_job_change_queries.h"
-#include "pg/pg_queries.h"
+#include "pg/pg_job_sql.h"
 #include "pg/pg_rows.h"
 
 namespace belfry {

@@ -4,7 +4,7 @@
 
 namespace belfry::pg_queries {
 
-// The jobs' snapshots are read by pg_queries.h's kReadJobsByKeysSql and kLockJobsByKeysSql.
+// The jobs' snapshots are read by pg_job_sql.h's kReadJobsByKeysSql and kLockJobsByKeysSql.
 
 // JobChangeLog::RecordAfter COPYs its changes into job_changes (change_id follows the COPY's order).
 inline constexpr const char kJobChangesTable[] = "job_changes";

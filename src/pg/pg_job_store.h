@@ -1,4 +1,15 @@
-// PgJobStore: the JobStore over PostgreSQL (schema: migrations/, reasoning: docs/storage.md).
+// PgJobStore: every role of JobStore (include/belfry/job_store.h) over PostgreSQL (schema:
+// migrations/, reasoning: docs/storage.md). One file per role:
+//   pg_job_store.cc               connections, prepared statements, the layout record, and the
+//                                 TriggerPathStore (the tick query, a refused trigger's record)
+//   pg_job_store_commands.cc      CommandStore::ApplyActions
+//   pg_job_store_manual_fires.cc  CommandStore::ApplyManualFires, JobReader::CountBackfill
+//   pg_job_store_bulk.cc          CommandStore::AcceptBulkOps, BulkOpStore, the bulk reads
+//   pg_job_store_changes.cc       JobChangeStore, JobReader::ListJobChanges
+//   pg_job_store_reads.cc         JobReader: a job, a page of jobs
+//   pg_job_store_load.cc          LoadReader
+//   pg_job_store_maintenance.cc   the one-shot sweep and the tzdata re-plan (PgJobStore only)
+// Their SQL is in the pg_*_queries.h of the same role.
 #pragma once
 
 #include <cstdint>
@@ -43,7 +54,7 @@ class PgJobStore final : public JobStore {
 
   // One transaction. Triggers are set-based: one statement finds their jobs, one stores all their
   // rows. Each backfill reads its job and its earlier ranges, then stores its rows in one
-  // statement (pg_queries.h, "Manual fires").
+  // statement (pg_manual_fire_queries.h).
   StatusOr<std::vector<ManualFireResult>> ApplyManualFires(const std::vector<ManualFire>& fires) override;
   StatusOr<ManualFireResult> CountBackfill(const ManualFire& fire) override;
 
@@ -63,7 +74,7 @@ class PgJobStore final : public JobStore {
   void SetUnknownZoneHandler(const PgDueQueryStream::UnknownZoneHandler& handler);
 
   // Three reads in one READ ONLY REPEATABLE READ transaction: the zones, the interval and
-  // one-shot groups, the calendar groups (pg_queries.h, "Load projection"). Invalid when
+  // one-shot groups, the calendar groups (pg_load_queries.h). Invalid when
   // query.by is not "", "owner" or "topic".
   StatusOr<LoadGroups> ReadLoadGroups(const LoadGroupQuery& query) override;
 

@@ -1,6 +1,6 @@
 // PgJobStore's bulk operations (docs/bulk-operations.md): recording them from the command path,
 // and walking their jobs in bounded steps. Each step changes its jobs through the command path's
-// own statements (pg_job_writes.h, pg_queries.h) with source position -1, so that the jobs keep
+// own statements (pg_job_writes.h, pg_command_queries.h) with source position -1, so that the jobs keep
 // the position of their own last command.
 #include <algorithm>
 #include <pqxx/nontransaction>
@@ -9,14 +9,16 @@
 
 #include "core/bulk_walk.h"
 #include "core/slot_math.h"
+#include "pg/array_literal.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_bulk_op_queries.h"
 #include "pg/pg_job_change_log.h"
 #include "pg/pg_job_store.h"
 
 #include "core/shard_layout.h"
+#include "pg/pg_command_queries.h"
+#include "pg/pg_job_sql.h"
 #include "pg/pg_job_writes.h"
-#include "pg/pg_queries.h"
 #include "pg/pg_rows.h"
 
 namespace belfry {
@@ -94,7 +96,7 @@ int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int
       f.source = SourcePosition{op.source.partition, op.source.offset, now};
     }
     if (fires.empty()) return 0;
-    txn.exec_prepared(q::kLockShardStatesName, IntArrayLiteral(PlacingShardRows(layout, shard)));
+    txn.exec_prepared(q::kLockShardStatesName, ArrayLiteral(PlacingShardRows(layout, shard)));
     std::vector<ManualFireResult> results(fires.size());
     ApplyTriggersSetBased(txn, fires, layout, &results);  // the jobs are locked: all found
     int64_t stored = 0;

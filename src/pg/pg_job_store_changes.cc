@@ -13,11 +13,12 @@
 #include "core/job_json.h"
 #include "core/json_writer.h"
 #include "core/shard_layout.h"
+#include "pg/array_literal.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_job_change_queries.h"
-#include "pg/pg_job_writes.h"
-#include "pg/pg_queries.h"
+#include "pg/pg_job_sql.h"
 #include "pg/pg_job_store.h"
+#include "pg/pg_job_writes.h"
 #include "pg/pg_rows.h"
 
 namespace belfry {
@@ -180,14 +181,11 @@ StatusOr<int64_t> PgJobStore::PublishChanges(int32_t limit,
       txn.commit();
     }
     if (Status s = publish(changes); !s.ok()) return s;
-    std::string ids = "{";
-    for (size_t i = 0; i < changes.size(); ++i) {
-      if (i > 0) ids.push_back(',');
-      ids += std::to_string(changes[i].change_id);
-    }
-    ids.push_back('}');
+    std::vector<int64_t> ids;
+    ids.reserve(changes.size());
+    for (const JobChange& c : changes) ids.push_back(c.change_id);
     pqxx::nontransaction txn(conn, "mark_job_changes_published");
-    marked = static_cast<int64_t>(txn.exec_prepared(q::kMarkChangesPublishedName, ids).affected_rows());
+    marked = static_cast<int64_t>(txn.exec_prepared(q::kMarkChangesPublishedName, ArrayLiteral(ids)).affected_rows());
     return Status::Ok();
   });
   if (!st.ok()) return st;

@@ -17,9 +17,6 @@
 
 namespace belfry {
 
-// An int[] literal, "{1,2,3}".
-std::string IntArrayLiteral(const std::vector<int32_t>& values);
-
 class JobChangeLog;
 
 // Job `id` as stored: in its shard by `layout` (StoredShard), else wherever it is (by id alone:

@@ -14,8 +14,9 @@
 
 #include "core/derived_row_id.h"
 #include "core/shard_hash.h"
-#include "pg/pg_queries.h"
+#include "pg/array_literal.h"
 #include "pg/pg_reshard_queries.h"
+#include "pg/pg_schema_queries.h"
 
 namespace belfry {
 namespace {
@@ -35,22 +36,6 @@ std::string PartitionName(int32_t shard) { return fmt::format("jobs_shard_{:03d}
 std::string_view PlacementId(std::string_view id) {
   if (const std::optional<DerivedRowRef> derived = ParseDerivedRowId(id)) return derived->job_id;
   return id;
-}
-
-// A text[] literal of ids: each double-quoted, with " and \ escaped.
-std::string TextArray(const std::vector<std::string>& ids) {
-  std::string out = "{";
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    out.push_back('"');
-    for (char c : ids[i]) {
-      if (c == '"' || c == '\\') out.push_back('\\');
-      out.push_back(c);
-    }
-    out.push_back('"');
-  }
-  out.push_back('}');
-  return out;
 }
 
 // Ok once no firing will use the cut-over record's old layout again (kShardsBeforeCutoverSql);
@@ -182,7 +167,7 @@ StatusOr<int64_t> PgReshard::MoveNextShard() {
       if (target != old_shard) by_target[target].push_back(id);
     }
     for (const auto& [target, ids] : by_target) {
-      const std::string array = TextArray(ids);
+      const std::string array = ArrayLiteral(ids);
       moved += static_cast<int64_t>(txn.exec_params0(q::kMoveJobsSql, target, old_shard, array).affected_rows());
       txn.exec_params0(q::kMoveCronSlotsSql, target, old_shard, array);
     }

@@ -1,4 +1,4 @@
-// SQL of `belfry reshard` (PgReshard; docs/resharding.md). Kept apart from pg_queries.h: none of
+// SQL of `belfry reshard` (PgReshard; docs/resharding.md). Kept apart from the other statements: none of
 // it runs on the trigger or command paths.
 #pragma once
 

@@ -5,7 +5,8 @@
 #include <utility>
 
 #include "core/shard_layout.h"
-#include "pg/pg_queries.h"
+#include "pg/pg_schema_queries.h"
+#include "pg/pg_shard_ledger_queries.h"
 
 namespace belfry {
 namespace {

@@ -1,4 +1,5 @@
-// FakeJobStore: an in-memory JobStore with the due rule of design.md, for unit tests.
+// FakeJobStore: an in-memory JobStore with the due rule of design.md, for unit tests. Calls it does
+// not model fail with FailedPrecondition (UnsupportedJobStore).
 #pragma once
 
 #include <functional>
@@ -9,10 +10,11 @@
 #include <vector>
 
 #include "belfry/job_store.h"
+#include "fakes/unsupported_job_store.h"
 
 namespace belfry {
 
-class FakeJobStore final : public JobStore {
+class FakeJobStore final : public UnsupportedJobStore {
  public:
   struct Row {
     JobSpec spec;

@@ -33,10 +33,10 @@
 #include "core/iso_time.h"
 #include "core/slot_math.h"
 #include "fakes/fake_clock.h"
-#include "http/cached_check.h"
-#include "http/connection_gate.h"
 #include "fakes/fake_job_store.h"
 #include "fakes/fake_shard_ledger.h"
+#include "http/cached_check.h"
+#include "http/connection_gate.h"
 
 namespace belfry {
 
@@ -176,7 +176,7 @@ JobSpec Spec(const std::string& id, const std::string& owner = "tracking-svc", i
 }
 
 // A JobStore whose reads return a scripted answer (or error).
-class ScriptedJobStore final : public JobStore {
+class ScriptedJobStore final : public UnsupportedJobStore {
  public:
   Status ForEachDueJob(const DueQuery&, const std::function<void(const DueJob&)>&) override { return error; }
   Status ApplyActions(const std::vector<JobAction>&) override { return error; }

@@ -40,7 +40,7 @@ Status ProduceMessages(const std::string& topic,
                        std::optional<int32_t> partition = std::nullopt);
 
 // A FakeJobStore that records every ApplyActions call and can fail the next n of them.
-class RecordingJobStore final : public JobStore {
+class RecordingJobStore final : public UnsupportedJobStore {
  public:
   Status ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn) override {
     return inner_.ForEachDueJob(q, fn);

@@ -8,10 +8,18 @@
 #include "core/shard_hash.h"
 #include "core/slot_math.h"
 #include "pg/pg_bulk_op_queries.h"
+#include "pg/pg_command_queries.h"
+#include "pg/pg_due_queries.h"
 #include "pg/pg_due_query_stream.h"
 #include "pg/pg_execution_queries.h"
 #include "pg/pg_job_change_queries.h"
-#include "pg/pg_queries.h"
+#include "pg/pg_job_sql.h"
+#include "pg/pg_load_queries.h"
+#include "pg/pg_maintenance_queries.h"
+#include "pg/pg_manual_fire_queries.h"
+#include "pg/pg_read_queries.h"
+#include "pg/pg_schema_queries.h"
+#include "pg/pg_shard_ledger_queries.h"
 
 namespace belfry {
 namespace {

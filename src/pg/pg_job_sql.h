@@ -1,0 +1,116 @@
+// The SQL that the job statements share: timestamps as epoch milliseconds, a job's columns, a
+// one-shot's placement by its shard's progress, and reading jobs by key. Every statement is a named
+// constant with $n parameters, in a header per role (pg_*_queries.h); values are always bound as
+// parameters, never spliced into the text. The schema itself lives only in migrations/.
+//
+// Timestamps cross the wire as epoch milliseconds (bigint), converted in SQL. Both directions are
+// exact for every date belfry accepts (years 1970..9999): see BELFRY_MS_TO_TIMESTAMPTZ, and
+// floor(extract(epoch ...) * 1000) on the way back (extract returns numeric since PostgreSQL 14).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+// The timestamptz of `ms` epoch milliseconds. Whole seconds go through to_timestamp, where
+// seconds * 1e6 is exact in a double; the naive ms * interval '1 millisecond' is not beyond ~2255.
+// Only pure time intervals are added, so the session's TimeZone plays no part.
+#define BELFRY_MS_TO_TIMESTAMPTZ(ms) \
+  "(to_timestamp((" ms ") / 1000) + ((" ms ") % 1000) * interval '1 millisecond')"
+
+#define BELFRY_STRINGIFY_(x) #x
+#define BELFRY_STRINGIFY(x) BELFRY_STRINGIFY_(x)
+
+namespace belfry::pg_queries {
+
+// $1 = smallint[] of shards, sorted (a fixed lock order). Taken before rows are placed by the
+// shard's progress (one-shot commands, retries) and held until commit: no firing can claim those
+// shards between the placement read and the commit, so a firing either is visible to the
+// placement (fired_through, or a live claim's claim_through) or sees the committed row.
+inline constexpr const char kLockShardStatesName[] = "belfry_lock_shard_states";
+inline constexpr const char kLockShardStatesSql[] =
+    "SELECT shard FROM shard_state WHERE shard = ANY ($1::smallint[]) ORDER BY shard FOR SHARE";
+
+// The first minute a new row of a shard can still be fired in: after what it has fired and after
+// what a live claim covers (that firing's query may already have run). NULL when neither is set.
+// Left defined at the end of this file: pg_execution_queries.h uses it too.
+// The shard_state row whose progress places a one-shot row: a.placement_shard, the row that
+// fires its minute (FiringShardRow, core/shard_layout.h: the stored shard, except while a
+// reshard's old layout fires that minute, when the old shard does; docs/resharding.md).
+// During a cut-over (a.cutover_minute, NULL otherwise) the row of the stored shard, a.shard,
+// fires the minutes from the cut-over on: `sn`.
+#define BELFRY_FIRING_SHARD_STATE_JOIN                               \
+  " LEFT JOIN shard_state AS ss ON ss.shard = a.placement_shard"     \
+  " LEFT JOIN shard_state AS sn ON sn.shard = a.shard AND a.cutover_minute IS NOT NULL "
+
+#define BELFRY_NEXT_MINUTE_OF(s) \
+  "GREATEST(" s ".fired_through + 1, CASE WHEN " s ".claim_until > now() THEN " s ".claim_through + 1 END)"
+#define BELFRY_SHARD_NEXT_MINUTE BELFRY_NEXT_MINUTE_OF("ss")
+#define BELFRY_STORED_SHARD_NEXT_MINUTE BELFRY_NEXT_MINUTE_OF("sn")
+
+// A minute `x` placed by the progress of the row that fires the planned minute, `ss`. When that
+// was the old layout's row and `x` reached the cut-over, the new row fires it: `x` moves on by
+// that row's progress too (`y`), so that a row is never stored in a minute its firing shard has
+// already fired (docs/resharding.md).
+#define BELFRY_ACROSS_CUTOVER(x, y) \
+  "CASE WHEN a.cutover_minute IS NOT NULL AND " x " >= a.cutover_minute THEN GREATEST(" x ", " y ") ELSE " x " END"
+
+// A one-shot's run_minute: the action's, unless its shard has fired that minute, or is firing it,
+// by the time the command is applied, and the shard's next minute is within the action's
+// late_limit (see OneShotPlacement); NULL for interval jobs. ApplyActions holds the shards' rows
+// (kLockShardStates) from before this read until the commit.
+// (Like a retry's GREATEST(run_minute, next minute), but only a next minute within late_limit;
+// GREATEST ignores the NULL of one that is not.)
+#define BELFRY_WITHIN_LATE_LIMIT(next) "CASE WHEN " next " <= a.late_limit THEN " next " END"
+#define BELFRY_RUN_MINUTE                                                                               \
+  "CASE WHEN a.run_minute IS NULL THEN NULL ELSE "                                                      \
+  BELFRY_ACROSS_CUTOVER("GREATEST(a.run_minute, " BELFRY_WITHIN_LATE_LIMIT(BELFRY_SHARD_NEXT_MINUTE) ")", \
+                        BELFRY_WITHIN_LATE_LIMIT(BELFRY_STORED_SHARD_NEXT_MINUTE))                      \
+  " END"
+
+// Column order is decoded by PgJobStore's row reader; keep the two in step.
+#define BELFRY_JOB_COLUMNS                                                                                 \
+  "id, owner, interval_minutes, offset_minutes, shard, topic, key, details,"                               \
+  " floor(extract(epoch FROM start_at) * 1000)::bigint, floor(extract(epoch FROM end_at) * 1000)::bigint," \
+  " priority, paused, floor(extract(epoch FROM created_at) * 1000)::bigint,"                               \
+  " floor(extract(epoch FROM updated_at) * 1000)::bigint, src_partition, src_offset,"                      \
+  " floor(extract(epoch FROM run_at) * 1000)::bigint, run_minute, scheduled_for_ms,"                      \
+  " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms, attempt, COALESCE(retry_of, ''),"         \
+  " cron_expr, time_zone, pause_reason, pause_actor, floor(extract(epoch FROM paused_at) * 1000)::bigint,"      \
+  " max_fires, fires_before, floor(extract(epoch FROM fires_from) * 1000)::bigint,"                       \
+  " floor(extract(epoch FROM requested_end_at) * 1000)::bigint,"                                          \
+  " floor(extract(epoch FROM requested_start_at) * 1000)::bigint, labels::text"
+
+// Step 1 of an upsert: insert the jobs that do not exist yet. Existing ids are left to step 2.
+
+// $1 = a JSON array of {id, shard}: those jobs, as BELFRY_JOB_COLUMNS: the limited
+// jobs a resume restarted, and the audit trail's snapshots (pg_job_change_log.h).
+inline constexpr const char kReadJobsByKeysName[] = "belfry_read_jobs_by_keys";
+#define BELFRY_READ_JOBS_BY_KEYS(columns)                                                           \
+  "SELECT " columns " FROM jobs WHERE (shard, id) IN (SELECT a.shard, a.id FROM json_to_recordset($1::json)" \
+  " AS a(id text, shard smallint))"
+
+// ---- Jobs by key: every role reads them. ---------------------------------------------------
+
+inline constexpr const char kGetJobName[] = "belfry_get_job";
+// $1 id, $2 ShardForId(id): reads one partition of jobs. PgJobStore falls back to kGetJobSql
+// (by id alone: every partition's primary key, tens of ms at 5M jobs) when this finds nothing,
+// so a row stored under another shard is still found.
+inline constexpr const char kGetJobInShardName[] = "belfry_get_job_in_shard";
+inline constexpr const char kGetJobInShardSql[] =
+    "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE shard = $2::smallint AND id = $1";
+inline constexpr const char kGetJobSql[] = "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE id = $1";
+inline constexpr const char kReadJobsByKeysSql[] = BELFRY_READ_JOBS_BY_KEYS(BELFRY_JOB_COLUMNS);
+// The same, locked in (shard, id) order, the order the command path's writes lock jobs in.
+inline constexpr const char kLockJobsByKeysName[] = "belfry_lock_jobs_by_keys";
+inline constexpr const char kLockJobsByKeysSql[] =
+    BELFRY_READ_JOBS_BY_KEYS(BELFRY_JOB_COLUMNS) " ORDER BY shard, id FOR UPDATE";
+
+// A job_stats row, decoded by JobStatsFromRow (pg_rows.h). Left defined: pg_execution_queries.h
+// selects the same columns.
+#define BELFRY_STATS_COLUMNS                                                                  \
+  "job_id, last_status, last_scheduled_for_ms, last_attempt, last_error,"                     \
+  " floor(extract(epoch FROM last_finished_at) * 1000)::bigint, consecutive_failures,"        \
+  " total_succeeded, total_failed, last_success_scheduled_for_ms"
+
+}  // namespace belfry::pg_queries

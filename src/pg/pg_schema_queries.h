@@ -1,0 +1,63 @@
+// Migrations (src/pg/migrator.cc) and the records they write: the shard count and the layout,
+// which the job store reads in every transaction that names a stored shard.
+#pragma once
+
+#include <cstdint>
+
+namespace belfry::pg_queries {
+
+// ---- Migrations (src/pg/migrator.cc). ---------------------------------------------------------
+
+// Session advisory lock key held while migrating: ASCII "belfrymg".
+inline constexpr long long kMigrationLockKey = 0x62656c6672796d67LL;
+
+inline constexpr const char kMigrationLockName[] = "belfry_migration_lock";
+inline constexpr const char kMigrationLockSql[] = "SELECT pg_advisory_lock($1::bigint)";
+inline constexpr const char kMigrationUnlockName[] = "belfry_migration_unlock";
+inline constexpr const char kMigrationUnlockSql[] = "SELECT pg_advisory_unlock($1::bigint)";
+
+inline constexpr const char kCreateSchemaMigrationsSql[] =
+    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+    " version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())";
+
+inline constexpr const char kSchemaMigrationsExistsName[] = "belfry_schema_migrations_exists";
+inline constexpr const char kSchemaMigrationsExistsSql[] =
+    "SELECT to_regclass('schema_migrations') IS NOT NULL";
+
+inline constexpr const char kAppliedMigrationsName[] = "belfry_applied_migrations";
+inline constexpr const char kAppliedMigrationsSql[] =
+    "SELECT version FROM schema_migrations ORDER BY version";
+
+inline constexpr const char kRecordMigrationName[] = "belfry_record_migration";
+inline constexpr const char kRecordMigrationSql[] =
+    "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())";
+
+// $1 shard_count as text.
+inline constexpr const char kInsertShardCountName[] = "belfry_insert_shard_count";
+inline constexpr const char kInsertShardCountSql[] =
+    "INSERT INTO belfry_meta (key, value) VALUES ('shard_count', $1) ON CONFLICT (key) DO NOTHING";
+
+// The layout record of a new database: no reshard under way (docs/resharding.md). $1 shard_count.
+inline constexpr const char kInsertLayoutName[] = "belfry_insert_layout";
+inline constexpr const char kInsertLayoutSql[] =
+    "INSERT INTO belfry_meta (key, value) VALUES ('layout', json_build_object('from', $1::int)::text) "
+    "ON CONFLICT (key) DO NOTHING";
+
+// The layout record, read by the job store in each transaction that names a stored shard; FOR
+// SHARE in writes, so a reshard's move of a shard (which holds it FOR UPDATE) and a write wait
+// for each other (docs/resharding.md).
+inline constexpr const char kReadLayoutName[] = "belfry_read_layout";
+inline constexpr const char kReadLayoutSql[] = "SELECT value FROM belfry_meta WHERE key = 'layout'";
+inline constexpr const char kShareLayoutName[] = "belfry_share_layout";
+inline constexpr const char kShareLayoutSql[] = "SELECT value FROM belfry_meta WHERE key = 'layout' FOR SHARE";
+
+inline constexpr const char kGetShardCountName[] = "belfry_get_shard_count";
+inline constexpr const char kGetShardCountSql[] = "SELECT value FROM belfry_meta WHERE key = 'shard_count'";
+
+// $1 shard_count.
+inline constexpr const char kInsertShardStatesName[] = "belfry_insert_shard_states";
+inline constexpr const char kInsertShardStatesSql[] =
+    "INSERT INTO shard_state (shard) SELECT s FROM generate_series(0, $1::int - 1) AS s "
+    "ON CONFLICT (shard) DO NOTHING";
+
+}  // namespace belfry::pg_queries
