@@ -43,7 +43,7 @@
 #include "loadtest/host_snapshot.h"
 #include "loadtest/pg_connection.h"
 #include "loadtest/workload.h"
-#include "pg/pg_queries.h"
+#include "pg/pg_due_queries.h"
 
 namespace belfry::bench {
 namespace {
