@@ -1,5 +1,5 @@
 // GroupMembership: a KafkaConsumer's place in its consumer group, shared by the command and the
-// execution consumer. It is the consumer's rebalance callback (assign and unassign, eager or
+// execution consumer (BatchConsumer). It is the consumer's rebalance callback (assign and unassign, eager or
 // cooperative) and knows the assigned partitions; and it waits while keeping the membership: when
 // the consumer cannot take new messages (its store or DLQ is failing and it backs off), the
 // assigned partitions are paused and consume() is still called every 100 ms, so that
