@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <filesystem>
 
 namespace belfry {
@@ -32,30 +31,10 @@ std::string ResolveNodeId(const Config& cfg) {
   return fmt::format("{}-{}", host, getpid());
 }
 
-TopicPolicy MakeTopicPolicy(const Config& cfg) {
-  return TopicPolicy(cfg.commands.allowed_topics,
-                     {cfg.kafka.commands_topic, cfg.kafka.dlq_topic, cfg.kafka.results_topic,
-                      cfg.kafka.executions_topic, cfg.kafka.executions_dlq_topic, cfg.kafka.changes_topic,
-                      cfg.kafka.triggers_dlq_topic});
-}
-
 RetryRules MakeRetryRules(const Config& cfg) {
   RetryRules rules;
   rules.layout = ShardLayout{cfg.scheduler.shard_count};
   rules.max_late_ms = cfg.scheduler.max_catchup_ms;
-  return rules;
-}
-
-CommandRules MakeCommandRules(const Config& cfg, const TopicPolicy* policy) {
-  CommandRules rules;
-  rules.intervals = cfg.scheduler.intervals;
-  rules.shard_count = cfg.scheduler.shard_count;
-  rules.max_details_bytes = cfg.commands.max_details_bytes;
-  rules.max_command_bytes = std::max<int64_t>(256 * 1024, cfg.commands.max_details_bytes + 64 * 1024);
-  rules.topic_policy = policy;
-  rules.one_shot.tick_ms = cfg.scheduler.tick_ms;
-  rules.one_shot.max_catchup_ms = cfg.scheduler.max_catchup_ms;
-  rules.one_shot.fire_late = cfg.scheduler.misfire_policy != MisfirePolicy::kSkip;
   return rules;
 }
 

@@ -4,9 +4,7 @@
 #include <string>
 
 #include "belfry/config.h"
-#include "core/command_parser.h"
 #include "core/retry_planner.h"
-#include "core/topic_policy.h"
 
 namespace belfry {
 
@@ -17,11 +15,6 @@ std::string ResolveMigrationsDir(const Config& cfg);
 // cfg.node_id, else "<hostname>-<pid>".
 std::string ResolveNodeId(const Config& cfg);
 
-// The output-topic policy: the configured allowlist, with belfry's own topics reserved.
-TopicPolicy MakeTopicPolicy(const Config& cfg);
-
-// Validation rules for commands. `policy` must outlive the result.
-CommandRules MakeCommandRules(const Config& cfg, const TopicPolicy* policy);
 // Retry placement: the tick and the catch-up window.
 RetryRules MakeRetryRules(const Config& cfg);
 

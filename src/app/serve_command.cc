@@ -16,7 +16,10 @@
 #include "app/bulk_op_runner.h"
 #include "app/change_publisher.h"
 #include "app/node_health.h"
+#include "app/pg_sweep_store.h"
+#include "app/serve_rules.h"
 #include "app/signal_waiter.h"
+#include "app/sweeper.h"
 #include "app/system_clock.h"
 #include "core/backoff.h"
 #include "core/calendar_schedule.h"
@@ -40,7 +43,6 @@
 #include "kafka/execution_consumer.h"
 #include "kafka/kafka_client_config.h"
 #include "kafka/kafka_trigger_sink.h"
-#include "pg/connection_options.h"
 #include "pg/migrator.h"
 #include "pg/pg_execution_store.h"
 #include "pg/pg_job_store.h"
@@ -53,6 +55,16 @@ namespace {
 // A shutdown must finish within this; whatever is still in flight is simply not recorded as
 // fired, so it is fired again later (at-least-once), never lost.
 constexpr auto kShutdownBudget = std::chrono::milliseconds(9000);
+
+// The component `made` holds, or null after logging "cannot <what>: <why>".
+template <typename T>
+std::unique_ptr<T> Take(StatusOr<std::unique_ptr<T>> made, const char* what) {
+  if (!made.ok()) {
+    spdlog::error("cannot {}: {}", what, made.status().ToString());
+    return nullptr;
+  }
+  return std::move(made.value());
+}
 
 // Waits until the schema is current. Retries connection faults with jittered backoff (so that
 // nodes started together do not retry together); a schema or shard_count mismatch is fatal.
@@ -67,6 +79,68 @@ Status AwaitSchema(const Config& cfg, const std::string& migrations_dir, StopSig
   }
 }
 
+// Calendar jobs stored as fixed UTC intervals follow the tz database this node loaded
+// (docs/calendar-schedules.md, "When tzdata changes"). False after logging why not.
+bool ReplanCalendarJobs(const Config& cfg, const Clock& clock) {
+  PgJobStore store(cfg.database_url);
+  const std::string tzdata = TzdataVersion();
+  StatusOr<PgJobStore::ReplanReport> replan = store.ReplanCalendarJobs(tzdata, clock.NowMs(), cfg.scheduler.intervals);
+  if (!replan.ok()) {
+    spdlog::error("refusing to start: re-planning calendar jobs for tzdata {}: {}", tzdata,
+                  replan.status().ToString());
+    return false;
+  }
+  if (replan->version_changed) {
+    spdlog::info("tzdata {}: re-planned calendar jobs: {} checked, {} changed, {} in zones this tzdata lacks", tzdata,
+                 replan->checked, replan->changed, replan->unknown_zone);
+  }
+  return true;
+}
+
+// Catch-up triggers (debt firings) go through a producer of their own, so on-time triggers never
+// wait in a queue behind them (docs/catch-up.md). Its queue is smaller: the catch-up is paced
+// (scheduler.catch_up_rate), and a full queue just makes the debt firing wait.
+KafkaTriggerSinkOptions CatchUpSinkOptions() {
+  KafkaTriggerSinkOptions options;
+  options.client_id = "belfry-catchup";
+  options.queue_max_messages = 50'000;
+  options.queue_max_kbytes = 32 * 1024;
+  return options;
+}
+
+// The tick queries' hot standby (docs/hot-standby.md): every route is counted, and a change of
+// server is logged once, not once per query. Thread-safe.
+class StandbyRoutes final {
+ public:
+  explicit StandbyRoutes(prometheus::Registry& registry) : metrics_(registry) {}
+
+  void OnRoute(const DueQueryRoute& route) {
+    metrics_.OnRoute(route);
+    const int server = static_cast<int>(route.server);
+    if (server_.exchange(server) == server) return;
+    if (route.server == DueQueryRoute::Server::kStandby) {
+      spdlog::info("tick queries are read from the standby");
+    } else {
+      spdlog::warn("tick queries are read from the primary: the standby is {} (lag {} bytes)",
+                   DueQueryReasonName(route.reason), route.lag_bytes);
+    }
+  }
+
+ private:
+  StandbyMetrics metrics_;
+  std::atomic<int> server_{-1};  // the last route's server, as an int; -1: none yet
+};
+
+// The shard layout this node fires by (docs/resharding.md): the database's record.
+StatusOr<ShardLayout> ReadShardLayout(const std::string& database_url) {
+  StatusOr<ShardLayout> layout = PgReshard(database_url).Read();
+  if (layout.ok() && layout->phase != ShardLayout::Phase::kStable) {
+    spdlog::warn("a reshard is under way: the database's shard layout is {}", EncodeShardLayout(*layout));
+  }
+  return layout;
+}
+
+// One scheduler worker's own parts.
 struct Worker {
   std::unique_ptr<PgJobStore> store;
   std::unique_ptr<PgShardLedger> ledger;
@@ -74,111 +148,124 @@ struct Worker {
   std::unique_ptr<ShardFirer> firer;
 };
 
+// Static membership from a configured node id: a restart after a kill takes its command and
+// execution partitions straight back (docs/reliability.md). A generated id differs per process.
+CommandConsumerOptions MakeCommandConsumerOptions(const Config& cfg, MetricsRegistry& metrics) {
+  CommandConsumerOptions options;
+  options.group_instance_id = GroupInstanceId(cfg.node_id, "commands");
+  options.on_batch = [&metrics](const CommandBatchReport& r) {
+    metrics.OnCommandBatch(r.applied_by_op, r.rejected_by_reason, r.apply_latency_ms);
+  };
+  return options;
+}
+
+// Execution outcomes: their own consumer group, as the commands'.
+ExecutionConsumerOptions MakeExecutionConsumerOptions(const Config& cfg, ExecutionMetrics& metrics) {
+  ExecutionConsumerOptions options;
+  options.group_instance_id = GroupInstanceId(cfg.node_id, "executions");
+  options.batch_max = cfg.executions.batch_max;
+  options.batch_wait_ms = cfg.kafka.command_batch_wait_ms;
+  options.on_batch = [&metrics](const ExecutionBatchReport& r) {
+    metrics.OnBatch(r.size - r.stored, r.applied);
+    if (!r.rejected_by_reason.empty()) {
+      spdlog::info("executions: stored {} reports, rejected {} to the DLQ", r.stored, r.size - r.stored);
+    }
+    if (r.applied.retries_scheduled > 0 || r.applied.retries_too_late > 0) {
+      spdlog::info("executions: scheduled {} retries ({} superseded, {} too late to schedule)",
+                   r.applied.retries_scheduled, r.applied.retries_superseded, r.applied.retries_too_late);
+    }
+  };
+  return options;
+}
+
+// The admin API's read sessions: each a job store, a ledger and an execution store over its own
+// lazily opened connections to rules.admin_database_url.
+struct AdminReadStores {
+  std::vector<std::unique_ptr<PgJobStore>> jobs;
+  std::vector<std::unique_ptr<PgShardLedger>> ledgers;
+  std::vector<std::unique_ptr<PgExecutionStore>> executions;
+
+  std::vector<ReadSession> Open(const std::string& url, int32_t sessions, const RetryRules& retry_rules,
+                                Clock& clock) {
+    std::vector<ReadSession> read_sessions;
+    for (int32_t i = 0; i < sessions; ++i) {
+      jobs.push_back(std::make_unique<PgJobStore>(url));
+      ledgers.push_back(std::make_unique<PgShardLedger>(url));
+      executions.push_back(std::make_unique<PgExecutionStore>(url, retry_rules, clock));
+      read_sessions.push_back({jobs.back().get(), ledgers.back().get(), executions.back().get()});
+    }
+    return read_sessions;
+  }
+};
+
+AdminServerOptions MakeAdminServerOptions(const Config& cfg) {
+  AdminServerOptions options;
+  options.listen = cfg.admin.listen;
+  options.token = cfg.admin.token;
+  options.scheduler = cfg.scheduler;
+  options.worker_threads = cfg.admin.worker_threads;
+  options.max_queued_connections = cfg.admin.max_queued_connections;
+  options.request_head_timeout_ms = cfg.admin.request_head_timeout_ms;
+  options.max_connections = cfg.admin.max_connections;
+  options.max_connections_per_client = cfg.admin.max_connections_per_client;
+  return options;
+}
+
+CommandPublisherOptions PublisherOptions(const char* client_id, const std::string& topic) {
+  CommandPublisherOptions options;
+  options.client_id = client_id;
+  options.topic = topic;
+  return options;
+}
+
 }  // namespace
 
 int RunServe(const Config& cfg) {
   StopSignal stop;
   SignalWaiter signals(stop);
   SystemClock clock;
-  const std::string node_id = ResolveNodeId(cfg);
-  const std::string migrations_dir = ResolveMigrationsDir(cfg);
-  spdlog::info("belfry {} starting: node {}, {} shards every {} ms, misfire policy {}", kBelfryVersion, node_id,
+  const ServeRules rules(cfg);
+  spdlog::info("belfry {} starting: node {}, {} shards every {} ms, misfire policy {}", kBelfryVersion, rules.node_id,
                cfg.scheduler.shard_count, cfg.scheduler.tick_ms, static_cast<int>(cfg.scheduler.misfire_policy));
 
-  if (Status st = AwaitSchema(cfg, migrations_dir, stop); !st.ok()) {
+  if (Status st = AwaitSchema(cfg, rules.migrations_dir, stop); !st.ok()) {
     if (stop.requested()) return 0;
     spdlog::error("refusing to start: {}", st.message());
     return 2;
   }
-
-  {
-    // Calendar jobs stored as fixed UTC intervals follow the tz database this node loaded
-    // (docs/calendar-schedules.md, "When tzdata changes").
-    PgJobStore store(cfg.database_url);
-    const std::string tzdata = TzdataVersion();
-    StatusOr<PgJobStore::ReplanReport> replan =
-        store.ReplanCalendarJobs(tzdata, clock.NowMs(), cfg.scheduler.intervals);
-    if (!replan.ok()) {
-      spdlog::error("refusing to start: re-planning calendar jobs for tzdata {}: {}", tzdata,
-                    replan.status().ToString());
-      return 2;
-    }
-    if (replan->version_changed) {
-      spdlog::info("tzdata {}: re-planned calendar jobs: {} checked, {} changed, {} in zones this tzdata lacks",
-                   tzdata, replan->checked, replan->changed, replan->unknown_zone);
-    }
-  }
+  if (!ReplanCalendarJobs(cfg, clock)) return 2;
 
   MetricsRegistry metrics(kBelfryVersion);
   NodeHealth health(metrics, clock);
-  const TopicPolicy policy = MakeTopicPolicy(cfg);
 
   // The sink's default queue bounds (100k triggers / 64 MiB) are the firing path's memory: with
   // firings in flight, catch-up queries can outrun the broker, and an unbounded queue grew a
   // 5M-job burst to 380 MB. A full queue blocks Add(), which holds the query back instead
   // (nothing is dropped). The harness's `raw` producer reads the same defaults.
-  auto sink_or = KafkaTriggerSink::Create(cfg.kafka);
-  if (!sink_or.ok()) {
-    spdlog::error("cannot create the trigger producer: {}", sink_or.status().ToString());
-    return 1;
-  }
-  std::unique_ptr<KafkaTriggerSink> sink = std::move(sink_or.value());
-  // Catch-up triggers (debt firings) go through a producer of their own, so on-time triggers never
-  // wait in a queue behind them (docs/catch-up.md). Its queue is smaller: the catch-up is paced
-  // (scheduler.catch_up_rate), and a full queue just makes the debt firing wait.
-  KafkaTriggerSinkOptions catch_up_options;
-  catch_up_options.client_id = "belfry-catchup";
-  catch_up_options.queue_max_messages = 50'000;
-  catch_up_options.queue_max_kbytes = 32 * 1024;
-  auto catch_up_sink_or = KafkaTriggerSink::Create(cfg.kafka, catch_up_options);
-  if (!catch_up_sink_or.ok()) {
-    spdlog::error("cannot create the catch-up trigger producer: {}", catch_up_sink_or.status().ToString());
-    return 1;
-  }
-  std::unique_ptr<KafkaTriggerSink> catch_up_sink = std::move(catch_up_sink_or.value());
-  std::optional<CatchUpGovernorOptions> governor;
-  if (cfg.scheduler.catch_up_yield_at_ms > 0) {
-    governor.emplace();
-    governor->min_rate = cfg.scheduler.catch_up_rate / 100;
-    governor->yield_at_ms = cfg.scheduler.catch_up_yield_at_ms;
-  }
-  RateLimiter catch_up_limiter(cfg.scheduler.catch_up_rate, clock, stop, governor);
+  std::unique_ptr<KafkaTriggerSink> sink = Take(KafkaTriggerSink::Create(cfg.kafka), "create the trigger producer");
+  if (sink == nullptr) return 1;
+  std::unique_ptr<KafkaTriggerSink> catch_up_sink =
+      Take(KafkaTriggerSink::Create(cfg.kafka, CatchUpSinkOptions()), "create the catch-up trigger producer");
+  if (catch_up_sink == nullptr) return 1;
+  RateLimiter catch_up_limiter(cfg.scheduler.catch_up_rate, clock, stop, rules.catch_up_governor);
   health.OnCatchUpRate(catch_up_limiter.rate());
 
-  // The tick queries' hot standby (docs/hot-standby.md): every route is counted, and a change of
-  // server is logged once, not once per query.
-  std::optional<StandbyMetrics> standby_metrics;
-  std::atomic<int> standby_server{-1};  // the last route's server, as an int; -1: none yet
-  StandbyOptions standby_options;
-  if (!cfg.standby.url.empty()) {
-    standby_metrics.emplace(metrics.registry());
-    standby_options.url = cfg.standby.url;
-    standby_options.rule.max_wait_ms = cfg.standby.max_wait_ms;
-    standby_options.retry_after_ms = cfg.standby.retry_after_ms;
-    standby_options.on_route = [&standby_metrics, &standby_server](const DueQueryRoute& route) {
-      standby_metrics->OnRoute(route);
-      const int server = static_cast<int>(route.server);
-      if (standby_server.exchange(server) == server) return;
-      if (route.server == DueQueryRoute::Server::kStandby) {
-        spdlog::info("tick queries are read from the standby");
-      } else {
-        spdlog::warn("tick queries are read from the primary: the standby is {} (lag {} bytes)",
-                     DueQueryReasonName(route.reason), route.lag_bytes);
-      }
-    };
+  // The tick queries read from the hot standby when there is one (docs/hot-standby.md).
+  std::optional<StandbyRoutes> standby_routes;
+  StandbyOptions tick_standby = rules.tick_standby;
+  if (!tick_standby.url.empty()) {
+    standby_routes.emplace(metrics.registry());
+    tick_standby.on_route = [&standby_routes](const DueQueryRoute& route) { standby_routes->OnRoute(route); };
     spdlog::info("tick queries go to the standby once it has replayed each claim's WAL position (max wait {} ms)",
                  cfg.standby.max_wait_ms);
   }
 
-  // The shard layout this node fires by (docs/resharding.md): the database's record, then every
-  // layout a claim brings. The ticker, the pool and the firers share it.
-  StatusOr<ShardLayout> initial_layout = PgReshard(cfg.database_url).Read();
+  // The database's layout record, then every layout a claim brings. The ticker, the pool and the
+  // firers share it.
+  StatusOr<ShardLayout> initial_layout = ReadShardLayout(cfg.database_url);
   if (!initial_layout.ok()) {
     spdlog::error("refusing to start: {}", initial_layout.status().message());
     return 2;
-  }
-  if (initial_layout->phase != ShardLayout::Phase::kStable) {
-    spdlog::warn("a reshard is under way: the database's shard layout is {}", EncodeShardLayout(*initial_layout));
   }
   LayoutCell layout_cell(*initial_layout, [](const ShardLayout& now) {
     spdlog::info("shard layout: now {} (a claim or the layout read brought it)", EncodeShardLayout(now));
@@ -196,95 +283,51 @@ int RunServe(const Config& cfg) {
   std::vector<Worker> workers(static_cast<size_t>(cfg.scheduler.workers));
   std::vector<FiringPool::Worker> pool_workers;
   for (Worker& w : workers) {
-    w.store = std::make_unique<PgJobStore>(cfg.database_url, standby_options);
+    w.store = std::make_unique<PgJobStore>(cfg.database_url, tick_standby);
     w.store->SetUnknownZoneHandler(
         [&unknown_zones](std::string_view zone, int64_t jobs) { unknown_zones.OnSkipped(zone, jobs); });
     w.ledger = std::make_unique<PgShardLedger>(cfg.database_url);
     // Dead letters go through the catch-up producer: a refusal never queues behind the present.
     w.refusals = std::make_unique<TriggerDeadLetterer>(*catch_up_sink, cfg.kafka.triggers_dlq_topic, w.store.get(),
                                                        &unrecorded_letters);
-    w.firer = std::make_unique<ShardFirer>(cfg.scheduler, node_id, *w.store, *w.ledger, *sink, *catch_up_sink,
-                                           &catch_up_limiter, policy, clock, health, &layout_cell,
+    w.firer = std::make_unique<ShardFirer>(cfg.scheduler, rules.node_id, *w.store, *w.ledger, *sink, *catch_up_sink,
+                                           &catch_up_limiter, rules.topic_policy, clock, health, &layout_cell,
                                            w.refusals.get(), &streaks, &unacked);
     pool_workers.push_back(FiringPool::Worker{w.firer.get(), w.ledger.get()});
   }
 
   PgJobStore consumer_store(cfg.database_url);
-  CommandConsumerOptions consumer_options;
-  // Static membership from a configured node id: a restart after a kill takes its command and
-  // execution partitions straight back (docs/reliability.md). A generated id differs per process.
-  consumer_options.group_instance_id = GroupInstanceId(cfg.node_id, "commands");
-  consumer_options.on_batch = [&metrics](const CommandBatchReport& r) {
-    metrics.OnCommandBatch(r.applied_by_op, r.rejected_by_reason, r.apply_latency_ms);
-  };
-  auto consumer_or = CommandConsumer::Create(cfg.kafka, consumer_store, MakeCommandRules(cfg, &policy), consumer_options);
-  if (!consumer_or.ok()) {
-    spdlog::error("cannot create the command consumer: {}", consumer_or.status().ToString());
-    return 1;
-  }
-  std::unique_ptr<CommandConsumer> consumer = std::move(consumer_or.value());
+  std::unique_ptr<CommandConsumer> consumer =
+      Take(CommandConsumer::Create(cfg.kafka, consumer_store, rules.command_rules,
+                                   MakeCommandConsumerOptions(cfg, metrics)),
+           "create the command consumer");
+  if (consumer == nullptr) return 1;
 
   // Execution outcomes: their own consumer group and connection, off the trigger path.
-  PgExecutionStore execution_store(cfg.database_url, MakeRetryRules(cfg), clock);
+  PgExecutionStore execution_store(cfg.database_url, rules.retry_rules, clock);
   ExecutionMetrics execution_metrics(metrics.registry());
   std::unique_ptr<ExecutionConsumer> execution_consumer;
   if (cfg.executions.enabled) {
-    ExecutionRules execution_rules;
-    execution_rules.max_error_bytes = cfg.executions.max_error_bytes;
-    ExecutionConsumerOptions execution_options;
-    execution_options.group_instance_id = GroupInstanceId(cfg.node_id, "executions");
-    execution_options.batch_max = cfg.executions.batch_max;
-    execution_options.batch_wait_ms = cfg.kafka.command_batch_wait_ms;
-    execution_options.on_batch = [&execution_metrics](const ExecutionBatchReport& r) {
-      execution_metrics.OnBatch(r.size - r.stored, r.applied);
-      if (!r.rejected_by_reason.empty()) {
-        spdlog::info("executions: stored {} reports, rejected {} to the DLQ", r.stored, r.size - r.stored);
-      }
-      if (r.applied.retries_scheduled > 0 || r.applied.retries_too_late > 0) {
-        spdlog::info("executions: scheduled {} retries ({} superseded, {} too late to schedule)",
-                     r.applied.retries_scheduled, r.applied.retries_superseded, r.applied.retries_too_late);
-      }
-    };
-    auto execution_or = ExecutionConsumer::Create(cfg.kafka, execution_store, execution_rules, execution_options);
-    if (!execution_or.ok()) {
-      spdlog::error("cannot create the execution consumer: {}", execution_or.status().ToString());
-      return 1;
-    }
-    execution_consumer = std::move(execution_or.value());
+    execution_consumer = Take(ExecutionConsumer::Create(cfg.kafka, execution_store, rules.execution_rules,
+                                                        MakeExecutionConsumerOptions(cfg, execution_metrics)),
+                              "create the execution consumer");
+    if (execution_consumer == nullptr) return 1;
   }
 
-  // The admin API's read sessions: each a job store, a ledger and an execution store over its own
-  // lazily opened connections, every statement bounded by admin.statement_timeout. Their
-  // prepared statements always run the generic plan: jobs has 121 partitions, and a custom plan
-  // costs 10-15 ms of planning per owner listing against 1.5 ms of execution (BENCHMARKS.md,
-  // issue 16).
-  // With standby.admin_reads, they connect to the standby, or to the primary while it is down.
-  StatusOr<std::string> admin_base =
-      cfg.standby.admin_reads ? PreferStandbyConninfo(cfg.standby.url, cfg.database_url) : cfg.database_url;
-  StatusOr<std::string> admin_url =
-      admin_base.ok() ? WithSessionSetting(*admin_base, "statement_timeout", std::to_string(cfg.admin.statement_timeout_ms))
-                      : admin_base;
-  if (admin_url.ok()) admin_url = WithSessionSetting(*admin_url, "plan_cache_mode", "force_generic_plan");
-  if (!admin_url.ok()) {
-    spdlog::error("{}", admin_url.status().ToString());
+  // The admin API's read sessions, every statement bounded by admin.statement_timeout; with
+  // standby.admin_reads, on the standby, or on the primary while it is down.
+  if (!rules.admin_database_url.ok()) {
+    spdlog::error("{}", rules.admin_database_url.status().ToString());
     return 1;
   }
-  std::vector<std::unique_ptr<PgJobStore>> admin_stores;
-  std::vector<std::unique_ptr<PgShardLedger>> admin_ledgers;
-  std::vector<std::unique_ptr<PgExecutionStore>> admin_executions;
-  std::vector<ReadSession> read_sessions;
-  for (int32_t i = 0; i < cfg.admin.db_sessions; ++i) {
-    admin_stores.push_back(std::make_unique<PgJobStore>(*admin_url));
-    admin_ledgers.push_back(std::make_unique<PgShardLedger>(*admin_url));
-    admin_executions.push_back(std::make_unique<PgExecutionStore>(*admin_url, MakeRetryRules(cfg), clock));
-    read_sessions.push_back({admin_stores.back().get(), admin_ledgers.back().get(), admin_executions.back().get()});
-  }
-  ReaderPool readers(std::move(read_sessions), std::chrono::milliseconds(cfg.admin.read_wait_ms));
+  AdminReadStores admin_stores;
+  ReaderPool readers(admin_stores.Open(*rules.admin_database_url, cfg.admin.db_sessions, rules.retry_rules, clock),
+                     std::chrono::milliseconds(cfg.admin.read_wait_ms));
   // GET /readyz, and belfry_ready at each scrape.
   // The database part is cached: at most one connection a second, and no probe or scrape waits
   // for it (an unreachable database used to stall every /readyz and /metrics).
   CachedCheck database_check(
-      [&cfg, &migrations_dir] { return CheckSchema(cfg.database_url, migrations_dir, cfg.scheduler.shard_count); },
+      [&cfg, &rules] { return CheckSchema(cfg.database_url, rules.migrations_dir, cfg.scheduler.shard_count); },
       clock);
   if (!database_check.AwaitFirstResult(std::chrono::seconds(5))) {
     spdlog::warn("the first readiness check has not finished in 5 s: /readyz answers 503 until it does");
@@ -307,54 +350,61 @@ int RunServe(const Config& cfg) {
     }
     m.SetReady(ready);
   });
-  AdminServerOptions admin_options;
-  admin_options.listen = cfg.admin.listen;
-  admin_options.token = cfg.admin.token;
-  admin_options.scheduler = cfg.scheduler;
-  admin_options.worker_threads = cfg.admin.worker_threads;
-  admin_options.max_queued_connections = cfg.admin.max_queued_connections;
-  admin_options.request_head_timeout_ms = cfg.admin.request_head_timeout_ms;
-  admin_options.max_connections = cfg.admin.max_connections;
-  admin_options.max_connections_per_client = cfg.admin.max_connections_per_client;
   AdminDeps deps;
   deps.readers = &readers;
   deps.metrics = &metrics;
   deps.clock = &clock;
-  deps.node_id = node_id;
+  deps.node_id = rules.node_id;
   deps.version = kBelfryVersion;
   deps.readiness = readiness;
   deps.unknown_zones = [&unknown_zones] { return unknown_zones.zones(); };
-  auto admin_or = AdminServer::Start(admin_options, deps);
-  if (!admin_or.ok()) {
-    spdlog::error("cannot start the admin server: {}", admin_or.status().ToString());
-    return 1;
-  }
-  std::unique_ptr<AdminServer> admin = std::move(admin_or.value());
+  std::unique_ptr<AdminServer> admin =
+      Take(AdminServer::Start(MakeAdminServerOptions(cfg), deps), "start the admin server");
+  if (admin == nullptr) return 1;
   spdlog::info("admin HTTP listening on {} (port {})", cfg.admin.listen, admin->port());
 
   // Every step that can fail comes before the first thread starts: returning with a joinable
   // std::thread would call std::terminate (issue 33 §5).
-  // The bulk operations' outcome records (the bulk thread below).
-  CommandPublisherOptions outcome_options;
-  outcome_options.client_id = "belfry-bulk-outcomes";
-  outcome_options.topic = cfg.kafka.results_topic;
-  auto outcome_publisher = CommandPublisher::Create(cfg.kafka, outcome_options);
-  if (!outcome_publisher.ok()) {
-    spdlog::error("cannot create the bulk outcome publisher: {}", outcome_publisher.status().ToString());
-    return 1;
-  }
-  // The audit trail's change events (the change thread below).
-  CommandPublisherOptions change_options;
-  change_options.client_id = "belfry-change-events";
-  change_options.topic = cfg.kafka.changes_topic;
+  // The bulk operations' outcome records (docs/bulk-operations.md).
+  std::unique_ptr<CommandPublisher> outcome_publisher =
+      Take(CommandPublisher::Create(cfg.kafka, PublisherOptions("belfry-bulk-outcomes", cfg.kafka.results_topic)),
+           "create the bulk outcome publisher");
+  if (outcome_publisher == nullptr) return 1;
+  // The audit trail's change events (docs/audit-trail.md).
+  CommandPublisherOptions change_options = PublisherOptions("belfry-change-events", cfg.kafka.changes_topic);
   change_options.delivery_timeout_ms = 30'000;
-  auto change_events = CommandPublisher::Create(cfg.kafka, change_options);
-  if (!change_events.ok()) {
-    spdlog::error("cannot create the change event publisher: {}", change_events.status().ToString());
-    return 1;
-  }
-  auto pool =
-      std::make_unique<FiringPool>(cfg.scheduler, pool_workers, clock, std::random_device{}(), &health, &layout_cell);
+  std::unique_ptr<CommandPublisher> change_events =
+      Take(CommandPublisher::Create(cfg.kafka, change_options), "create the change event publisher");
+  if (change_events == nullptr) return 1;
+
+  auto pool = std::make_unique<FiringPool>(cfg.scheduler, pool_workers, clock, std::random_device{}(), &health,
+                                           &layout_cell);
+  // The background components, each on its own connection, off the command partition and the
+  // trigger path. The sweeps are idempotent, so every node runs them.
+  PgSweepStore sweep_store(cfg.database_url, rules.retry_rules, clock);
+  Sweeper sweeper(sweep_store, clock, rules.sweeps);
+  // Bulk operations (docs/bulk-operations.md): every node steps them; outcome records go to the
+  // results topic.
+  PgJobStore bulk_store(cfg.database_url);
+  BulkOpRunner bulk_runner(
+      bulk_store, clock,
+      [&](const std::string& key, const std::string& value) { return outcome_publisher->Publish(key, value); },
+      rules.bulk_steps);
+  // The audit trail's change events (docs/audit-trail.md): every node runs a publisher; the store
+  // lets one publish at a time.
+  ChangeMetrics change_metrics(metrics.registry());
+  PgJobStore change_store(cfg.database_url);
+  ChangePublisherOptions change_publisher_options;
+  change_publisher_options.on_round = [&change_metrics](int64_t published, int64_t failed) {
+    change_metrics.OnRound(published, failed);
+  };
+  ChangePublisher change_publisher(
+      change_store, clock,
+      [&](const std::vector<std::pair<std::string, std::string>>& records) {
+        return change_events->PublishAll(records);
+      },
+      change_publisher_options);
+
   std::thread consumer_thread([&] { consumer->Run(stop); });
   std::thread execution_thread([&] {
     if (execution_consumer != nullptr) execution_consumer->Run(stop);
@@ -368,79 +418,9 @@ int RunServe(const Config& cfg) {
     ShardTicker ticker(cfg.scheduler, clock, *pool, /*scan_every_ticks=*/1, &layout_cell);
     ticker.Run(stop);
   });
-  // The sweeps: one-shot retention and the execution history's daily partitions. Off the
-  // trigger path and idempotent, so every node may run them.
-  std::thread sweep_thread([&] {
-    PgJobStore sweep_store(cfg.database_url);
-    PgExecutionStore history_store(cfg.database_url, MakeRetryRules(cfg), clock);
-    const int64_t retention_minutes = cfg.scheduler.one_shot_retention_ms / 60'000;
-    int64_t next_history_sweep_ms = clock.NowMs();  // at once: reports need today's partition
-    do {
-      if (clock.NowMs() >= next_history_sweep_ms) {
-        next_history_sweep_ms = clock.NowMs() + cfg.executions.trim_interval_ms;
-        StatusOr<PartitionSweep> swept =
-            history_store.MaintainPartitions(cfg.executions.retention_ms, /*days_ahead=*/3);
-        if (!swept.ok()) {
-          spdlog::warn("execution history sweep: {}", swept.status().message());
-        } else if (swept->created > 0 || swept->dropped > 0 || swept->default_rows_deleted > 0) {
-          spdlog::info("execution history sweep: created {} and dropped {} daily partitions, deleted {} expired "
-                       "reports outside them", swept->created, swept->dropped, swept->default_rows_deleted);
-        }
-      }
-      const int64_t before = clock.NowMs() / 60'000 - retention_minutes;
-      for (;;) {
-        StatusOr<int64_t> n = sweep_store.SweepOneShots(before, 10'000);
-        if (!n.ok()) {
-          spdlog::warn("one-shot sweep: {}", n.status().message());
-          break;
-        }
-        if (*n > 0) spdlog::info("one-shot sweep: deleted {} one-shots older than minute {}", *n, before);
-        if (*n < 10'000 || stop.requested()) break;
-      }
-      const EpochMs changes_before = clock.NowMs() - cfg.commands.audit_retention_ms;
-      for (;;) {  // the audit trail's retention (docs/audit-trail.md)
-        StatusOr<int64_t> n = sweep_store.SweepJobChanges(changes_before, 10'000);
-        if (!n.ok()) {
-          spdlog::warn("change history sweep: {}", n.status().message());
-          break;
-        }
-        if (*n > 0) spdlog::info("change history sweep: deleted {} published changes older than the retention", *n);
-        if (*n < 10'000 || stop.requested()) break;
-      }
-    } while (stop.WaitFor(std::chrono::seconds(60)));
-  });
-  // Bulk operations (docs/bulk-operations.md): every node steps them, off the command partition
-  // and the trigger path, on its own connection; outcome records go to the results topic.
-  std::thread bulk_thread([&] {
-    PgJobStore bulk_store(cfg.database_url);
-    BulkOpRunnerOptions bulk_options;
-    bulk_options.step_jobs = cfg.commands.bulk_step_jobs;
-    bulk_options.step_pause_ms = cfg.commands.bulk_step_pause_ms;
-    BulkOpRunner runner(
-        bulk_store, clock,
-        [&](const std::string& key, const std::string& value) {
-          return (*outcome_publisher)->Publish(key, value);
-        },
-        bulk_options);
-    runner.Run(stop);
-  });
-  // The audit trail's change events (docs/audit-trail.md): every node runs a publisher; the store
-  // lets one publish at a time.
-  ChangeMetrics change_metrics(metrics.registry());
-  std::thread change_thread([&] {
-    PgJobStore change_store(cfg.database_url);
-    ChangePublisherOptions options;
-    options.on_round = [&change_metrics](int64_t published, int64_t failed) {
-      change_metrics.OnRound(published, failed);
-    };
-    ChangePublisher publisher(
-        change_store, clock,
-        [&](const std::vector<std::pair<std::string, std::string>>& records) {
-          return (*change_events)->PublishAll(records);
-        },
-        options);
-    publisher.Run(stop);
-  });
+  std::thread sweep_thread([&] { sweeper.Run(stop); });
+  std::thread bulk_thread([&] { bulk_runner.Run(stop); });
+  std::thread change_thread([&] { change_publisher.Run(stop); });
   spdlog::info("belfry serving{}", cfg.scheduler.enabled ? "" : " (scheduler.enabled is false: firing nothing)");
 
   while (stop.WaitFor(std::chrono::seconds(3600))) {
