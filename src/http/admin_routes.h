@@ -1,7 +1,7 @@
 // The admin API's route handlers, by resource. Each answers one request on a worker's thread,
 // reading through the context (admin_context.h) and writing the view that core/resource_views.h
 // names for its resource. The routes, parameters and answers are docs/operations.md's and
-// docs/openapi.yaml's; admin_server.cc maps paths to these.
+// docs/openapi.yaml's; admin_server.cc maps paths to these (and decodes a path's id).
 #pragma once
 
 #include <string>
@@ -20,10 +20,13 @@ void ServeHealthz(httplib::Response& res);
 void ServeReadyz(AdminContext& ctx, httplib::Response& res);
 void ServeMetrics(AdminContext& ctx, httplib::Response& res);
 
-// Jobs (job_routes.cc): GET /v1/jobs, and GET /v1/jobs/{id}[/next|/backfill|/executions|/changes],
-// which ServeJobPath routes on the raw target.
+// Jobs (job_routes.cc): GET /v1/jobs, /v1/jobs/{id}, /v1/jobs/{id}/next, /v1/jobs/{id}/backfill.
+// `id` is the job id from the path, decoded.
 void ServeListJobs(AdminContext& ctx, const httplib::Request& req, httplib::Response& res);
-void ServeJobPath(AdminContext& ctx, const httplib::Request& req, httplib::Response& res);
+void ServeGetJob(AdminContext& ctx, const std::string& id, const httplib::Request& req, httplib::Response& res);
+void ServeNext(AdminContext& ctx, const std::string& id, const httplib::Request& req, httplib::Response& res);
+void ServeBackfillDryRun(AdminContext& ctx, const std::string& id, const httplib::Request& req,
+                         httplib::Response& res);
 
 // A job's execution history (execution_routes.cc): GET /v1/jobs/{id}/executions.
 void ServeExecutions(AdminContext& ctx, const std::string& id, const httplib::Request& req, httplib::Response& res);

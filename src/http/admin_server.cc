@@ -17,6 +17,7 @@
 #include "http/admin_responses.h"
 #include "http/admin_routes.h"
 #include "http/connection_gate.h"
+#include "http/request_params.h"
 #include "http/request_stream.h"
 #include "http/worker_lane.h"
 
@@ -24,6 +25,11 @@ namespace belfry {
 namespace {
 
 constexpr std::string_view kJobsPrefix = "/v1/jobs/";
+constexpr std::string_view kNextSuffix = "/next";
+constexpr std::string_view kExecutionsSuffix = "/executions";
+constexpr std::string_view kChangesSuffix = "/changes";  // the audit trail (docs/audit-trail.md)
+// GET /v1/jobs/{id}/backfill?from&to: a backfill's dry run (docs/manual-fires.md).
+constexpr std::string_view kBackfillSuffix = "/backfill";
 constexpr std::string_view kBulkOpsPrefix = "/v1/bulk-ops/";
 
 // Threads and queue places of the probe lane (/healthz and /readyz): both answer from memory.
@@ -38,6 +44,36 @@ bool IsKnownPath(const std::string& path) {
          path == "/v1/shards" || path == "/v1/load" || path == "/v1/load/rebalance" || path == "/v1/bulk-ops" ||
          (path.size() > kJobsPrefix.size() && path.starts_with(kJobsPrefix)) ||
          (path.size() > kBulkOpsPrefix.size() && path.starts_with(kBulkOpsPrefix));
+}
+
+// Removes `suffix` from the end of `raw` when something precedes it.
+bool StripSuffix(std::string_view* raw, std::string_view suffix) {
+  if (raw->size() <= suffix.size() || !raw->ends_with(suffix)) return false;
+  raw->remove_suffix(suffix.size());
+  return true;
+}
+
+// GET /v1/jobs/{id}[/next|/backfill|/executions|/changes]. Routes on the raw target, so that an id
+// containing an encoded '/' ("a%2Fnext") is not taken for the /next sub-resource.
+void RouteJobPath(AdminContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  std::string_view raw = req.target;
+  raw = raw.substr(0, raw.find('?'));
+  if (!raw.starts_with(kJobsPrefix)) return SendError(res, 404, "no such route: " + req.path);
+  raw.remove_prefix(kJobsPrefix.size());
+  using Handler = void (*)(AdminContext&, const std::string&, const httplib::Request&, httplib::Response&);
+  Handler handler = ServeGetJob;
+  if (StripSuffix(&raw, kChangesSuffix)) {
+    handler = ServeChanges;
+  } else if (StripSuffix(&raw, kBackfillSuffix)) {
+    handler = ServeBackfillDryRun;
+  } else if (StripSuffix(&raw, kNextSuffix)) {
+    handler = ServeNext;
+  } else if (StripSuffix(&raw, kExecutionsSuffix)) {
+    handler = ServeExecutions;
+  }
+  std::string id;
+  if (std::string e = DecodePathId(raw, "job", &id); !e.empty()) return SendError(res, 400, e);
+  handler(ctx, id, req, res);
 }
 
 // Runs each task on the caller's thread: httplib's accept loop hands each accepted socket to
@@ -272,7 +308,7 @@ void AdminServer::InstallRoutes() {
           [this](const httplib::Request& req, httplib::Response& res) { ServeGetBulkOp(*context_, req, res); });
   // [\s\S] rather than '.', which would not match a decoded newline in an id.
   svr.Get(R"(/v1/jobs/[\s\S]+)",
-          [this](const httplib::Request& req, httplib::Response& res) { ServeJobPath(*context_, req, res); });
+          [this](const httplib::Request& req, httplib::Response& res) { RouteJobPath(*context_, req, res); });
 
   auto not_allowed = [](const httplib::Request& req, httplib::Response& res) {
     if (!IsKnownPath(req.path)) {

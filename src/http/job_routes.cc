@@ -1,6 +1,5 @@
 // GET /v1/jobs (a page of jobs), GET /v1/jobs/{id} (one job in detail), /v1/jobs/{id}/next (its
-// next fires) and /v1/jobs/{id}/backfill (a backfill's dry run), and the routing of
-// /v1/jobs/{id}/... to them and to the job's history (execution_routes.cc, change_routes.cc).
+// next fires) and /v1/jobs/{id}/backfill (a backfill's dry run).
 #include <httplib.h>
 
 #include <optional>
@@ -23,16 +22,13 @@
 namespace belfry {
 namespace {
 
-constexpr std::string_view kJobsPrefix = "/v1/jobs/";
-constexpr std::string_view kNextSuffix = "/next";
-constexpr std::string_view kExecutionsSuffix = "/executions";
-constexpr std::string_view kChangesSuffix = "/changes";  // the audit trail (docs/audit-trail.md)
-// GET /v1/jobs/{id}/backfill?from&to: a backfill's dry run (docs/manual-fires.md).
-constexpr std::string_view kBackfillSuffix = "/backfill";
 constexpr int kDefaultNext = 10;
 constexpr int kMaxNext = 1000;
 
-void ServeGetJob(AdminContext& ctx, const std::string& id, httplib::Response& res) {
+}  // namespace
+
+void ServeGetJob(AdminContext& ctx, const std::string& id, const httplib::Request& req, httplib::Response& res) {
+  if (std::string e = CheckParams(req, {}); !e.empty()) return SendError(res, 400, e);
   ShardLayout layout;
   if (!ReadLayout(ctx, res, &layout)) return;
   std::optional<ReaderPool::Lease> session = ctx.deps.readers->Borrow();
@@ -97,50 +93,6 @@ void ServeBackfillDryRun(AdminContext& ctx, const std::string& id, const httplib
   }
   if (!counted->status.ok()) return SendError(res, 422, counted->status.message());
   SendJsonText(res, 200, EncodeBackfillCountView(id, fire.backfill.from_ms, fire.backfill.to_ms, *counted));
-}
-
-// Removes `suffix` from the end of `raw` when something precedes it.
-bool StripSuffix(std::string_view* raw, std::string_view suffix) {
-  if (raw->size() <= suffix.size() || !raw->ends_with(suffix)) return false;
-  raw->remove_suffix(suffix.size());
-  return true;
-}
-
-}  // namespace
-
-void ServeJobPath(AdminContext& ctx, const httplib::Request& req, httplib::Response& res) {
-  // Route on the raw target, so that an id containing an encoded '/' ("a%2Fnext") is not taken
-  // for the /next sub-resource.
-  std::string_view raw = req.target;
-  raw = raw.substr(0, raw.find('?'));
-  if (!raw.starts_with(kJobsPrefix)) return SendError(res, 404, "no such route: " + req.path);
-  raw.remove_prefix(kJobsPrefix.size());
-  enum class Sub { kJob, kNext, kBackfill, kExecutions, kChanges };
-  Sub sub = Sub::kJob;
-  if (StripSuffix(&raw, kChangesSuffix)) {
-    sub = Sub::kChanges;
-  } else if (StripSuffix(&raw, kBackfillSuffix)) {
-    sub = Sub::kBackfill;
-  } else if (StripSuffix(&raw, kNextSuffix)) {
-    sub = Sub::kNext;
-  } else if (StripSuffix(&raw, kExecutionsSuffix)) {
-    sub = Sub::kExecutions;
-  }
-  std::string id;
-  if (std::string e = DecodePathId(raw, "job", &id); !e.empty()) return SendError(res, 400, e);
-  switch (sub) {
-    case Sub::kNext:
-      return ServeNext(ctx, id, req, res);
-    case Sub::kBackfill:
-      return ServeBackfillDryRun(ctx, id, req, res);
-    case Sub::kExecutions:
-      return ServeExecutions(ctx, id, req, res);
-    case Sub::kChanges:
-      return ServeChanges(ctx, id, req, res);
-    case Sub::kJob:
-      if (std::string e = CheckParams(req, {}); !e.empty()) return SendError(res, 400, e);
-      return ServeGetJob(ctx, id, res);
-  }
 }
 
 void ServeListJobs(AdminContext& ctx, const httplib::Request& req, httplib::Response& res) {
