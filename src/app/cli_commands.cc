@@ -30,6 +30,8 @@
 #include "core/layout_next_fires.h"
 #include "core/load_projection.h"
 #include "core/load_rebalance.h"
+#include "core/pagination.h"
+#include "core/resource_views.h"
 #include "core/shard_lag.h"
 #include "core/shard_layout.h"
 #include "core/slot_math.h"
@@ -270,12 +272,12 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
   const StatusOr<ShardLayout> layout = DatabaseLayout(cfg);
   if (!layout.ok()) return Fail(layout.status().message());
   const EpochMs now = SystemClock().NowMs();
-  const std::vector<NextFire> fires = LayoutNextFires(j.spec, j.paused, *layout, now, 3);
-  const std::optional<int64_t> remaining = LayoutFiresRemaining(j.spec, j.paused, j.paused_at, *layout, now);
   if (json) {
-    std::printf("%s\n", EncodeJobDetailJson(j, st, fires, remaining, (*view)->last_delivery_error).c_str());
+    std::printf("%s\n", EncodeJobDetailView(**view, st, *layout, now).c_str());
     return 0;
   }
+  const std::vector<NextFire> fires = LayoutNextFires(j.spec, j.paused, *layout, now, kJobDetailNextFires);
+  const std::optional<int64_t> remaining = LayoutFiresRemaining(j.spec, j.paused, j.paused_at, *layout, now);
   std::printf("id:        %s\nowner:     %s\ntopic:     %s\nkey:       %s\n", j.spec.id.c_str(), j.spec.owner.c_str(),
               j.spec.topic.c_str(), j.spec.key.empty() ? "(job id)" : j.spec.key.c_str());
   if (j.spec.one_shot()) {
@@ -337,20 +339,22 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
 
 int RunJobsHistory(const Config& cfg, const std::string& id, int limit, const std::string& cursor,
                    const std::string& output) {
+  if (Status st = CheckPageLimit(limit, kExecutionPage.max_limit); !st.ok()) return Fail(st.message(), 64);
+  std::string position;
+  if (!cursor.empty()) {
+    std::optional<std::string> decoded = DecodePageCursor(cursor);
+    if (!decoded) return Fail(std::string(kInvalidCursorMessage), 64);
+    position = std::move(*decoded);
+  }
   SystemClock clock;
   PgExecutionStore store(cfg.database_url, MakeRetryRules(cfg), clock);
-  auto page = store.ListExecutions(id, limit, cursor);
-  if (!page.ok()) return Fail(page.status().message(), page.status().code() == Status::Code::kInvalid ? 64 : 1);
+  auto page = store.ListExecutions(id, limit, position);
+  if (!page.ok()) {
+    if (page.status().code() == Status::Code::kInvalid) return Fail(std::string(kInvalidCursorMessage), 64);
+    return Fail(page.status().message());
+  }
   if (output == "json") {
-    std::string out = "{\"executions\":[";
-    for (size_t i = 0; i < page->records.size(); ++i) {
-      if (i) out.push_back(',');
-      out.append(EncodeExecutionRecord(page->records[i]));
-    }
-    out.append("],\"next_cursor\":");
-    out.append(page->next_cursor.empty() ? "null" : nlohmann::json(page->next_cursor).dump());
-    out.append("}");
-    std::printf("%s\n", out.c_str());
+    std::printf("%s\n", EncodeExecutionPage(id, *page).c_str());
     return 0;
   }
   std::printf("%-26s %7s %-10s %-26s %-20s %s\n", "SCHEDULED FOR", "ATTEMPT", "STATUS", "FINISHED", "WORKER", "ERROR");
@@ -360,7 +364,7 @@ int RunJobsHistory(const Config& cfg, const std::string& id, int limit, const st
                 ExecutionStatusName(r.status), FormatOptionalTime(r.finished_at).c_str(),
                 r.worker.empty() ? "-" : r.worker.c_str(), r.error.c_str());
   }
-  if (!page->next_cursor.empty()) std::printf("more: --cursor '%s'\n", page->next_cursor.c_str());
+  if (!page->next_cursor.empty()) std::printf("more: --cursor '%s'\n", EncodePageCursor(page->next_cursor).c_str());
   return 0;
 }
 
@@ -391,6 +395,7 @@ std::string DescribeChange(const JobChange& c) {
 }  // namespace
 
 int RunJobsAudit(const Config& cfg, const std::string& id, int limit, int64_t cursor, const std::string& output) {
+  if (Status st = CheckPageLimit(limit, kChangePage.max_limit); !st.ok()) return Fail(st.message(), 64);
   PgJobStore store(cfg.database_url);
   StatusOr<std::vector<JobChange>> page = store.ListJobChanges(id, cursor, limit);
   if (!page.ok()) return Fail(page.status().message());
@@ -416,10 +421,15 @@ int RunJobsAudit(const Config& cfg, const std::string& id, int limit, int64_t cu
 int RunJobsList(const Config& cfg, const std::string& owner, const std::string& topic,
                 const std::vector<std::string>& labels, int limit, const std::string& cursor,
                 const std::string& output) {
+  if (Status st = CheckPageLimit(limit, kJobListPage.max_limit); !st.ok()) return Fail(st.message(), 64);
   JobListFilter filter;
   filter.owner = owner;
   filter.topic = topic;
-  filter.after_id = cursor;
+  if (!cursor.empty()) {
+    std::optional<std::string> after = DecodePageCursor(cursor);
+    if (!after) return Fail(std::string(kInvalidCursorMessage), 64);
+    filter.after_id = std::move(*after);
+  }
   filter.limit = limit;
   if (!labels.empty()) {
     if (Status s = ParseLabelFilter(labels, &filter.labels); !s.ok()) return Fail(s.message(), 64);
@@ -427,22 +437,12 @@ int RunJobsList(const Config& cfg, const std::string& owner, const std::string& 
   PgJobStore store(cfg.database_url);
   auto read = store.ListJobs(filter);
   if (!read.ok()) return Fail(read.status().message());
-  const std::vector<StoredJob>* jobs = &read->jobs;
-  const std::string next_cursor = read->next_after_id;  // the CLI's cursor is the last id shown
   if (output == "json") {
-    std::string out = "{\"jobs\":[";
-    for (size_t i = 0; i < jobs->size(); ++i) {
-      if (i) out.push_back(',');
-      out.append(EncodeJobJson((*jobs)[i]));
-    }
-    out.append("],\"next_cursor\":");
-    out.append(next_cursor.empty() ? "null" : nlohmann::json(next_cursor).dump());
-    out.append("}");
-    std::printf("%s\n", out.c_str());
+    std::printf("%s\n", EncodeJobPage(*read).c_str());
     return 0;
   }
   std::printf("%-40s %-16s %-28s %-24s %5s %s\n", "ID", "OWNER", "TOPIC", "SCHEDULE", "SHARD", "STATUS");
-  for (const StoredJob& j : *jobs) {
+  for (const StoredJob& j : read->jobs) {
     const JobSpec& s = j.spec;
     const std::string schedule = s.calendar    ? s.calendar->cron + " " + s.calendar->time_zone
                                  : s.one_shot() ? "once " + FormatIsoTime(s.run_minute * 60'000)
@@ -450,7 +450,9 @@ int RunJobsList(const Config& cfg, const std::string& owner, const std::string& 
     std::printf("%-40s %-16s %-28s %-24s %5d %s\n", s.id.c_str(), s.owner.c_str(), s.topic.c_str(), schedule.c_str(),
                 s.shard, j.paused ? "paused" : "active");
   }
-  if (!next_cursor.empty()) std::printf("more: --cursor '%s'\n", next_cursor.c_str());
+  if (!read->next_after_id.empty()) {
+    std::printf("more: --cursor '%s'\n", EncodePageCursor(read->next_after_id).c_str());
+  }
   return 0;
 }
 
@@ -539,30 +541,19 @@ int RunShards(const Config& cfg, bool json) {
   auto states = ledger.LoadStates();
   if (!states.ok()) return Fail(states.status().message());
   const EpochMs now = SystemClock().NowMs();
-  nlohmann::json arr = nlohmann::json::array();
-  if (!json)
-    std::printf("%5s %-20s %8s %6s %-32s %s\n", "SHARD", "FIRED THROUGH", "LAG", "DEBT", "CLAIMED BY", "");
+  if (json) {
+    std::printf("%s\n", EncodeShardsView(*states, *layout, now).c_str());
+    return 0;
+  }
+  std::printf("%5s %-20s %8s %6s %-32s %s\n", "SHARD", "FIRED THROUGH", "LAG", "DEBT", "CLAIMED BY", "");
   for (const ShardState& s : *states) {
     const ShardLag lag = ComputeShardLag(s, now, *layout);
     const int64_t lag_s = static_cast<int64_t>(lag.lag_seconds.value_or(0));
-    if (json) {
-      arr.push_back(
-          {{"shard", s.shard},
-           {"fired_through_minute", s.fired_through ? nlohmann::json(*s.fired_through) : nlohmann::json()},
-           {"claim_node", s.claim_node.empty() ? nlohmann::json() : nlohmann::json(s.claim_node)},
-           {"claim_live", s.claim_live},
-           {"lag_seconds", lag_s},
-           {"debt_minutes", s.debt_minutes},
-           {"debt_node", s.debt_node.empty() ? nlohmann::json() : nlohmann::json(s.debt_node)}});
-    } else {
-      std::printf(
-          "%5d %-20s %7llds %6lld %-32s %s\n", s.shard,
-          s.fired_through ? FormatIsoTime(*s.fired_through * kMsPerMinute).substr(0, 16).c_str() : "never",
-          static_cast<long long>(lag_s), static_cast<long long>(s.debt_minutes),
-          s.claim_node.empty() ? "-" : s.claim_node.c_str(), s.claim_live ? "(live)" : "");
-    }
+    std::printf("%5d %-20s %7llds %6lld %-32s %s\n", s.shard,
+                s.fired_through ? FormatIsoTime(*s.fired_through * kMsPerMinute).substr(0, 16).c_str() : "never",
+                static_cast<long long>(lag_s), static_cast<long long>(s.debt_minutes),
+                s.claim_node.empty() ? "-" : s.claim_node.c_str(), s.claim_live ? "(live)" : "");
   }
-  if (json) std::printf("%s\n", nlohmann::json{{"shards", arr}}.dump().c_str());
   return 0;
 }
 

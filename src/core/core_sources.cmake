@@ -3,6 +3,7 @@
 # cannot break the fuzz link). Names are relative to src/core.
 set(BELFRY_CORE_SOURCES
   backoff.cc
+  base64url.cc
   batch_bisection.cc
   broker_error_streaks.cc
   bulk_op_json.cc
@@ -34,7 +35,9 @@ set(BELFRY_CORE_SOURCES
   manual_fire.cc
   message_quote.cc
   one_shot_placement.cc
+  pagination.cc
   rate_limiter.cc
+  resource_views.cc
   retry_fields.cc
   retry_planner.cc
   retry_policy.cc

@@ -1,5 +1,8 @@
 #include "core/json_writer.h"
 
+#include <charconv>
+#include <cmath>
+
 #include "core/iso_time.h"
 #include "core/message_quote.h"
 
@@ -63,6 +66,46 @@ void AppendJsonTimeOrNull(std::string* out, const std::optional<EpochMs>& t) {
     AppendJsonString(out, FormatIsoTime(*t));
   } else {
     out->append("null");
+  }
+}
+
+void AppendJsonNumber(std::string* out, double v) {
+  if (!std::isfinite(v)) {
+    out->append("null");
+    return;
+  }
+  if (std::signbit(v)) out->push_back('-');
+  v = std::fabs(v);
+  if (v == 0) {
+    out->append("0.0");
+    return;
+  }
+  char buf[64];
+  const char* end = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific).ptr;
+  const std::string_view sci(buf, static_cast<size_t>(end - buf));  // "d[.ddd]e[+-]xx", shortest
+  const size_t e = sci.find('e');
+  std::string digits(1, sci[0]);
+  if (e > 1) digits.append(sci.substr(2, e - 2));
+  int exp10 = 0;
+  std::from_chars(sci.data() + e + (sci[e + 1] == '+' ? 2 : 1), sci.data() + sci.size(), exp10);
+  const int k = static_cast<int>(digits.size());
+  const int n = exp10 + 1;  // where the decimal point falls, counted from the first digit
+  constexpr int kMaxFixed = 15;
+  constexpr int kMinFixed = -4;
+  if (k <= n && n <= kMaxFixed) {
+    out->append(digits);
+    out->append(static_cast<size_t>(n - k), '0');
+    out->append(".0");
+  } else if (0 < n && n <= kMaxFixed) {
+    out->append(digits, 0, static_cast<size_t>(n));
+    out->push_back('.');
+    out->append(digits, static_cast<size_t>(n));
+  } else if (kMinFixed < n && n <= 0) {
+    out->append("0.");
+    out->append(static_cast<size_t>(-n), '0');
+    out->append(digits);
+  } else {
+    out->append(sci);
   }
 }
 

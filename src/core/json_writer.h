@@ -21,4 +21,9 @@ void AppendJsonStringOrNull(std::string* out, std::string_view s);
 // Appends `t` as an ISO-8601 JSON string ("2026-11-22T13:37:32.500Z"), or null when absent.
 void AppendJsonTimeOrNull(std::string* out, const std::optional<EpochMs>& t);
 
+// Appends `v` as a JSON number, as nlohmann::json writes a double: the shortest digits that read
+// back as `v`, in fixed notation with at least one fractional digit ("0.0", "12.5", "100000.0")
+// while the decimal point falls within 15 digits, else scientific ("1e+20"); null when not finite.
+void AppendJsonNumber(std::string* out, double v);
+
 }  // namespace belfry

@@ -23,6 +23,8 @@
 #include "belfry/job_store.h"
 #include "belfry/shard_ledger.h"
 #include "belfry/status.h"
+#include "core/base64url.h"       // Base64UrlEncode, Base64UrlDecode (the page cursors)
+#include "http/listen_address.h"  // ParseListenAddress, IsLoopbackHost
 #include "http/metrics_registry.h"
 #include "http/reader_pool.h"
 
@@ -36,6 +38,8 @@ namespace belfry {
 
 class ConnectionGate;
 class WorkerLane;
+struct AdminContext;
+struct AdmissionCounters;
 struct ReadyConnection;
 
 struct AdminServerOptions {
@@ -102,63 +106,25 @@ class AdminServer final {
 
   class GateServer;  // httplib::Server whose accepted sockets go to the gate
 
+  // Maps paths to the handlers of admin_routes.h, and installs the auth check and the JSON error
+  // answers.
   void InstallRoutes();
   // Serves one request of a connection whose head is complete (on a lane's thread), then gives
   // the connection back to the gate.
   void Serve(ReadyConnection&& c);
-  bool Authorized(const httplib::Request& req) const;
-
-  void HandleHealthz(httplib::Response& res);
-  void HandleReadyz(httplib::Response& res);
-  void HandleMetrics(httplib::Response& res);
-  void HandleJobsPath(const httplib::Request& req, httplib::Response& res);
-  void HandleGetJob(const std::string& id, httplib::Response& res);
-  void HandleListBulkOps(const httplib::Request& req, httplib::Response& res);
-  void HandleGetBulkOp(const httplib::Request& req, httplib::Response& res);
-  void HandleNext(const std::string& id, const httplib::Request& req, httplib::Response& res);
-  void HandleBackfillDryRun(const std::string& id, const httplib::Request& req, httplib::Response& res);
-  void HandleExecutions(const std::string& id, const httplib::Request& req, httplib::Response& res);
-  void HandleChanges(const std::string& id, const httplib::Request& req, httplib::Response& res);
-  void HandleListJobs(const httplib::Request& req, httplib::Response& res);
-  void HandleShards(httplib::Response& res);
-  void HandleLoad(const httplib::Request& req, httplib::Response& res);
-  void HandleRebalance(const httplib::Request& req, httplib::Response& res);
-  // 503 + Retry-After: overloaded, come back later. `why` goes into the error message.
-  void SendOverloaded(httplib::Response& res, const std::string& why);
-  void SendSessionsBusy(httplib::Response& res);  // SendOverloaded, counted as reason "sessions"
-  // The database's shard layout record, through one borrowed session: what every view of slots,
-  // lag and load takes (not options_.scheduler.shard_count). False after it answered the error.
-  bool ReadLayout(httplib::Response& res, ShardLayout* layout);
 
   const AdminServerOptions options_;
   const AdminDeps deps_;
   std::string host_;
   int port_ = 0;
-  struct Counters;
-  std::unique_ptr<Counters> counters_;  // belfry_admin_* metrics
+  std::unique_ptr<AdmissionCounters> counters_;  // belfry_admin_* metrics
+  std::unique_ptr<AdminContext> context_;        // what the route handlers share
   std::unique_ptr<GateServer> server_;
   std::unique_ptr<WorkerLane> data_lane_;
   std::unique_ptr<WorkerLane> probe_lane_;
   std::unique_ptr<ConnectionGate> gate_;
   std::atomic<bool> listen_returned_{false};  // set by thread_ when the accept loop ends
-  std::atomic<int> loads_in_flight_{0};       // GET /v1/load projections running (at most one)
   std::thread thread_;
 };
-
-// Exposed for tests. Splits "host:port" / "[v6]:port"; Invalid on anything else.
-struct ListenAddress {
-  std::string host;
-  int port = 0;
-};
-StatusOr<ListenAddress> ParseListenAddress(const std::string& listen);
-
-// True iff `host` is "localhost", an IPv4 address in 127.0.0.0/8, "::1" or an IPv4-mapped
-// loopback ("::ffff:127.x.y.z").
-bool IsLoopbackHost(const std::string& host);
-
-// RFC 4648 §5 base64url without padding (the /v1/jobs cursor encoding). Decode returns nullopt
-// on characters outside the alphabet or an impossible length.
-std::string Base64UrlEncode(std::string_view data);
-std::optional<std::string> Base64UrlDecode(std::string_view text);
 
 }  // namespace belfry

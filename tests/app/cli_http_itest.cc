@@ -237,6 +237,76 @@ TEST_F(OperatorSurfaceTest, HttpRoutesErrorsAndPagination) {
   EXPECT_EQ(Get("/readyz", false)->status, 200);
 }
 
+// The JSON the CLI prints, from its first '{' to the end of that line.
+std::string CliJson(const std::string& out) {
+  const size_t at = out.find('{');
+  if (at == std::string::npos) return out;
+  return out.substr(at, out.find('\n', at) - at);
+}
+
+// `belfry ... --json` / `-o json` prints what the admin API answers for the same resource: the same
+// bytes for pages of jobs, executions and changes (and the same cursors, which each side accepts),
+// the same fields and lag for the shards.
+TEST_F(OperatorSurfaceTest, CliJsonIsTheApiView) {
+  std::string out;
+  const std::string owner = Id("views");
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(Cli({"jobs", "put", "--id", Id("view-" + std::to_string(i)), "--interval-minutes", "60", "--topic",
+                   world_->trigger_topic, "--owner", owner},
+                  &out),
+              0)
+        << out;
+  }
+  std::string cursor;
+  int pages = 0;
+  do {
+    const std::string query = "/v1/jobs?owner=" + owner + "&limit=2" + (cursor.empty() ? "" : "&cursor=" + cursor);
+    auto r = Get(query);
+    ASSERT_EQ(r->status, 200) << r->body;
+    std::vector<std::string> args = {"jobs", "list", "--owner", owner, "--limit", "2", "-o", "json"};
+    if (!cursor.empty()) args.insert(args.end(), {"--cursor", cursor});
+    ASSERT_EQ(Cli(args, &out), 0) << out;
+    EXPECT_EQ(CliJson(out), r->body) << query;
+    const Json page = Json::parse(r->body);
+    cursor = page["next_cursor"].is_null() ? "" : page["next_cursor"].get<std::string>();
+    ++pages;
+  } while (!cursor.empty() && pages < 10);
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(Cli({"jobs", "list", "--cursor", "%%%"}, &out), 64);
+  EXPECT_NE(out.find("cursor is not valid"), std::string::npos) << out;
+
+  const std::string id = Id("view-0");
+  auto changes = Get("/v1/jobs/" + id + "/changes");
+  ASSERT_EQ(changes->status, 200) << changes->body;
+  ASSERT_EQ(Cli({"jobs", "audit", id, "-o", "json"}, &out), 0) << out;
+  EXPECT_EQ(CliJson(out), changes->body);
+  auto executions = Get("/v1/jobs/" + id + "/executions");
+  if (executions->status == 200) {  // a node with execution history
+    ASSERT_EQ(Cli({"jobs", "history", id, "-o", "json"}, &out), 0) << out;
+    EXPECT_EQ(CliJson(out), executions->body);
+  }
+
+  auto shards = Get("/v1/shards");
+  ASSERT_EQ(shards->status, 200) << shards->body;
+  ASSERT_EQ(Cli({"shards", "--json"}, &out), 0) << out;
+  using Ordered = nlohmann::ordered_json;  // keeps the fields' order
+  const Ordered api = Ordered::parse(shards->body);
+  const Ordered cli = Ordered::parse(CliJson(out));
+  ASSERT_TRUE(cli.contains("now")) << out;
+  ASSERT_EQ(cli["shards"].size(), api["shards"].size());
+  for (size_t i = 0; i < api["shards"].size(); ++i) {
+    const Ordered& a = api["shards"][i];
+    const Ordered& c = cli["shards"][i];
+    std::vector<std::string> api_keys, cli_keys;
+    for (const auto& [k, v] : a.items()) api_keys.push_back(k);
+    for (const auto& [k, v] : c.items()) cli_keys.push_back(k);
+    EXPECT_EQ(cli_keys, api_keys) << "shard " << i;
+    EXPECT_EQ(c["shard"], a["shard"]);
+    // Both null (never fired) or both a number; the lag moves with the clock between the reads.
+    EXPECT_EQ(c["lag_seconds"].is_null(), a["lag_seconds"].is_null()) << c.dump() << " vs " << a.dump();
+  }
+}
+
 TEST_F(OperatorSurfaceTest, TokenIsEnforcedAndOffLoopbackNeedsOne) {
   EXPECT_EQ(Get("/v1/shards", false)->status, 401);
   EXPECT_EQ(Get("/metrics", false)->status, 401);

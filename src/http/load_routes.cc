@@ -1,0 +1,77 @@
+// GET /v1/load (the load projection of a window) and /v1/load/rebalance (proposed offset moves),
+// docs/load-projection.md.
+#include <httplib.h>
+
+#include <atomic>
+#include <optional>
+#include <string>
+
+#include "core/load_projection.h"
+#include "core/load_rebalance.h"
+#include "http/admin_context.h"
+#include "http/admin_responses.h"
+#include "http/admin_routes.h"
+#include "http/request_params.h"
+
+namespace belfry {
+namespace {
+
+// GET /v1/load reads at most this many groups in all (LoadGroupQuery::max_groups; more is a 422),
+// and a node runs one projection at a time (another gets 503 + Retry-After): its memory is bounded
+// by one request's groups (~100 MB), whatever the number of connection workers (issue 33 §5).
+constexpr int64_t kMaxLoadGroups = 500'000;
+
+}  // namespace
+
+void ServeLoad(AdminContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  if (std::string e = CheckParams(req, {"from", "to", "by", "shards", "top"}); !e.empty()) {
+    return SendError(res, 400, e);
+  }
+  ShardLayout layout;
+  if (!ReadLayout(ctx, res, &layout)) return;
+  StatusOr<LoadWindow> window = ParseLoadWindow(Param(req, "from"), Param(req, "to"), ctx.deps.clock->NowMs(),
+                                                layout, ctx.options.scheduler.intervals);
+  if (!window.ok()) return SendError(res, 400, window.status().message());
+  LoadGroupQuery query{window->first_minute, window->last_minute, Param(req, "by")};
+  // A breakdown can have a group per job; inside a serving node, read at most this many (~100 MB).
+  query.max_groups = kMaxLoadGroups;
+  if (!query.by.empty() && query.by != "owner" && query.by != "topic") {
+    return SendError(res, 400, "by must be owner or topic, got \"" + query.by + "\"");
+  }
+  const std::string shards = Param(req, "shards");
+  if (!shards.empty() && shards != "true" && shards != "false") {
+    return SendError(res, 400, "shards must be true or false, got \"" + shards + "\"");
+  }
+  int64_t top = 20;
+  if (std::string e = IntParam(req, "top", 1, 1000, &top); !e.empty()) return SendError(res, 400, e);
+  if (ctx.loads_in_flight.fetch_add(1) > 0) {
+    ctx.loads_in_flight.fetch_sub(1);
+    return SendOverloaded(ctx, res, "another load projection is running");
+  }
+  struct Done {
+    std::atomic<int>& n;
+    ~Done() { n.fetch_sub(1); }
+  } done{ctx.loads_in_flight};
+  std::optional<StatusOr<LoadGroups>> read =
+      ReadWith(*ctx.deps.readers, [&](const ReadSession& s) { return s.store->ReadLoadGroups(query); });
+  if (!read) return SendSessionsBusy(ctx, res);
+  if (!read->ok()) {
+    if (read->status().reason() == "too_many_groups") return SendError(res, 422, read->status().message());
+    return SendStoreError(res, "job store", read->status());
+  }
+  const LoadProjection p = ProjectLoad(*window, **read);
+  SendJsonText(res, 200, EncodeLoadProjectionJson(p, query.by, shards == "true", static_cast<int>(top)));
+}
+
+void ServeRebalance(AdminContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  if (std::string e = CheckParams(req, {"ids"}); !e.empty()) return SendError(res, 400, e);
+  int64_t ids = 5;
+  if (std::string e = IntParam(req, "ids", 0, 100, &ids); !e.empty()) return SendError(res, 400, e);
+  std::optional<StatusOr<RebalancePlan>> read = ReadWith(
+      *ctx.deps.readers, [&](const ReadSession& s) { return ProposeRebalance(*s.store, static_cast<int32_t>(ids)); });
+  if (!read) return SendSessionsBusy(ctx, res);
+  if (!read->ok()) return SendStoreError(res, "job store", read->status());
+  SendJsonText(res, 200, EncodeRebalancePlanJson(**read));
+}
+
+}  // namespace belfry
