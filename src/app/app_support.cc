@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "tzdb/system_time_zone_database.h"
+
 namespace belfry {
 
 const char* const kBelfryVersion = "0.1.0";
@@ -53,6 +55,7 @@ CommandRules MakeCommandRules(const Config& cfg, const TopicPolicy* policy) {
   rules.max_details_bytes = cfg.commands.max_details_bytes;
   rules.max_command_bytes = std::max<int64_t>(256 * 1024, cfg.commands.max_details_bytes + 64 * 1024);
   rules.topic_policy = policy;
+  rules.time_zones = &SystemTimeZones();
   rules.one_shot.tick_ms = cfg.scheduler.tick_ms;
   rules.one_shot.max_catchup_ms = cfg.scheduler.max_catchup_ms;
   rules.one_shot.fire_late = cfg.scheduler.misfire_policy != MisfirePolicy::kSkip;

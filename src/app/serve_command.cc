@@ -46,6 +46,7 @@
 #include "pg/pg_job_store.h"
 #include "pg/pg_reshard.h"
 #include "pg/pg_shard_ledger.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -95,7 +96,7 @@ int RunServe(const Config& cfg) {
     // Calendar jobs stored as fixed UTC intervals follow the tz database this node loaded
     // (docs/calendar-schedules.md, "When tzdata changes").
     PgJobStore store(cfg.database_url);
-    const std::string tzdata = TzdataVersion();
+    const std::string tzdata = SystemTimeZones().Version();
     StatusOr<PgJobStore::ReplanReport> replan =
         store.ReplanCalendarJobs(tzdata, clock.NowMs(), cfg.scheduler.intervals);
     if (!replan.ok()) {

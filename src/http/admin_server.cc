@@ -826,9 +826,9 @@ void AdminServer::HandleGetJob(const std::string& id, httplib::Response& res) {
   const StoredJob& stored = (*job)->job;
   const EpochMs now = deps_.clock->NowMs();
   const std::vector<NextFire> fires =
-      LayoutNextFires(stored.spec, stored.paused, layout, now, kNextFiresInJob);
+      LayoutNextFires(*deps_.time_zones, stored.spec, stored.paused, layout, now, kNextFiresInJob);
   const std::optional<int64_t> remaining =
-      LayoutFiresRemaining(stored.spec, stored.paused, stored.paused_at, layout, now);
+      LayoutFiresRemaining(*deps_.time_zones, stored.spec, stored.paused, stored.paused_at, layout, now);
   SendJsonText(res, 200, EncodeJobDetailJson(stored, stats, fires, remaining, (*job)->last_delivery_error));
 }
 
@@ -938,7 +938,7 @@ void AdminServer::HandleNext(const std::string& id, const httplib::Request& req,
   if (!job->has_value()) return SendError(res, 404, "job \"" + id + "\" not found");
   const StoredJob& j = **job;
   const std::vector<NextFire> fires =
-      LayoutNextFires(j.spec, j.paused, layout, deps_.clock->NowMs(), static_cast<int>(n));
+      LayoutNextFires(*deps_.time_zones, j.spec, j.paused, layout, deps_.clock->NowMs(), static_cast<int>(n));
   Json times = Json::array();
   for (const NextFire& f : fires) times.push_back(FormatIsoTime(f.at));
   Json out{{"id", id}, {"paused", j.paused}, {"next", std::move(times)}, {"fires", Json::parse(EncodeNextFires(fires))}};
@@ -1042,7 +1042,7 @@ void AdminServer::HandleLoad(const httplib::Request& req, httplib::Response& res
     if (read->status().reason() == "too_many_groups") return SendError(res, 422, read->status().message());
     return SendStoreError(res, "job store", read->status());
   }
-  const LoadProjection p = ProjectLoad(*window, **read);
+  const LoadProjection p = ProjectLoad(*deps_.time_zones, *window, **read);
   SendJsonText(res, 200, EncodeLoadProjectionJson(p, query.by, shards == "true", static_cast<int>(top)));
 }
 

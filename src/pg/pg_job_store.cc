@@ -278,8 +278,9 @@ struct ManualPlan {
   std::vector<ManualRow> rows;
 };
 
-ManualPlan PlanManualFire(pqxx::transaction_base& txn, const ManualFire& f, const std::optional<StoredJob>& job,
-                          const ShardLayout& layout) {
+ManualPlan PlanManualFire(pqxx::transaction_base& txn, const ManualFire& f,
+                          const std::optional<StoredJob>& job, const ShardLayout& layout,
+                          const TimeZoneDatabase& time_zones) {
   ManualPlan plan;
   if (!job) {
     plan.result.status = Status::NotFound(fmt::format("job {} does not exist", f.id));
@@ -291,7 +292,8 @@ ManualPlan PlanManualFire(pqxx::transaction_base& txn, const ManualFire& f, cons
     plan.result.slots = 1;
     return plan;
   }
-  BackfillPlan backfill = PlanBackfill(job->spec, f.backfill, CoveredRanges(txn, f), f.source.timestamp_ms, rules);
+  BackfillPlan backfill =
+      PlanBackfill(time_zones, job->spec, f.backfill, CoveredRanges(txn, f), f.source.timestamp_ms, rules);
   plan.result = ManualFireResult{backfill.status, backfill.slots, backfill.covered};
   plan.rows = std::move(backfill.rows);
   return plan;
@@ -361,7 +363,8 @@ int64_t DeleteJobsAndTheirRows(pqxx::transaction_base& txn, const std::string& c
   return static_cast<int64_t>(deleted.size());
 }
 
-void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed, const ShardLayout& layout) {
+void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed, const ShardLayout& layout,
+                       const TimeZoneDatabase& time_zones) {
   if (resumed.empty()) return;
   std::map<std::pair<int32_t, std::string>, std::pair<EpochMs, EpochMs>> pause_and_resume;
   JsonArrayChunks keys;
@@ -385,7 +388,7 @@ void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed,
       const int32_t stored_shard = spec.shard;
       const FiringBasis basis = FiringBasisOf(layout, EpochMinuteOf(it->second.second), stored_shard);
       spec.shard = basis.shard;
-      ResumeFireLimit(&spec, it->second.first, it->second.second, basis.tick_ms);
+      ResumeFireLimit(time_zones, &spec, it->second.first, it->second.second, basis.tick_ms);
       spec.shard = stored_shard;  // the row's key
       limits.BeginObject();
       limits.String("id", spec.id);
@@ -451,10 +454,12 @@ std::vector<size_t> ApplyTriggersSetBased(pqxx::transaction_base& txn, const std
   return rest;
 }
 
-PgJobStore::PgJobStore(std::string database_url, StandbyOptions standby)
-    : session_(database_url, JobStoreStatements()),
-      due_stream_(std::move(database_url)),
-      standby_(standby.url.empty() ? nullptr : std::make_unique<PgStandbyReader>(std::move(standby))) {}
+PgJobStore::PgJobStore(std::string database_url, StandbyOptions standby, const TimeZoneDatabase& time_zones)
+    : time_zones_(time_zones),
+      session_(database_url, JobStoreStatements()),
+      due_stream_(std::move(database_url), time_zones),
+      standby_(standby.url.empty() ? nullptr
+                                   : std::make_unique<PgStandbyReader>(std::move(standby), time_zones)) {}
 
 PgJobStore::~PgJobStore() = default;
 
@@ -530,7 +535,7 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
     }
     for (const std::string& chunk : params.deletes) DeleteJobsAndTheirRows(txn, chunk, &changes);
     for (const std::string& chunk : params.set_paused) {
-      RestartFireLimits(txn, txn.exec_prepared(pg_queries::kSetPausedName, chunk), layout_);
+      RestartFireLimits(txn, txn.exec_prepared(pg_queries::kSetPausedName, chunk), layout_, time_zones_);
     }
     changes.RecordAfter(txn);
     txn.commit();
@@ -557,7 +562,7 @@ StatusOr<std::vector<ManualFireResult>> PgJobStore::ApplyManualFires(const std::
     for (size_t i : ApplyTriggersSetBased(txn, fires, layout_, &results)) {
       const ManualFire& f = fires[i];
       const std::optional<StoredJob> job = ReadJobInTxn(txn, f.id, layout_);
-      ManualPlan plan = PlanManualFire(txn, f, job, layout_);
+      ManualPlan plan = PlanManualFire(txn, f, job, layout_, time_zones_);
       results[i] = plan.result;
       if (!plan.result.status.ok() || f.backfill.dry_run) continue;
       for (int32_t row : PlacingShardRows(layout_, job->spec.shard)) {
@@ -604,7 +609,7 @@ StatusOr<ManualFireResult> PgJobStore::CountBackfill(const ManualFire& fire) {
     if (Status st = LoadLayout(txn, false); !st.ok()) return st;
     ManualFire dry = fire;
     dry.backfill.dry_run = true;
-    result = PlanManualFire(txn, dry, ReadJobInTxn(txn, fire.id, layout_), layout_).result;
+    result = PlanManualFire(txn, dry, ReadJobInTxn(txn, fire.id, layout_), layout_, time_zones_).result;
     return Status::Ok();
   });
   if (!st.ok()) return st;
@@ -749,7 +754,7 @@ StatusOr<PgJobStore::ReplanReport> PgJobStore::ReplanCalendarJobs(const std::str
       const std::string zone = row[3].as<std::string>();
       // Planned with neither start nor end: those only decide whether it can still fire, and a
       // job already past its end keeps its plan.
-      if (Status planned = PlanCalendarJob(cron, zone, now, intervals, &spec); !planned.ok()) {
+      if (Status planned = PlanCalendarJob(time_zones_, cron, zone, now, intervals, &spec); !planned.ok()) {
         if (planned.reason() == "invalid_time_zone") ++report.unknown_zone;
         continue;
       }
