@@ -34,6 +34,7 @@
 #include "loadtest/progress_meter.h"
 #include "loadtest/trigger_expectations.h"
 #include "pg/pg_job_store.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry::bench {
 namespace {
@@ -368,7 +369,7 @@ int RunTransition(const CommonOptions& common, const TransitionOptions& options)
   j["shard_count"] = shard_count;
   j["tick_ms"] = tick_ms;
   j["topic_prefix"] = options.topic_prefix;
-  j["tzdata"] = TzdataVersion();
+  j["tzdata"] = SystemTimeZones().Version();
   j["jobs"] = expectations.job_count();
   j["paused_jobs"] = expectations.paused_jobs();
   j["cron_jobs"] = expectations.cron_jobs();

@@ -13,6 +13,7 @@
 #include "core/shard_hash.h"
 #include "core/shard_layout.h"
 #include "core/slot_math.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry::loadtest {
 namespace {
@@ -132,7 +133,7 @@ void TriggerExpectations::Load(PgConnection& conn, const std::string& topic_pref
     if (zones_.size() > UINT16_MAX)
       throw std::runtime_error("jobs table: more than 65536 distinct time zones");
     const uint16_t id = static_cast<uint16_t>(zones_.size());
-    StatusOr<const date::time_zone*> zone = LocateTimeZone(name);
+    StatusOr<const TimeZone*> zone = LocateTimeZone(SystemTimeZones(), name);
     zones_.push_back(zone.ok() ? *zone : nullptr);
     zone_ids.emplace(std::move(name), id);
     return id;
@@ -261,7 +262,7 @@ void TriggerExpectations::ComputeCronDue() {
       ++end;
     }
     const std::optional<CronExpression>& cron = expressions_[first.expression];
-    const date::time_zone* zone = zones_[first.zone];
+    const TimeZone* zone = zones_[first.zone];
     fires.clear();
     if (cron && zone != nullptr) {
       fires = NextCalendarFires(*cron, zone, first_minute_ - 1, static_cast<int>(minutes),

@@ -27,6 +27,7 @@
 #include "belfry/shard_layout.h"
 #include "core/cron_expression.h"
 #include "loadtest/pg_connection.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace date {
 class time_zone;
@@ -162,7 +163,7 @@ class TriggerExpectations final {
   std::unordered_map<uint32_t, Dates> dates_;
   std::vector<CronRef> cron_;                               // ascending by job
   std::vector<std::optional<CronExpression>> expressions_;  // nullopt: does not parse
-  std::vector<const date::time_zone*> zones_;               // nullptr: unknown zone
+  std::vector<const TimeZone*> zones_;                      // nullptr: unknown zone
   int64_t cron_unknown_zone_jobs_ = 0;
   int64_t cron_invalid_jobs_ = 0;
   std::vector<std::string> topics_;

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/topic_policy.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry::bench {
 namespace {
@@ -28,6 +29,7 @@ const CommandRules& DefaultCommandRules() {
     r->max_details_bytes = 64 * 1024;
     r->max_command_bytes = 256 * 1024;
     r->topic_policy = policy;
+    r->time_zones = &SystemTimeZones();
     return r;
   }();
   return *rules;

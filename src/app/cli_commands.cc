@@ -43,6 +43,7 @@
 #include "pg/pg_job_store.h"
 #include "pg/pg_reshard.h"
 #include "pg/pg_shard_ledger.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -273,11 +274,11 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
   if (!layout.ok()) return Fail(layout.status().message());
   const EpochMs now = SystemClock().NowMs();
   if (json) {
-    std::printf("%s\n", EncodeJobDetailView(**view, st, *layout, now).c_str());
+    std::printf("%s\n", EncodeJobDetailView(SystemTimeZones(), **view, st, *layout, now).c_str());
     return 0;
   }
-  const std::vector<NextFire> fires = LayoutNextFires(j.spec, j.paused, *layout, now, kJobDetailNextFires);
-  const std::optional<int64_t> remaining = LayoutFiresRemaining(j.spec, j.paused, j.paused_at, *layout, now);
+  const std::vector<NextFire> fires = LayoutNextFires(SystemTimeZones(), j.spec, j.paused, *layout, now, kJobDetailNextFires);
+  const std::optional<int64_t> remaining = LayoutFiresRemaining(SystemTimeZones(), j.spec, j.paused, j.paused_at, *layout, now);
   std::printf("id:        %s\nowner:     %s\ntopic:     %s\nkey:       %s\n", j.spec.id.c_str(), j.spec.owner.c_str(),
               j.spec.topic.c_str(), j.spec.key.empty() ? "(job id)" : j.spec.key.c_str());
   if (j.spec.one_shot()) {
@@ -468,7 +469,8 @@ int RunJobsNext(const Config& cfg, const std::string& id, int n) {
   }
   const StatusOr<ShardLayout> layout = DatabaseLayout(cfg);
   if (!layout.ok()) return Fail(layout.status().message());
-  for (const NextFire& f : LayoutNextFires(j.spec, j.paused, *layout, SystemClock().NowMs(), n)) {
+  for (const NextFire& f :
+       LayoutNextFires(SystemTimeZones(), j.spec, j.paused, *layout, SystemClock().NowMs(), n)) {
     PrintNextFire("", f);
   }
   return 0;
@@ -509,7 +511,7 @@ int RunLoad(const Config& cfg, const std::string& from, const std::string& to, c
   PgJobStore store(cfg.database_url);
   StatusOr<LoadGroups> read = store.ReadLoadGroups(LoadGroupQuery{window->first_minute, window->last_minute, by});
   if (!read.ok()) return Fail(read.status().message());
-  const LoadProjection p = ProjectLoad(*window, *read);
+  const LoadProjection p = ProjectLoad(SystemTimeZones(), *window, *read);
   if (json) {
     std::printf("%s\n", EncodeLoadProjectionJson(p, by, with_shards, top).c_str());
     return 0;

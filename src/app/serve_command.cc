@@ -41,6 +41,7 @@
 #include "kafka/command_consumer.h"
 #include "kafka/command_publisher.h"
 #include "kafka/execution_consumer.h"
+#include "tzdb/system_time_zone_database.h"
 #include "kafka/kafka_client_config.h"
 #include "kafka/kafka_trigger_sink.h"
 #include "pg/migrator.h"
@@ -83,7 +84,7 @@ Status AwaitSchema(const Config& cfg, const std::string& migrations_dir, StopSig
 // (docs/calendar-schedules.md, "When tzdata changes"). False after logging why not.
 bool ReplanCalendarJobs(const Config& cfg, const Clock& clock) {
   PgJobStore store(cfg.database_url);
-  const std::string tzdata = TzdataVersion();
+  const std::string tzdata = SystemTimeZones().Version();
   StatusOr<PgJobStore::ReplanReport> replan = store.ReplanCalendarJobs(tzdata, clock.NowMs(), cfg.scheduler.intervals);
   if (!replan.ok()) {
     spdlog::error("refusing to start: re-planning calendar jobs for tzdata {}: {}", tzdata,

@@ -4,6 +4,7 @@
 
 #include "app/app_support.h"
 #include "pg/connection_options.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -74,6 +75,7 @@ CommandRules MakeCommandRules(const Config& cfg, const TopicPolicy* policy) {
   rules.max_details_bytes = cfg.commands.max_details_bytes;
   rules.max_command_bytes = std::max<int64_t>(256 * 1024, cfg.commands.max_details_bytes + 64 * 1024);
   rules.topic_policy = policy;
+  rules.time_zones = &SystemTimeZones();
   rules.one_shot.tick_ms = cfg.scheduler.tick_ms;
   rules.one_shot.max_catchup_ms = cfg.scheduler.max_catchup_ms;
   rules.one_shot.fire_late = cfg.scheduler.misfire_policy != MisfirePolicy::kSkip;

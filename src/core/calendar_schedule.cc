@@ -1,26 +1,10 @@
 #include "core/calendar_schedule.h"
 
 #include <date/date.h>
-#include <date/tz.h>
-// ptz.h's time_zone::name() says `hh_mm_ss` under both `using namespace date` and `using namespace
-// std::chrono`, which C++20's <chrono> makes ambiguous (GCC 12): a name only date has stands in.
-namespace date {
-template <class Duration>
-using belfry_hh_mm_ss = hh_mm_ss<Duration>;
-}  // namespace date
-#define hh_mm_ss belfry_hh_mm_ss
-#include <date/ptz.h>
-#undef hh_mm_ss
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
-#include <exception>
-#include <fstream>
-#include <iterator>
-#include <memory>
-#include <mutex>
-#include <unordered_map>
+#include <utility>
 
 #include "core/iso_time.h"
 #include "core/json_writer.h"
@@ -30,70 +14,24 @@ using belfry_hh_mm_ss = hh_mm_ss<Duration>;
 namespace belfry {
 namespace {
 
-using std::chrono::seconds;
-
 int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0); }
-
-date::sys_seconds AtMinute(int64_t utc_minute) { return date::sys_seconds(seconds(utc_minute * 60)); }
 
 // First whole minute at or after a transition instant. Transitions of every zone since 1972 are
 // on whole minutes; the ceiling keeps older, odd ones (LMT) on the later side.
-int64_t MinuteAtOrAfter(date::sys_seconds t) { return FloorDiv(t.time_since_epoch().count() + 59, 60); }
+int64_t MinuteAtOrAfter(int64_t utc_seconds) { return FloorDiv(utc_seconds + 59, 60); }
 
-// Beyond year 9999, the last instant belfry accepts: an offset regime that ends later never ends
-// (date::sys_info says year 32767 for "no further transitions").
+// Beyond year 9999, the last instant belfry accepts: an offset period that ends later never ends
+// (a zone's last period ends in year 32767 or so).
 constexpr int64_t kFarMinute = 5'000'000'000;
 
-int64_t ClampMinute(date::sys_seconds t) {
-  const int64_t s = t.time_since_epoch().count();
-  if (s >= kFarMinute * 60) return kFarMinute;
-  if (s <= -kFarMinute * 60) return -kFarMinute;
-  return MinuteAtOrAfter(t);
+int64_t ClampMinute(int64_t utc_seconds) {
+  if (utc_seconds >= kFarMinute * 60) return kFarMinute;
+  if (utc_seconds <= -kFarMinute * 60) return -kFarMinute;
+  return MinuteAtOrAfter(utc_seconds);
 }
 
-// The rules after a zone's last explicit transition. A TZif file lists transitions up to 2037 and
-// ends with a POSIX TZ string ("EST5EDT,M3.2.0,M11.1.0") for every later year; the date library's
-// OS-tzdb reader stops at the list, so without this every zone would keep its 2037 offset
-// forever. nullopt when the zone has no rules there (a fixed offset) or no footer.
-using FooterRules = std::optional<Posix::time_zone>;
-
-FooterRules ReadFooterRules(const std::string& zone_name) {
-  std::ifstream file("/usr/share/zoneinfo/" + zone_name, std::ios::binary);
-  const std::string data((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (data.size() < 6 || data.compare(0, 4, "TZif") != 0 || data[4] < '2' || data.back() != '\n')
-    return std::nullopt;
-  const size_t start = data.rfind('\n', data.size() - 2);
-  if (start == std::string::npos) return std::nullopt;
-  const std::string footer = data.substr(start + 1, data.size() - start - 2);
-  if (footer.find(',') == std::string::npos) return std::nullopt;  // no DST rules: the last offset holds
-  try {
-    return Posix::time_zone(footer);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
-const FooterRules& FooterRulesOf(const date::time_zone* zone) {
-  thread_local std::unordered_map<const date::time_zone*, const FooterRules*> cache;
-  if (auto it = cache.find(zone); it != cache.end()) return *it->second;
-  static std::mutex mu;
-  static std::unordered_map<const date::time_zone*, std::unique_ptr<FooterRules>> all;  // never freed
-  std::lock_guard<std::mutex> lock(mu);
-  std::unique_ptr<FooterRules>& rules = all[zone];
-  if (!rules) rules = std::make_unique<FooterRules>(ReadFooterRules(std::string(zone->name())));
-  cache.emplace(zone, rules.get());
-  return *rules;
-}
-
-// date::time_zone::get_info, continued past the zone's last listed transition by its footer.
-date::sys_info ZoneInfo(const date::time_zone* zone, date::sys_seconds t) {
-  date::sys_info info = zone->get_info(t);
-  if (ClampMinute(info.end) < kFarMinute) return info;
-  const FooterRules& footer = FooterRulesOf(zone);
-  if (!footer) return info;
-  date::sys_info later = footer->get_info(t);
-  if (later.begin < info.begin) later.begin = info.begin;  // the listed transitions rule before
-  return later;
+OffsetPeriod PeriodAtMinute(const TimeZone* zone, int64_t utc_minute) {
+  return zone->PeriodAt(utc_minute * 60);
 }
 
 // A UTC minute seen in a zone.
@@ -109,12 +47,12 @@ struct MinuteView {
   int32_t offset = 0;
 };
 
-int32_t OffsetMinutes(const date::sys_info& info) {
-  return static_cast<int32_t>(FloorDiv(info.offset.count(), 60));
+int32_t OffsetMinutes(const OffsetPeriod& period) {
+  return static_cast<int32_t>(FloorDiv(period.offset_seconds, 60));
 }
 
-MinuteView Inspect(const date::time_zone* zone, int64_t m) {
-  const date::sys_info info = ZoneInfo(zone, AtMinute(m));
+MinuteView Inspect(const TimeZone* zone, int64_t m) {
+  const OffsetPeriod info = PeriodAtMinute(zone, m);
   MinuteView v;
   v.offset = OffsetMinutes(info);
   v.local = m + v.offset;
@@ -123,14 +61,14 @@ MinuteView Inspect(const date::time_zone* zone, int64_t m) {
   const int64_t begin = ClampMinute(info.begin);
   v.regime_begin = begin;
   if (begin > -kFarMinute && m - begin < 2 * 1440) {
-    const date::sys_info before = ZoneInfo(zone, info.begin - seconds(1));
+    const OffsetPeriod before = zone->PeriodAt(info.begin - 1);
     const int32_t before_offset = OffsetMinutes(before);
     if (m == begin) v.prev_local = m - 1 + before_offset;
     const int64_t back = static_cast<int64_t>(before_offset) - v.offset;
     if (back > 0 && m - begin < back) v.repeated = true;
   }
   if (v.regime_end < kFarMinute && v.regime_end - m < 2 * 1440) {
-    const date::sys_info after = ZoneInfo(zone, AtMinute(v.regime_end));
+    const OffsetPeriod after = PeriodAtMinute(zone, v.regime_end);
     const int64_t back = static_cast<int64_t>(v.offset) - OffsetMinutes(after);
     if (back > 0) v.repeats_later_from = v.regime_end - back;
   }
@@ -214,38 +152,20 @@ Status Reject(std::string reason, std::string message) {
 
 }  // namespace
 
-StatusOr<const date::time_zone*> LocateTimeZone(std::string_view name) {
+StatusOr<const TimeZone*> LocateTimeZone(const TimeZoneDatabase& zones, std::string_view name) {
   if (name.empty() || name.size() > 64) {
     return Reject("invalid_time_zone",
                   fmt::format("timeZone {} is not an IANA zone name", QuoteForMessage(name, 100)));
   }
-  try {
-    return date::locate_zone(name);
-  } catch (const std::exception&) {
-    return Reject("invalid_time_zone",
-                  fmt::format("timeZone {} is not a zone of this host's tz database (tzdata {}); use an IANA "
-                              "name like \"Europe/Berlin\" or \"UTC\"",
-                              QuoteForMessage(name, 100), TzdataVersion()));
-  }
+  if (const TimeZone* zone = zones.Find(name)) return zone;
+  return Reject("invalid_time_zone",
+                fmt::format("timeZone {} is not a zone of this host's tz database (tzdata {}); use an IANA "
+                            "name like \"Europe/Berlin\" or \"UTC\"",
+                            QuoteForMessage(name, 100), zones.Version()));
 }
 
-std::string TzdataVersion() {
-  // With USE_OS_TZDB the library reports "unknown"; Debian's tzdata names its version in the
-  // first line of tzdata.zi ("# version 2025b").
-  std::string version;
-  try {
-    version = date::get_tzdb().version;
-  } catch (const std::exception&) {
-  }
-  if (!version.empty() && version != "unknown") return version;
-  std::ifstream zi("/usr/share/zoneinfo/tzdata.zi");
-  std::string line;
-  if (std::getline(zi, line) && line.rfind("# version ", 0) == 0) return line.substr(10);
-  return "unknown";
-}
-
-int32_t UtcOffsetMinutes(const date::time_zone* zone, int64_t utc_minute) {
-  return OffsetMinutes(ZoneInfo(zone, AtMinute(utc_minute)));
+int32_t UtcOffsetMinutes(const TimeZone* zone, int64_t utc_minute) {
+  return OffsetMinutes(PeriodAtMinute(zone, utc_minute));
 }
 
 CalendarSlots CalendarSlotsFor(const CronExpression& cron) {
@@ -283,7 +203,7 @@ void AppendCalendarTerms(const std::vector<ZoneEntry>& zones, int64_t utc_minute
   }
 }
 
-bool CronFiresAt(const CronExpression& cron, const date::time_zone* zone, int64_t utc_minute) {
+bool CronFiresAt(const CronExpression& cron, const TimeZone* zone, int64_t utc_minute) {
   return FireAt(cron, Inspect(zone, utc_minute), utc_minute).has_value();
 }
 
@@ -320,7 +240,7 @@ std::optional<MinuteView> QuietView(const MinuteView& known, int64_t m) {
   return v;
 }
 
-std::vector<CalendarFire> NextCalendarFires(const CronExpression& cron, const date::time_zone* zone,
+std::vector<CalendarFire> NextCalendarFires(const CronExpression& cron, const TimeZone* zone,
                                             int64_t after_minute, int n, int64_t before_minute) {
   std::vector<CalendarFire> out;
   if (n <= 0) return out;
@@ -356,13 +276,13 @@ std::vector<CalendarFire> NextCalendarFires(const CronExpression& cron, const da
   return out;
 }
 
-std::optional<IntervalEquivalent> CalendarAsInterval(const CronExpression& cron, const date::time_zone* zone,
+std::optional<IntervalEquivalent> CalendarAsInterval(const CronExpression& cron, const TimeZone* zone,
                                                      EpochMs now, const std::vector<int32_t>& intervals) {
   if (!EveryDayMatches(cron)) return std::nullopt;
   const int64_t now_minute = EpochMinuteOf(now);
-  const date::sys_info info = ZoneInfo(zone, AtMinute(now_minute));
+  const OffsetPeriod info = PeriodAtMinute(zone, now_minute);
   if (ClampMinute(info.end) < kFarMinute) return std::nullopt;  // an offset change is ahead
-  if (info.offset.count() % 60 != 0) return std::nullopt;
+  if (info.offset_seconds % 60 != 0) return std::nullopt;
   std::vector<int32_t> times;  // local minutes of the day
   for (int h = 0; h < 24; ++h) {
     if (!cron.hours[h]) continue;
@@ -382,11 +302,11 @@ std::optional<IntervalEquivalent> CalendarAsInterval(const CronExpression& cron,
   return eq;
 }
 
-Status PlanCalendarJob(std::string_view cron_text, std::string_view zone_name, EpochMs now,
-                       const std::vector<int32_t>& intervals, JobSpec* spec) {
+Status PlanCalendarJob(const TimeZoneDatabase& zones, std::string_view cron_text, std::string_view zone_name,
+                       EpochMs now, const std::vector<int32_t>& intervals, JobSpec* spec) {
   StatusOr<CronExpression> cron = ParseCronExpression(cron_text);
   if (!cron.ok()) return cron.status();
-  StatusOr<const date::time_zone*> zone = LocateTimeZone(zone_name);
+  StatusOr<const TimeZone*> zone = LocateTimeZone(zones, zone_name);
   if (!zone.ok()) return zone.status();
   if (!CronCanEverMatch(*cron)) {
     return Reject("cron_never_fires",
@@ -422,12 +342,12 @@ Status PlanCalendarJob(std::string_view cron_text, std::string_view zone_name, E
   return Status::Ok();
 }
 
-std::vector<CalendarFire> NextCalendarJobFires(const JobSpec& spec, int64_t tick_ms, EpochMs after_ms,
-                                               int n) {
+std::vector<CalendarFire> NextCalendarJobFires(const TimeZoneDatabase& zones, const JobSpec& spec,
+                                               int64_t tick_ms, EpochMs after_ms, int n) {
   if (!spec.calendar) return {};
   StatusOr<CronExpression> cron = ParseCronExpression(spec.calendar->cron);
   if (!cron.ok()) return {};
-  StatusOr<const date::time_zone*> zone = LocateTimeZone(spec.calendar->time_zone);
+  StatusOr<const TimeZone*> zone = LocateTimeZone(zones, spec.calendar->time_zone);
   if (!zone.ok()) return {};
   int64_t after = LastSlotMinuteAtOrBefore(after_ms, spec.shard, tick_ms);
   if (spec.start_at)
@@ -448,16 +368,17 @@ std::string FormatLocalTime(int64_t local_minute, int32_t utc_offset_minutes) {
                      abs_offset % 60);
 }
 
-std::vector<NextFire> NextFires(const JobSpec& spec, bool paused, int64_t tick_ms, EpochMs now, int n) {
+std::vector<NextFire> NextFires(const TimeZoneDatabase& zones, const JobSpec& spec, bool paused,
+                                int64_t tick_ms, EpochMs now, int n) {
   std::vector<NextFire> out;
   if (paused) return out;
   if (spec.calendar) {
-    for (const CalendarFire& f : NextCalendarJobFires(spec, tick_ms, now, n)) {
+    for (const CalendarFire& f : NextCalendarJobFires(zones, spec, tick_ms, now, n)) {
       out.push_back(NextFire{SlotMs(f.utc_minute, spec.shard, tick_ms),
                              FormatLocalTime(f.local_minute, f.utc_offset_minutes), f.mark});
     }
   } else {
-    for (EpochMs at : NextJobTriggerTimes(spec, tick_ms, now, n)) {
+    for (EpochMs at : NextJobTriggerTimes(zones, spec, tick_ms, now, n)) {
       out.push_back(NextFire{at, FormatLocalTime(EpochMinuteOf(at), 0), CalendarFire::Mark::kNone});
     }
   }

@@ -1,6 +1,6 @@
 // Calendar schedules: a cron expression in an IANA time zone, mapped onto UTC minutes by the
-// rules of docs/calendar-schedules.md. Plain functions over plain values; the zone database is
-// the operating system's (Howard Hinnant's date/tz, USE_OS_TZDB), read-only after it is loaded.
+// rules of docs/calendar-schedules.md. Plain functions over plain values; zones come from a
+// TimeZoneDatabase the caller passes in (core/time_zone_database.h), so nothing here reads files.
 //
 // How the tick query finds cron jobs without a write per fire (docs/calendar-schedules.md,
 // "How the tick finds calendar jobs"): each cron job has one `cron_slots` row per local minute of
@@ -25,25 +25,20 @@
 #include "belfry/status.h"
 #include "core/cron_expression.h"
 #include "core/cron_key_stride.h"
-
-namespace date {
-class time_zone;
-}
+#include "core/time_zone.h"
+#include "core/time_zone_database.h"
 
 namespace belfry {
 
 // Key layout of cron_slots.key: zone_id * kCronKeyStride (core/cron_key_stride.h) + code.
 constexpr int32_t kCronRealTimeCodeBase = 60;
 
-// A zone by name from the system tz database. Unknown names give invalid_time_zone, with a
-// message naming the zone. The pointer stays valid for the life of the process.
-StatusOr<const date::time_zone*> LocateTimeZone(std::string_view name);
-
-// The tz database version the process loaded (e.g. "2025b"), or "" when unknown.
-std::string TzdataVersion();
+// A zone by name from `zones`. Unknown names give invalid_time_zone, with a message naming the
+// zone and the database's version. The pointer stays valid for the life of `zones`.
+StatusOr<const TimeZone*> LocateTimeZone(const TimeZoneDatabase& zones, std::string_view name);
 
 // The UTC offset in whole minutes (floored) at `utc_minute`.
-int32_t UtcOffsetMinutes(const date::time_zone* zone, int64_t utc_minute);
+int32_t UtcOffsetMinutes(const TimeZone* zone, int64_t utc_minute);
 
 // The cron_slots rows of a job: the codes it can fire at and its masks (bit h of hour_mask for
 // hour h, bit d of dom_mask for day-of-month d, bit m of month_mask for month m, bit w of
@@ -64,7 +59,7 @@ struct CalendarTerm {
 
 struct ZoneEntry {
   int32_t id = 0;
-  const date::time_zone* zone = nullptr;
+  const TimeZone* zone = nullptr;
 };
 
 // Appends the terms of UTC minute `utc_minute` for every zone (docs/calendar-schedules.md).
@@ -74,7 +69,7 @@ void AppendCalendarTerms(const std::vector<ZoneEntry>& zones, int64_t utc_minute
 // True iff a job with this expression in this zone fires at `utc_minute` (start/end and paused
 // not considered). The reference rule; the tick query's terms agree with it by construction and
 // by test.
-bool CronFiresAt(const CronExpression& cron, const date::time_zone* zone, int64_t utc_minute);
+bool CronFiresAt(const CronExpression& cron, const TimeZone* zone, int64_t utc_minute);
 
 // One upcoming fire, for previews.
 struct CalendarFire {
@@ -103,8 +98,10 @@ struct NextFire {
 };
 
 // A job's next `n` fires strictly after `now`; none when paused. The one preview shared by the
-// CLI and the admin API (`next`, `nextTriggerAt` and `nextFires` all come from it).
-std::vector<NextFire> NextFires(const JobSpec& spec, bool paused, int64_t tick_ms, EpochMs now, int n);
+// CLI and the admin API (`next`, `nextTriggerAt` and `nextFires` all come from it). A calendar
+// job's zone comes from `zones`.
+std::vector<NextFire> NextFires(const TimeZoneDatabase& zones, const JobSpec& spec, bool paused,
+                                int64_t tick_ms, EpochMs now, int n);
 
 // The JSON array of `fires`, one object each: {"at": the slot in UTC, "local": the wall time,
 // "dst": null or the CalendarMarkName}.
@@ -116,30 +113,32 @@ const char* CalendarMarkName(CalendarFire::Mark mark);
 // The first `n` fire minutes strictly after `after_minute` and before `before_minute`
 // (exclusive; a job's end), in order. Skips whole local days and hours that cannot match, so a
 // yearly expression costs a few thousand steps per year, not half a million.
-std::vector<CalendarFire> NextCalendarFires(const CronExpression& cron, const date::time_zone* zone,
+std::vector<CalendarFire> NextCalendarFires(const CronExpression& cron, const TimeZone* zone,
                                             int64_t after_minute, int n,
                                             int64_t before_minute = INT64_MAX / 2);
 
 // When the expression in this zone is a fixed UTC interval from `now` on forever (every day
 // matches, the local fire times are every p minutes with p one of `intervals`, and the zone has
-// no UTC-offset change after `now` in the loaded tz database): that interval and its offset,
+// no UTC-offset change after `now` in its tz database): that interval and its offset,
 // so the job can be stored and fired as an interval job.
 struct IntervalEquivalent {
   int32_t interval_minutes = 0;
   int32_t offset_minutes = 0;
 };
-std::optional<IntervalEquivalent> CalendarAsInterval(const CronExpression& cron, const date::time_zone* zone,
+std::optional<IntervalEquivalent> CalendarAsInterval(const CronExpression& cron, const TimeZone* zone,
                                                      EpochMs now, const std::vector<int32_t>& intervals);
 
-// Plans a calendar job: parses `cron_text` and `zone_name` (invalid_cron / invalid_time_zone),
+// Plans a calendar job: parses `cron_text` and finds `zone_name` in `zones` (invalid_cron /
+// invalid_time_zone),
 // rejects a schedule that cannot fire in [max(start, now), end) (cron_never_fires), and fills
 // spec->calendar and, for an interval-equivalent one, spec->interval_minutes/offset_minutes.
-Status PlanCalendarJob(std::string_view cron_text, std::string_view zone_name, EpochMs now,
-                       const std::vector<int32_t>& intervals, JobSpec* spec);
+Status PlanCalendarJob(const TimeZoneDatabase& zones, std::string_view cron_text, std::string_view zone_name,
+                       EpochMs now, const std::vector<int32_t>& intervals, JobSpec* spec);
 
 // The next `n` trigger times (slots: fire minute * 60000 + shard * tick_ms) of a calendar job
 // strictly after `after_ms`, honouring start_at and end_at. Empty when the stored text no
-// longer parses or the zone is unknown to this process.
-std::vector<CalendarFire> NextCalendarJobFires(const JobSpec& spec, int64_t tick_ms, EpochMs after_ms, int n);
+// longer parses or the zone is unknown to `zones`.
+std::vector<CalendarFire> NextCalendarJobFires(const TimeZoneDatabase& zones, const JobSpec& spec,
+                                               int64_t tick_ms, EpochMs after_ms, int n);
 
 }  // namespace belfry

@@ -460,7 +460,8 @@ Status ParseCalendar(const JsonObjectFields& fields, const RawCommand& raw, cons
     }
   }
   if (Status s = ParseStartEnd(fields, spec); !s.ok()) return s;
-  if (Status s = PlanCalendarJob(*cron, zone.value_or("UTC"), raw.source.timestamp_ms, rules.intervals, spec);
+  if (Status s = PlanCalendarJob(*rules.time_zones, *cron, zone.value_or("UTC"), raw.source.timestamp_ms,
+                                 rules.intervals, spec);
       !s.ok()) {
     return s;
   }
@@ -486,7 +487,7 @@ Status ParseMaxFires(const JsonObjectFields& fields, const RawCommand& raw, cons
   spec->max_fires = static_cast<int32_t>(n.value);
   spec->fires_before = 0;
   spec->fires_from_ms = raw.source.timestamp_ms;
-  ApplyFireLimit(spec, rules.one_shot.tick_ms);
+  ApplyFireLimit(*rules.time_zones, spec, rules.one_shot.tick_ms);
   return Status::Ok();
 }
 

@@ -9,6 +9,7 @@
 #include "belfry/command.h"
 #include "belfry/status.h"
 #include "core/one_shot_placement.h"
+#include "core/time_zone_database.h"
 #include "core/topic_policy.h"
 
 namespace belfry {
@@ -19,6 +20,7 @@ struct CommandRules {
   int64_t max_details_bytes = 64 * 1024;  // minified jobDetails
   int64_t max_command_bytes = 256 * 1024;  // whole message value
   const TopicPolicy* topic_policy = nullptr;  // REQUIRED (non-null)
+  const TimeZoneDatabase* time_zones = nullptr;  // REQUIRED (non-null): calendar jobs' zones
   OneShotRules one_shot;  // tick, catch-up window and misfire policy, for one-shot placement
 };
 

@@ -17,7 +17,8 @@ int64_t FirstDueMinute(const JobSpec& spec, int64_t tick_ms, EpochMs from_ms) {
 bool IntervalArithmetic(const JobSpec& spec) { return !spec.calendar && !spec.one_shot() && spec.interval_minutes > 0; }
 
 // The n-th (1-based) slot at or after from_ms, within end_at; nullopt when there are fewer.
-std::optional<EpochMs> NthSlot(const JobSpec& spec, int64_t tick_ms, EpochMs from_ms, int64_t n) {
+std::optional<EpochMs> NthSlot(const TimeZoneDatabase& zones, const JobSpec& spec, int64_t tick_ms,
+                               EpochMs from_ms, int64_t n) {
   if (n <= 0) return std::nullopt;
   if (IntervalArithmetic(spec)) {
     const EpochMs slot =
@@ -25,14 +26,16 @@ std::optional<EpochMs> NthSlot(const JobSpec& spec, int64_t tick_ms, EpochMs fro
     if (spec.end_at && *spec.end_at <= slot) return std::nullopt;
     return slot;
   }
-  const std::vector<EpochMs> slots = NextJobTriggerTimes(spec, tick_ms, from_ms - 1, static_cast<int>(n));
+  const std::vector<EpochMs> slots =
+      NextJobTriggerTimes(zones, spec, tick_ms, from_ms - 1, static_cast<int>(n));
   if (static_cast<int64_t>(slots.size()) < n) return std::nullopt;
   return slots.back();
 }
 
 }  // namespace
 
-int64_t CountJobSlots(const JobSpec& spec, int64_t tick_ms, EpochMs from_ms, EpochMs to_ms, int64_t cap) {
+int64_t CountJobSlots(const TimeZoneDatabase& zones, const JobSpec& spec, int64_t tick_ms, EpochMs from_ms,
+                      EpochMs to_ms, int64_t cap) {
   if (spec.one_shot() || cap <= 0) return 0;
   const EpochMs to = spec.end_at ? std::min(to_ms, *spec.end_at) : to_ms;
   if (to <= from_ms) return 0;
@@ -44,10 +47,11 @@ int64_t CountJobSlots(const JobSpec& spec, int64_t tick_ms, EpochMs from_ms, Epo
   }
   JobSpec within = spec;
   within.end_at = to;
-  return static_cast<int64_t>(NextJobTriggerTimes(within, tick_ms, from_ms - 1, static_cast<int>(cap)).size());
+  return static_cast<int64_t>(
+      NextJobTriggerTimes(zones, within, tick_ms, from_ms - 1, static_cast<int>(cap)).size());
 }
 
-void ApplyFireLimit(JobSpec* spec, int64_t tick_ms) {
+void ApplyFireLimit(const TimeZoneDatabase& zones, JobSpec* spec, int64_t tick_ms) {
   spec->start_at = spec->requested_start_at;
   spec->end_at = spec->requested_end_at;
   if (!spec->max_fires) return;
@@ -57,27 +61,28 @@ void ApplyFireLimit(JobSpec* spec, int64_t tick_ms) {
     spec->end_at = spec->end_at ? std::min(*spec->end_at, spec->fires_from_ms) : spec->fires_from_ms;
     return;
   }
-  const std::optional<EpochMs> last = NthSlot(*spec, tick_ms, spec->fires_from_ms, left);
+  const std::optional<EpochMs> last = NthSlot(zones, *spec, tick_ms, spec->fires_from_ms, left);
   if (!last) return;  // the requested end comes first
   const EpochMs stop = (EpochMinuteOf(*last) + 1) * kMsPerMinute;
   spec->end_at = spec->end_at ? std::min(*spec->end_at, stop) : stop;
 }
 
-std::optional<int64_t> FiresRemaining(const JobSpec& spec, bool paused, std::optional<EpochMs> paused_at,
-                                      int64_t tick_ms, EpochMs now_ms) {
+std::optional<int64_t> FiresRemaining(const TimeZoneDatabase& zones, const JobSpec& spec, bool paused,
+                                      std::optional<EpochMs> paused_at, int64_t tick_ms, EpochMs now_ms) {
   if (!spec.max_fires) return std::nullopt;
   const int64_t budget = std::max<int64_t>(0, static_cast<int64_t>(*spec.max_fires) - spec.fires_before);
   EpochMs until = now_ms + 1;  // a slot at now_ms counts as fired
   if (paused && paused_at) until = std::min(until, *paused_at);
-  return budget - CountJobSlots(spec, tick_ms, spec.fires_from_ms, until, budget);
+  return budget - CountJobSlots(zones, spec, tick_ms, spec.fires_from_ms, until, budget);
 }
 
-void ResumeFireLimit(JobSpec* spec, EpochMs paused_at, EpochMs resume_ms, int64_t tick_ms) {
+void ResumeFireLimit(const TimeZoneDatabase& zones, JobSpec* spec, EpochMs paused_at, EpochMs resume_ms,
+                     int64_t tick_ms) {
   const int64_t budget = std::max<int64_t>(0, static_cast<int64_t>(*spec->max_fires) - spec->fires_before);
-  const int64_t counted = CountJobSlots(*spec, tick_ms, spec->fires_from_ms, paused_at, budget);
+  const int64_t counted = CountJobSlots(zones, *spec, tick_ms, spec->fires_from_ms, paused_at, budget);
   spec->fires_before = static_cast<int32_t>(std::min<int64_t>(*spec->max_fires, spec->fires_before + counted));
   spec->fires_from_ms = std::max(resume_ms, paused_at);
-  ApplyFireLimit(spec, tick_ms);
+  ApplyFireLimit(zones, spec, tick_ms);
 }
 
 }  // namespace belfry

@@ -6,8 +6,8 @@
 
 namespace belfry {
 
-std::vector<NextFire> LayoutNextFires(const JobSpec& spec, bool paused, const ShardLayout& layout, EpochMs now,
-                                      int n) {
+std::vector<NextFire> LayoutNextFires(const TimeZoneDatabase& zones, const JobSpec& spec, bool paused,
+                                      const ShardLayout& layout, EpochMs now, int n) {
   const int32_t stored = spec.shard;  // the row's shard: the partition that stores it
   const FiringBasis basis = FiringBasisOf(layout, EpochMinuteOf(now), stored);
   JobSpec at_basis = spec;
@@ -15,7 +15,7 @@ std::vector<NextFire> LayoutNextFires(const JobSpec& spec, bool paused, const Sh
   // The minutes a job fires do not depend on its slot: take them from a minute early (a cut-over
   // can move now's minute's slot past now) and place each at its layout's slot.
   std::vector<NextFire> out;
-  for (NextFire& f : NextFires(at_basis, paused, basis.tick_ms, now - kMsPerMinute, n + 2)) {
+  for (NextFire& f : NextFires(zones, at_basis, paused, basis.tick_ms, now - kMsPerMinute, n + 2)) {
     f.at = StoredShardSlotMs(layout, EpochMinuteOf(f.at), stored);
     if (f.at <= now) continue;
     out.push_back(std::move(f));
@@ -24,12 +24,13 @@ std::vector<NextFire> LayoutNextFires(const JobSpec& spec, bool paused, const Sh
   return out;
 }
 
-std::optional<int64_t> LayoutFiresRemaining(const JobSpec& spec, bool paused, std::optional<EpochMs> paused_at,
-                                            const ShardLayout& layout, EpochMs now) {
+std::optional<int64_t> LayoutFiresRemaining(const TimeZoneDatabase& zones, const JobSpec& spec, bool paused,
+                                            std::optional<EpochMs> paused_at, const ShardLayout& layout,
+                                            EpochMs now) {
   const FiringBasis basis = FiringBasisOf(layout, EpochMinuteOf(now), spec.shard);
   JobSpec at_basis = spec;
   at_basis.shard = basis.shard;
-  return FiresRemaining(at_basis, paused, paused_at, basis.tick_ms, now);
+  return FiresRemaining(zones, at_basis, paused, paused_at, basis.tick_ms, now);
 }
 
 }  // namespace belfry

@@ -11,18 +11,20 @@
 #include "belfry/job.h"
 #include "belfry/shard_layout.h"
 #include "core/calendar_schedule.h"
+#include "core/time_zone_database.h"
 
 namespace belfry {
 
 // NextFires of the job with each minute's slot from the layout: the job's stored shard (the
 // shard of its row as read, spec.shard, which a reshard's move rewrites) fired by that minute's
 // firing shard and tick (StoredShardSlotMs), so a cut-over in the window moves the later fires
-// to the new layout's slots.
-std::vector<NextFire> LayoutNextFires(const JobSpec& spec, bool paused, const ShardLayout& layout, EpochMs now,
-                                      int n);
+// to the new layout's slots. A calendar job's zone comes from `zones`.
+std::vector<NextFire> LayoutNextFires(const TimeZoneDatabase& zones, const JobSpec& spec, bool paused,
+                                      const ShardLayout& layout, EpochMs now, int n);
 
 // FiresRemaining of the job with the firing shard and tick of now's minute under the layout.
-std::optional<int64_t> LayoutFiresRemaining(const JobSpec& spec, bool paused, std::optional<EpochMs> paused_at,
-                                            const ShardLayout& layout, EpochMs now);
+std::optional<int64_t> LayoutFiresRemaining(const TimeZoneDatabase& zones, const JobSpec& spec, bool paused,
+                                            std::optional<EpochMs> paused_at, const ShardLayout& layout,
+                                            EpochMs now);
 
 }  // namespace belfry

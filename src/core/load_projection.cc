@@ -135,10 +135,12 @@ LoadProjection ProjectLoad(const LoadWindow& window, const std::vector<LoadGroup
   return p;
 }
 
-LoadProjection ProjectLoad(const LoadWindow& window, const LoadGroups& read) {
+LoadProjection ProjectLoad(const TimeZoneDatabase& time_zones, const LoadWindow& window,
+                           const LoadGroups& read) {
   std::vector<ZoneEntry> zones;
   for (const auto& [id, name] : read.zones) {
-    if (StatusOr<const date::time_zone*> zone = LocateTimeZone(name); zone.ok()) zones.push_back({id, *zone});
+    if (StatusOr<const TimeZone*> zone = LocateTimeZone(time_zones, name); zone.ok())
+      zones.push_back({id, *zone});
   }
   return ProjectLoad(window, read.groups, zones);
 }

@@ -78,9 +78,10 @@ struct LoadProjection {
 LoadProjection ProjectLoad(const LoadWindow& window, const std::vector<LoadGroup>& groups,
                            const std::vector<ZoneEntry>& zones);
 
-// The same over what a JobStore read: its zones are looked up in the tz database first, and a
-// zone this process does not know is left out, as the tick leaves it out.
-LoadProjection ProjectLoad(const LoadWindow& window, const LoadGroups& read);
+// The same over what a JobStore read: its zones are looked up in `time_zones` first, and a zone
+// the database does not know is left out, as the tick leaves it out.
+LoadProjection ProjectLoad(const TimeZoneDatabase& time_zones, const LoadWindow& window,
+                           const LoadGroups& read);
 
 // The window of `GET /v1/load` and `belfry load`: `from` (ISO-8601; empty: the next minute)
 // rounded down to its minute, to `to` (empty: from + 60 minutes) rounded up, exclusive; at

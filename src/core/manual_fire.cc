@@ -54,7 +54,7 @@ ManualRow PlanManualTrigger(std::string_view job_id, int32_t shard, EpochMs mess
   return row;
 }
 
-BackfillPlan PlanBackfill(const JobSpec& job, const BackfillRange& range,
+BackfillPlan PlanBackfill(const TimeZoneDatabase& zones, const JobSpec& job, const BackfillRange& range,
                           const std::vector<std::pair<EpochMs, EpochMs>>& covered, EpochMs message_ms,
                           const ManualFireRules& rules) {
   BackfillPlan plan;
@@ -73,7 +73,7 @@ BackfillPlan PlanBackfill(const JobSpec& job, const BackfillRange& range,
   within.end_at = job.end_at ? std::min(*job.end_at, range.to_ms) : range.to_ms;
   within.shard = basis.shard;
   const std::vector<EpochMs> times =
-      NextJobTriggerTimes(within, basis.tick_ms, range.from_ms - 1, kMaxBackfillSlots + 1);
+      NextJobTriggerTimes(zones, within, basis.tick_ms, range.from_ms - 1, kMaxBackfillSlots + 1);
   if (static_cast<int64_t>(times.size()) > kMaxBackfillSlots) {
     plan.status = Status::Invalid(
         "invalid_backfill",

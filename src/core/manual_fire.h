@@ -14,6 +14,7 @@
 #include "belfry/job.h"
 #include "belfry/shard_layout.h"
 #include "belfry/status.h"
+#include "core/time_zone_database.h"
 
 namespace belfry {
 
@@ -63,8 +64,9 @@ struct BackfillPlan {
 // backfills' [from, to) ranges). Each keeps its own scheduledFor; they fire oldest first, at most
 // range.rate_per_minute per minute, from the shard's first slot at least kOneShotLateMarginMs
 // after `message_ms`. One-shots and derived rows have no slots to backfill; a range that holds
-// more than kMaxBackfillSlots of the job's slots (covered or not) is refused as a whole.
-BackfillPlan PlanBackfill(const JobSpec& job, const BackfillRange& range,
+// more than kMaxBackfillSlots of the job's slots (covered or not) is refused as a whole. A
+// calendar job's zone comes from `zones`.
+BackfillPlan PlanBackfill(const TimeZoneDatabase& zones, const JobSpec& job, const BackfillRange& range,
                           const std::vector<std::pair<EpochMs, EpochMs>>& covered, EpochMs message_ms,
                           const ManualFireRules& rules);
 

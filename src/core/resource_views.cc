@@ -21,11 +21,11 @@ const char* Bool(bool b) { return b ? "true" : "false"; }
 
 }  // namespace
 
-std::string EncodeJobDetailView(const JobAndStats& job, const std::optional<JobStats>& stats,
+std::string EncodeJobDetailView(const TimeZoneDatabase& zones, const JobAndStats& job, const std::optional<JobStats>& stats,
                                 const ShardLayout& layout, EpochMs now) {
   const StoredJob& j = job.job;
-  const std::vector<NextFire> fires = LayoutNextFires(j.spec, j.paused, layout, now, kJobDetailNextFires);
-  const std::optional<int64_t> remaining = LayoutFiresRemaining(j.spec, j.paused, j.paused_at, layout, now);
+  const std::vector<NextFire> fires = LayoutNextFires(zones, j.spec, j.paused, layout, now, kJobDetailNextFires);
+  const std::optional<int64_t> remaining = LayoutFiresRemaining(zones, j.spec, j.paused, j.paused_at, layout, now);
   return EncodeJobDetailJson(j, stats, fires, remaining, job.last_delivery_error);
 }
 

@@ -39,7 +39,7 @@ inline constexpr int kJobDetailNextFires = 3;
 // GET /v1/jobs/{id}, `belfry jobs get --json`: EncodeJobDetailJson of `job` (as GetJobAndStats read
 // it) with `stats`, its next kJobDetailNextFires fires and its fires remaining at `now` under the
 // database's `layout`.
-std::string EncodeJobDetailView(const JobAndStats& job, const std::optional<JobStats>& stats,
+std::string EncodeJobDetailView(const TimeZoneDatabase& zones, const JobAndStats& job, const std::optional<JobStats>& stats,
                                 const ShardLayout& layout, EpochMs now);
 
 // GET /v1/jobs, `belfry jobs list -o json`: {"jobs":[EncodeJobJson...],"next_cursor"}, the cursor

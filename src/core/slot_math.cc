@@ -96,10 +96,11 @@ std::vector<EpochMs> NextTriggerTimes(int32_t interval_minutes, int32_t offset_m
   return out;
 }
 
-std::vector<EpochMs> NextJobTriggerTimes(const JobSpec& spec, int64_t tick_ms, EpochMs after_ms, int n) {
+std::vector<EpochMs> NextJobTriggerTimes(const TimeZoneDatabase& zones, const JobSpec& spec, int64_t tick_ms,
+                                         EpochMs after_ms, int n) {
   if (spec.calendar) {
     std::vector<EpochMs> out;
-    for (const CalendarFire& f : NextCalendarJobFires(spec, tick_ms, after_ms, n)) {
+    for (const CalendarFire& f : NextCalendarJobFires(zones, spec, tick_ms, after_ms, n)) {
       out.push_back(SlotMs(f.utc_minute, spec.shard, tick_ms));
     }
     return out;

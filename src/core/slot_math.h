@@ -8,6 +8,7 @@
 #include "belfry/clock.h"
 #include "belfry/job.h"
 #include "belfry/job_store.h"
+#include "core/time_zone_database.h"
 
 namespace belfry {
 
@@ -62,7 +63,8 @@ std::vector<EpochMs> NextTriggerTimes(int32_t interval_minutes, int32_t offset_m
 
 // The same for a stored job of any kind: a one-shot has at most one, the slot of its
 // run_minute (when it fires, which differs from its scheduledFor when a past runAt fires late);
-// a calendar job's come from its cron expression and zone (core/calendar_schedule.h).
-std::vector<EpochMs> NextJobTriggerTimes(const JobSpec& spec, int64_t tick_ms, EpochMs after_ms, int n);
+// a calendar job's come from its cron expression and its zone in `zones` (core/calendar_schedule.h).
+std::vector<EpochMs> NextJobTriggerTimes(const TimeZoneDatabase& zones, const JobSpec& spec, int64_t tick_ms,
+                                         EpochMs after_ms, int n);
 
 }  // namespace belfry

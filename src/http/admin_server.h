@@ -27,6 +27,7 @@
 #include "http/listen_address.h"  // ParseListenAddress, IsLoopbackHost
 #include "http/metrics_registry.h"
 #include "http/reader_pool.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace httplib {
 class Server;
@@ -76,6 +77,8 @@ struct AdminDeps {
   ReaderPool* readers = nullptr;
   MetricsRegistry* metrics = nullptr;
   Clock* clock = nullptr;
+  // Calendar jobs' zones, for next fires, fire limits and load projections.
+  const TimeZoneDatabase* time_zones = &SystemTimeZones();
   // Ok = ready. Called on the request thread for every /readyz; null = always ready.
   std::function<Status()> readiness;
   // Time zones whose calendar jobs this node's ticks skipped (UnknownZoneSkips::zones): /readyz

@@ -44,7 +44,7 @@ void ServeGetJob(AdminContext& ctx, const std::string& id, const httplib::Reques
   }
   if (!(*session)->executions) stats.reset();  // a node without history shows no outcomes
   session.reset();
-  SendJsonText(res, 200, EncodeJobDetailView(**job, stats, layout, ctx.deps.clock->NowMs()));
+  SendJsonText(res, 200, EncodeJobDetailView(*ctx.deps.time_zones, **job, stats, layout, ctx.deps.clock->NowMs()));
 }
 
 void ServeNext(AdminContext& ctx, const std::string& id, const httplib::Request& req, httplib::Response& res) {
@@ -61,7 +61,7 @@ void ServeNext(AdminContext& ctx, const std::string& id, const httplib::Request&
   if (!job->has_value()) return SendError(res, 404, "job \"" + id + "\" not found");
   const StoredJob& j = **job;
   const std::vector<NextFire> fires =
-      LayoutNextFires(j.spec, j.paused, layout, ctx.deps.clock->NowMs(), static_cast<int>(n));
+      LayoutNextFires(*ctx.deps.time_zones, j.spec, j.paused, layout, ctx.deps.clock->NowMs(), static_cast<int>(n));
   SendJsonText(res, 200, EncodeNextFiresView(j, fires));
 }
 

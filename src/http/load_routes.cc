@@ -59,7 +59,7 @@ void ServeLoad(AdminContext& ctx, const httplib::Request& req, httplib::Response
     if (read->status().reason() == "too_many_groups") return SendError(res, 422, read->status().message());
     return SendStoreError(res, "job store", read->status());
   }
-  const LoadProjection p = ProjectLoad(*window, **read);
+  const LoadProjection p = ProjectLoad(*ctx.deps.time_zones, *window, **read);
   SendJsonText(res, 200, EncodeLoadProjectionJson(p, query.by, shards == "true", static_cast<int>(top)));
 }
 

@@ -15,13 +15,17 @@
 #include <string_view>
 #include <vector>
 
+#include "tzdb/system_time_zone_database.h"
+
 namespace belfry {
 
 class UnknownZoneSkips final {
  public:
   // Registers the counter in `registry`, which must outlive this object. The counter has no
-  // label: the zones are in the log and in /readyz, so the series count stays fixed.
-  explicit UnknownZoneSkips(prometheus::Registry& registry);
+  // label: the zones are in the log and in /readyz, so the series count stays fixed. The log
+  // names the version of `time_zones`, which must outlive this object.
+  explicit UnknownZoneSkips(prometheus::Registry& registry,
+                            const TimeZoneDatabase& time_zones = SystemTimeZones());
   UnknownZoneSkips(const UnknownZoneSkips&) = delete;
   UnknownZoneSkips& operator=(const UnknownZoneSkips&) = delete;
 
@@ -34,6 +38,7 @@ class UnknownZoneSkips final {
 
  private:
   prometheus::Counter& skipped_;
+  const TimeZoneDatabase& time_zones_;
   mutable std::mutex mu_;
   std::set<std::string, std::less<>> zones_;  // guarded by mu_
 };

@@ -74,7 +74,8 @@ StatusOr<std::string> PhaseArrayLiteral(const DueQuery& q) {
   return out;
 }
 
-PgDueQueryStream::PgDueQueryStream(std::string database_url) : database_url_(WithConnectTimeout(database_url)) {}
+PgDueQueryStream::PgDueQueryStream(std::string database_url, const TimeZoneDatabase& time_zones)
+    : database_url_(WithConnectTimeout(database_url)), time_zones_(time_zones) {}
 
 PgDueQueryStream::~PgDueQueryStream() { Disconnect(); }
 
@@ -212,7 +213,7 @@ Status PgDueQueryStream::BeginAndRefreshZones(bool* any) {
     zones_.clear();
     unknown_zones_.clear();
     for (int r = 0; r < PQntuples(list.get()); ++r) {
-      StatusOr<const date::time_zone*> zone = LocateTimeZone(Value(list.get(), r, 1));
+      StatusOr<const TimeZone*> zone = LocateTimeZone(time_zones_, Value(list.get(), r, 1));
       if (!zone.ok()) {
         unknown_zones_.push_back(
             UnknownZone{IntValue<int32_t>(list.get(), r, 0), std::string(Value(list.get(), r, 1))});

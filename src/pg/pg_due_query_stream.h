@@ -52,7 +52,8 @@ struct UnknownZone {
 // connection and the next call reconnects.
 class PgDueQueryStream final {
  public:
-  explicit PgDueQueryStream(std::string database_url);
+  // Zones of cron_zones are looked up in `time_zones`, which must outlive the stream.
+  PgDueQueryStream(std::string database_url, const TimeZoneDatabase& time_zones);
   PgDueQueryStream(const PgDueQueryStream&) = delete;
   PgDueQueryStream& operator=(const PgDueQueryStream&) = delete;
   ~PgDueQueryStream();
@@ -113,6 +114,7 @@ class PgDueQueryStream final {
                    const std::function<void(const DueJob&)>& fn);
 
   const std::string database_url_;
+  const TimeZoneDatabase& time_zones_;
   pg_conn* conn_ = nullptr;
   std::vector<ZoneEntry> zones_;  // the known zones of cron_zones, resolved
   int64_t zone_rows_ = 0;         // cron_zones' row count when zones_ was read

@@ -99,10 +99,12 @@ std::vector<PreparedStatement> JobStoreStatements() {
 
 }  // namespace
 
-PgJobStore::PgJobStore(std::string database_url, StandbyOptions standby)
-    : session_(database_url, JobStoreStatements()),
-      due_stream_(std::move(database_url)),
-      standby_(standby.url.empty() ? nullptr : std::make_unique<PgStandbyReader>(std::move(standby))) {}
+PgJobStore::PgJobStore(std::string database_url, StandbyOptions standby, const TimeZoneDatabase& time_zones)
+    : time_zones_(time_zones),
+      session_(database_url, JobStoreStatements()),
+      due_stream_(std::move(database_url), time_zones),
+      standby_(standby.url.empty() ? nullptr
+                                   : std::make_unique<PgStandbyReader>(std::move(standby), time_zones)) {}
 
 PgJobStore::~PgJobStore() = default;
 

@@ -25,6 +25,7 @@
 #include "pg/pg_due_query_stream.h"
 #include "pg/pg_session.h"
 #include "pg/pg_standby_reader.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 
@@ -37,7 +38,10 @@ class PgJobStore final : public JobStore {
  public:
   // `standby.url`, when not empty, is a hot standby of `database_url` that serves the tick query
   // once it has replayed past the query's read fence (PgStandbyReader, docs/hot-standby.md).
-  explicit PgJobStore(std::string database_url, StandbyOptions standby = {});
+  // Calendar jobs' zones (the tick's terms, fire limits, backfills, re-plans) come from
+  // `time_zones`, which must outlive the store.
+  explicit PgJobStore(std::string database_url, StandbyOptions standby = {},
+                      const TimeZoneDatabase& time_zones = SystemTimeZones());
   PgJobStore(const PgJobStore&) = delete;
   PgJobStore& operator=(const PgJobStore&) = delete;
   ~PgJobStore() override;
@@ -131,6 +135,7 @@ class PgJobStore final : public JobStore {
   // when the database was never migrated.
   Status LoadLayout(pqxx::transaction_base& txn, bool lock);
 
+  const TimeZoneDatabase& time_zones_;
   PgSession session_;
   PgDueQueryStream due_stream_;
   std::unique_ptr<PgStandbyReader> standby_;  // null without a standby

@@ -83,7 +83,8 @@ JobChange BulkChange(const BulkOp& op, std::string detail_json = {}) {
 // What one page did to its jobs: how many it changed. Adds each job it may change to `changes`
 // (the step records them all once its pages are done).
 int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int32_t shard,
-                      const pqxx::result& page, EpochMs now, const ShardLayout& layout, JobChangeLog* changes) {
+                      const pqxx::result& page, EpochMs now, const ShardLayout& layout,
+                      const TimeZoneDatabase& time_zones, JobChangeLog* changes) {
   namespace q = pg_queries;
   const BulkOp& op = state.op;
   if (op.op == CommandOp::kTrigger) {
@@ -135,7 +136,7 @@ int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int
     if (op.op == CommandOp::kDelete) {
       changed += DeleteJobsAndTheirRows(txn, chunk, changes);
     } else {
-      RestartFireLimits(txn, txn.exec_prepared(q::kSetPausedName, chunk), layout);
+      RestartFireLimits(txn, txn.exec_prepared(q::kSetPausedName, chunk), layout, time_zones);
     }
   }
   return op.op == CommandOp::kDelete ? changed : n;
@@ -209,7 +210,7 @@ StatusOr<std::optional<BulkOpState>> PgJobStore::RunBulkStep(int32_t max_jobs, E
             txn.exec_prepared(q::kBulkPageName, shard, pos.after_id, OwnerParam(state.op.selector),
                               LabelsParam(state.op.selector), static_cast<int32_t>(limit));
         matched += static_cast<int64_t>(page.size());
-        changed += ApplyBulkPage(txn, state, shard, page, now, layout_, &changes);
+        changed += ApplyBulkPage(txn, state, shard, page, now, layout_, time_zones_, &changes);
         budget -= static_cast<int64_t>(page.size());
         const std::string last = page.empty() ? std::string() : page.back()[0].as<std::string>();
         pos = NextBulkWalkPosition(shard, last, page.size(), static_cast<size_t>(limit), stored_shards);

@@ -269,7 +269,7 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
     }
     for (const std::string& chunk : params.deletes) DeleteJobsAndTheirRows(txn, chunk, &changes);
     for (const std::string& chunk : params.set_paused) {
-      RestartFireLimits(txn, txn.exec_prepared(pg_queries::kSetPausedName, chunk), layout_);
+      RestartFireLimits(txn, txn.exec_prepared(pg_queries::kSetPausedName, chunk), layout_, time_zones_);
     }
     changes.RecordAfter(txn);
     txn.commit();

@@ -64,7 +64,7 @@ StatusOr<PgJobStore::ReplanReport> PgJobStore::ReplanCalendarJobs(const std::str
       const std::string zone = row[3].as<std::string>();
       // Planned with neither start nor end: those only decide whether it can still fire, and a
       // job already past its end keeps its plan.
-      if (Status planned = PlanCalendarJob(cron, zone, now, intervals, &spec); !planned.ok()) {
+      if (Status planned = PlanCalendarJob(time_zones_, cron, zone, now, intervals, &spec); !planned.ok()) {
         if (planned.reason() == "invalid_time_zone") ++report.unknown_zone;
         continue;
       }

@@ -62,8 +62,9 @@ struct ManualPlan {
   std::vector<ManualRow> rows;
 };
 
-ManualPlan PlanManualFire(pqxx::transaction_base& txn, const ManualFire& f, const std::optional<StoredJob>& job,
-                          const ShardLayout& layout) {
+ManualPlan PlanManualFire(pqxx::transaction_base& txn, const ManualFire& f,
+                          const std::optional<StoredJob>& job, const ShardLayout& layout,
+                          const TimeZoneDatabase& time_zones) {
   ManualPlan plan;
   if (!job) {
     plan.result.status = Status::NotFound(fmt::format("job {} does not exist", f.id));
@@ -75,7 +76,8 @@ ManualPlan PlanManualFire(pqxx::transaction_base& txn, const ManualFire& f, cons
     plan.result.slots = 1;
     return plan;
   }
-  BackfillPlan backfill = PlanBackfill(job->spec, f.backfill, CoveredRanges(txn, f), f.source.timestamp_ms, rules);
+  BackfillPlan backfill =
+      PlanBackfill(time_zones, job->spec, f.backfill, CoveredRanges(txn, f), f.source.timestamp_ms, rules);
   plan.result = ManualFireResult{backfill.status, backfill.slots, backfill.covered};
   plan.rows = std::move(backfill.rows);
   return plan;
@@ -190,7 +192,7 @@ StatusOr<std::vector<ManualFireResult>> PgJobStore::ApplyManualFires(const std::
     for (size_t i : ApplyTriggersSetBased(txn, fires, layout_, &results)) {
       const ManualFire& f = fires[i];
       const std::optional<StoredJob> job = ReadJobInTxn(txn, f.id, layout_);
-      ManualPlan plan = PlanManualFire(txn, f, job, layout_);
+      ManualPlan plan = PlanManualFire(txn, f, job, layout_, time_zones_);
       results[i] = plan.result;
       if (!plan.result.status.ok() || f.backfill.dry_run) continue;
       for (int32_t row : PlacingShardRows(layout_, job->spec.shard)) {
@@ -237,7 +239,7 @@ StatusOr<ManualFireResult> PgJobStore::CountBackfill(const ManualFire& fire) {
     if (Status st = LoadLayout(txn, false); !st.ok()) return st;
     ManualFire dry = fire;
     dry.backfill.dry_run = true;
-    result = PlanManualFire(txn, dry, ReadJobInTxn(txn, fire.id, layout_), layout_).result;
+    result = PlanManualFire(txn, dry, ReadJobInTxn(txn, fire.id, layout_), layout_, time_zones_).result;
     return Status::Ok();
   });
   if (!st.ok()) return st;

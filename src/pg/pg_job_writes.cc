@@ -47,7 +47,8 @@ int64_t DeleteJobsAndTheirRows(pqxx::transaction_base& txn, const std::string& c
   return static_cast<int64_t>(deleted.size());
 }
 
-void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed, const ShardLayout& layout) {
+void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed, const ShardLayout& layout,
+                       const TimeZoneDatabase& time_zones) {
   if (resumed.empty()) return;
   std::map<std::pair<int32_t, std::string>, std::pair<EpochMs, EpochMs>> pause_and_resume;
   JsonArrayChunks keys;
@@ -71,7 +72,7 @@ void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed,
       const int32_t stored_shard = spec.shard;
       const FiringBasis basis = FiringBasisOf(layout, EpochMinuteOf(it->second.second), stored_shard);
       spec.shard = basis.shard;
-      ResumeFireLimit(&spec, it->second.first, it->second.second, basis.tick_ms);
+      ResumeFireLimit(time_zones, &spec, it->second.first, it->second.second, basis.tick_ms);
       spec.shard = stored_shard;  // the row's key
       limits.BeginObject();
       limits.String("id", spec.id);

@@ -14,6 +14,7 @@
 
 #include "belfry/command.h"
 #include "belfry/job.h"
+#include "core/time_zone_database.h"
 
 namespace belfry {
 
@@ -32,8 +33,10 @@ int64_t DeleteJobsAndTheirRows(pqxx::transaction_base& txn, const std::string& c
 
 // The limited jobs a resume restarted (kSetPausedSql's rows: id, shard, paused_at ms, the resume's
 // timestamp): their counts and windows, recomputed from their rows (ResumeFireLimit). One read and
-// one update for all of them; unlimited jobs cost nothing here.
-void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed, const ShardLayout& layout);
+// one update for all of them; unlimited jobs cost nothing here. Calendar jobs' zones come from
+// `time_zones`.
+void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed, const ShardLayout& layout,
+                       const TimeZoneDatabase& time_zones);
 
 // The triggers among `fires` whose job is stored in its own shard (ShardForId), set-based: one
 // statement finds those jobs, one stores all their rows, whatever the number of triggers. Sets

@@ -18,7 +18,8 @@ constexpr std::chrono::microseconds kPollPause{500};
 
 }  // namespace
 
-PgStandbyReader::PgStandbyReader(StandbyOptions options) : options_(std::move(options)), standby_(options_.url) {}
+PgStandbyReader::PgStandbyReader(StandbyOptions options, const TimeZoneDatabase& time_zones)
+    : options_(std::move(options)), standby_(options_.url, time_zones) {}
 
 void PgStandbyReader::Report(const DueQueryRoute& route) const {
   if (options_.on_route) options_.on_route(route);

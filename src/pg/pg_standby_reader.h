@@ -28,7 +28,8 @@ struct StandbyOptions {
 // Thread-compatible: one instance per thread, as PgDueQueryStream.
 class PgStandbyReader final {
  public:
-  explicit PgStandbyReader(StandbyOptions options);
+  // The standby's stream looks zones up in `time_zones`, which must outlive the reader.
+  PgStandbyReader(StandbyOptions options, const TimeZoneDatabase& time_zones);
   PgStandbyReader(const PgStandbyReader&) = delete;
   PgStandbyReader& operator=(const PgStandbyReader&) = delete;
 

@@ -10,6 +10,7 @@
 #include "belfry/config.h"
 #include "core/iso_time.h"
 #include "core/slot_math.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -22,8 +23,8 @@ CronExpression Cron(const char* text) {
   return c.ok() ? *c : CronExpression{};
 }
 
-const date::time_zone* Zone(const char* name) {
-  StatusOr<const date::time_zone*> z = LocateTimeZone(name);
+const TimeZone* Zone(const char* name) {
+  StatusOr<const TimeZone*> z = LocateTimeZone(SystemTimeZones(), name);
   EXPECT_TRUE(z.ok()) << name;
   return *z;
 }
@@ -222,35 +223,39 @@ TEST(CalendarScheduleTest, PlanRejectsBadZonesAndSchedulesThatNeverFire) {
   const SchedulerConfig cfg;
   const EpochMs now = *ParseIsoTime("2026-11-25T00:00:00Z");
   JobSpec spec;
-  Status st = PlanCalendarJob("0 9 * * *", "Mars/Olympus_Mons", now, cfg.intervals, &spec);
+  Status st = PlanCalendarJob(SystemTimeZones(), "0 9 * * *", "Mars/Olympus_Mons", now, cfg.intervals, &spec);
   EXPECT_EQ(st.reason(), "invalid_time_zone");
   EXPECT_NE(st.message().find("Mars/Olympus_Mons"), std::string::npos) << st.message();
-  EXPECT_EQ(PlanCalendarJob("0 0 31 4,6 *", "UTC", now, cfg.intervals, &spec).reason(), "cron_never_fires");
+  EXPECT_EQ(PlanCalendarJob(SystemTimeZones(), "0 0 31 4,6 *", "UTC", now, cfg.intervals, &spec).reason(),
+            "cron_never_fires");
   spec.start_at = *ParseIsoTime("2027-03-01T00:00:00Z");
   spec.end_at = *ParseIsoTime("2028-02-01T00:00:00Z");
-  EXPECT_EQ(PlanCalendarJob("0 0 29 2 *", "UTC", now, cfg.intervals, &spec).reason(), "cron_never_fires");
+  EXPECT_EQ(PlanCalendarJob(SystemTimeZones(), "0 0 29 2 *", "UTC", now, cfg.intervals, &spec).reason(),
+            "cron_never_fires");
   spec.end_at = *ParseIsoTime("2028-03-01T00:00:00Z");
-  ASSERT_TRUE(PlanCalendarJob("0 0 29 2 *", "UTC", now, cfg.intervals, &spec).ok());
+  ASSERT_TRUE(PlanCalendarJob(SystemTimeZones(), "0 0 29 2 *", "UTC", now, cfg.intervals, &spec).ok());
   ASSERT_TRUE(spec.calendar);
   EXPECT_FALSE(spec.calendar->as_interval);
   EXPECT_EQ(spec.calendar->slots.codes, std::vector<int32_t>{0});
   EXPECT_EQ(spec.interval_minutes, 0);
   // Previews start from the job's own start and stop at its end.
   spec.shard = 2;
-  const std::vector<EpochMs> next = NextJobTriggerTimes(spec, 500, now, 5);
+  const std::vector<EpochMs> next = NextJobTriggerTimes(SystemTimeZones(), spec, 500, now, 5);
   EXPECT_EQ(next, std::vector<EpochMs>{*ParseIsoTime("2028-02-29T00:00:01Z")});
 }
 
 TEST(CalendarScheduleTest, NextFiresJsonShowsLocalTimesAndMarks) {
   const SchedulerConfig cfg;
   JobSpec spec;
-  ASSERT_TRUE(PlanCalendarJob("30 2 * * *", "America/New_York", 0, cfg.intervals, &spec).ok());
+  ASSERT_TRUE(
+      PlanCalendarJob(SystemTimeZones(), "30 2 * * *", "America/New_York", 0, cfg.intervals, &spec).ok());
   spec.shard = 0;
   EXPECT_EQ(
-      EncodeNextFires(NextFires(spec, false, 500, *ParseIsoTime("2026-03-07T12:00:00Z"), 2)),
+      EncodeNextFires(
+          NextFires(SystemTimeZones(), spec, false, 500, *ParseIsoTime("2026-03-07T12:00:00Z"), 2)),
       R"([{"at":"2026-03-08T07:00:00.000Z","local":"2026-03-08T03:00:00-04:00","dst":"moved_from_gap"},)"
       R"({"at":"2026-03-09T06:30:00.000Z","local":"2026-03-09T02:30:00-04:00","dst":null}])");
-  EXPECT_EQ(EncodeNextFires(NextFires(spec, true, 500, 0, 2)), "[]");
+  EXPECT_EQ(EncodeNextFires(NextFires(SystemTimeZones(), spec, true, 500, 0, 2)), "[]");
   EXPECT_EQ(FormatLocalTime(Minute("2026-06-01T03:15:00Z") + 345, 345), "2026-06-01T09:00:00+05:45");
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/shard_hash.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -158,6 +159,7 @@ class PrepareCommandBatchTest : public ::testing::Test {
   PrepareCommandBatchTest() : policy_({"*"}, {"belfry.commands"}) {
     rules_.intervals = {1, 2, 5, 60};
     rules_.topic_policy = &policy_;
+    rules_.time_zones = &SystemTimeZones();
   }
   RawCommand Raw(std::optional<std::string> key, std::optional<std::string> value, int64_t off) {
     return RawCommand{std::move(key), std::move(value), SourcePosition{2, off, 1795354620000LL}};

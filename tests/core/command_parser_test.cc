@@ -11,6 +11,7 @@
 #include "core/shard_hash.h"
 #include "core/slot_math.h"
 #include "core/topic_policy.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -27,6 +28,7 @@ class CommandParserTest : public ::testing::Test {
     rules_.max_details_bytes = 64 * 1024;
     rules_.max_command_bytes = 256 * 1024;
     rules_.topic_policy = &policy_;
+    rules_.time_zones = &SystemTimeZones();
   }
 
   StatusOr<Command> Parse(std::optional<std::string> key, std::optional<std::string> value) const {
@@ -257,7 +259,7 @@ TEST_F(CommandParserTest, MaxFiresEndsTheJobAfterItsLastSlot) {
   c = MustParse(R"({"id":"job-1","topic":"tracking.poll","cron":"0 9 * * *","timeZone":"Asia/Tokyo","maxFires":1})");
   EXPECT_EQ(c.spec.max_fires, 1);
   ASSERT_TRUE(c.spec.end_at.has_value());
-  EXPECT_EQ(NextJobTriggerTimes(c.spec, 500, kMessageTs, 5).size(), 1u);
+  EXPECT_EQ(NextJobTriggerTimes(SystemTimeZones(), c.spec, 500, kMessageTs, 5).size(), 1u);
   c = MustParse(R"({"id":"job-1","topic":"tracking.poll","intervalMinutes":5})");
   EXPECT_FALSE(c.spec.max_fires.has_value());
   EXPECT_FALSE(c.spec.end_at.has_value());

@@ -30,6 +30,7 @@
 #include "core/slot_math.h"
 #include "core/topic_policy.h"
 #include "core/trigger_encoder.h"
+#include "tzdb/system_time_zone_database.h"
 
 #ifndef BELFRY_VECTORS_DIR
 #error "BELFRY_VECTORS_DIR must name contracts/vectors"
@@ -148,6 +149,7 @@ class CommandVectorsTest : public ::testing::Test {
     rules_.max_details_bytes = Int(config, "maxDetailsBytes");
     rules_.max_command_bytes = Int(config, "maxCommandBytes");
     rules_.topic_policy = &policy_;
+    rules_.time_zones = &SystemTimeZones();
     rules_.one_shot.tick_ms = Int(config, "tickMs");
     rules_.one_shot.max_catchup_ms = Int(config, "maxCatchupMs");
     rules_.one_shot.fire_late = Str(config, "misfirePolicy") != "skip";

@@ -15,6 +15,7 @@
 #include "core/command_parser.h"
 #include "core/execution_report.h"
 #include "core/topic_policy.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -49,6 +50,7 @@ class HostileCorpusTest : public ::testing::Test {
     rules_.max_details_bytes = 64 * 1024;
     rules_.max_command_bytes = 256 * 1024;
     rules_.topic_policy = &policy_;
+    rules_.time_zones = &SystemTimeZones();
   }
 
   StatusOr<Command> Parse(const HostileCase& c) const {

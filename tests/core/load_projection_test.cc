@@ -12,6 +12,7 @@
 #include "core/cron_expression.h"
 #include "core/iso_time.h"
 #include "core/slot_math.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -23,7 +24,7 @@ int64_t Minute(const char* iso) { return *ParseIsoTime(iso) / kMsPerMinute; }
 struct TestJob {
   LoadGroup group;  // jobs = 1
   std::optional<CronExpression> cron;
-  const date::time_zone* zone = nullptr;
+  const TimeZone* zone = nullptr;
 };
 
 // The rule for one job at one minute, without the projection's indexes.
@@ -46,7 +47,7 @@ class LoadProjectionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* names[] = {"America/New_York", "Europe/Berlin", "Asia/Kathmandu"};
-    for (int i = 0; i < 3; ++i) zones_.push_back({i + 1, *LocateTimeZone(names[i])});
+    for (int i = 0; i < 3; ++i) zones_.push_back({i + 1, *LocateTimeZone(SystemTimeZones(), names[i])});
   }
 
   TestJob RandomJob(std::mt19937_64& rng, int64_t first, int64_t last) {

@@ -18,6 +18,7 @@
 #include "core/topic_policy.h"
 #include "interval_job_oracle.h"
 #include "scheduler_sim.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -121,7 +122,8 @@ TEST(BackfillPlanTest, TheRangesSlotsAsTheScheduleHadThem) {
   const EpochMs now = kMinute * 60'000 + 30'000;
   for (const auto& [interval, offset] : std::vector<std::pair<int32_t, int32_t>>{{1, 0}, {5, 3}, {60, 17}, {1440, 600}}) {
     const JobSpec job = IntervalJob(interval, offset, 37);
-    const BackfillPlan p = PlanBackfill(job, Range(kMinute - 3000, kMinute - 1), {}, now, kRules);
+    const BackfillPlan p =
+        PlanBackfill(SystemTimeZones(), job, Range(kMinute - 3000, kMinute - 1), {}, now, kRules);
     ASSERT_TRUE(p.status.ok()) << p.status.ToString();
     EXPECT_EQ(Planned(p), BruteForceSlots(job, kMinute - 3000, kMinute - 1, kTick)) << interval;
     EXPECT_EQ(p.slots, static_cast<int64_t>(p.rows.size()));
@@ -134,7 +136,8 @@ TEST(BackfillPlanTest, TheRangesSlotsAsTheScheduleHadThem) {
   JobSpec dated = IntervalJob(5, 3, 37);
   dated.start_at = (kMinute - 100) * 60'000;
   dated.end_at = (kMinute - 20) * 60'000;
-  const BackfillPlan p = PlanBackfill(dated, Range(kMinute - 300, kMinute), {}, kMinute * 60'000, kRules);
+  const BackfillPlan p =
+      PlanBackfill(SystemTimeZones(), dated, Range(kMinute - 300, kMinute), {}, kMinute * 60'000, kRules);
   EXPECT_EQ(Planned(p), BruteForceSlots(dated, kMinute - 300, kMinute, kTick));
   EXPECT_EQ(p.slots, 16);
 }
@@ -142,10 +145,12 @@ TEST(BackfillPlanTest, TheRangesSlotsAsTheScheduleHadThem) {
 TEST(BackfillPlanTest, PacedOldestFirstFromTheFirstSlotASecondAfterTheCommand) {
   const JobSpec job = IntervalJob(1, 0, 10);
   const EpochMs at = kMinute * 60'000 + 4'500;  // the shard's slot this minute is under 1 s away
-  const BackfillPlan p = PlanBackfill(job, Range(kMinute - 10, kMinute), {}, at, kRules);  // rate 60
+  const BackfillPlan p =
+      PlanBackfill(SystemTimeZones(), job, Range(kMinute - 10, kMinute), {}, at, kRules);  // rate 60
   ASSERT_EQ(p.rows.size(), 10u);
   for (const ManualRow& r : p.rows) EXPECT_EQ(r.run_minute, kMinute + 1);
-  const BackfillPlan slow = PlanBackfill(job, Range(kMinute - 10, kMinute, 3), {}, at, kRules);
+  const BackfillPlan slow =
+      PlanBackfill(SystemTimeZones(), job, Range(kMinute - 10, kMinute, 3), {}, at, kRules);
   ASSERT_EQ(slow.rows.size(), 10u);
   for (size_t i = 0; i < slow.rows.size(); ++i) {
     EXPECT_EQ(slow.rows[i].run_minute, kMinute + 1 + static_cast<int64_t>(i) / 3) << i;
@@ -159,7 +164,8 @@ TEST(BackfillPlanTest, SlotsAnEarlierBackfillCoveredAreCountedNotPlanned) {
   const JobSpec job = IntervalJob(5, 3, 37);
   const std::vector<std::pair<EpochMs, EpochMs>> covered = {{(kMinute - 100) * 60'000, (kMinute - 50) * 60'000},
                                                             {(kMinute - 20) * 60'000, (kMinute + 10) * 60'000}};
-  const BackfillPlan p = PlanBackfill(job, Range(kMinute - 200, kMinute), covered, kMinute * 60'000, kRules);
+  const BackfillPlan p =
+      PlanBackfill(SystemTimeZones(), job, Range(kMinute - 200, kMinute), covered, kMinute * 60'000, kRules);
   std::vector<EpochMs> expected = BruteForceSlots(job, kMinute - 200, kMinute - 100, kTick);
   for (EpochMs t : BruteForceSlots(job, kMinute - 50, kMinute - 20, kTick)) expected.push_back(t);
   EXPECT_EQ(Planned(p), expected);
@@ -170,7 +176,8 @@ TEST(BackfillPlanTest, SlotsAnEarlierBackfillCoveredAreCountedNotPlanned) {
 TEST(BackfillPlanTest, DryRunCountsOnly) {
   BackfillRange r = Range(kMinute - 60, kMinute);
   r.dry_run = true;
-  const BackfillPlan p = PlanBackfill(IntervalJob(1, 0, 0), r, {}, kMinute * 60'000, kRules);
+  const BackfillPlan p =
+      PlanBackfill(SystemTimeZones(), IntervalJob(1, 0, 0), r, {}, kMinute * 60'000, kRules);
   EXPECT_TRUE(p.status.ok());
   EXPECT_EQ(p.slots, 60);
   EXPECT_TRUE(p.rows.empty());
@@ -178,13 +185,18 @@ TEST(BackfillPlanTest, DryRunCountsOnly) {
 
 TEST(BackfillPlanTest, MoreThanTheLimitIsRefusedWhole) {
   const JobSpec job = IntervalJob(1, 0, 0);
-  EXPECT_TRUE(PlanBackfill(job, Range(kMinute - kMaxBackfillSlots, kMinute), {}, kMinute * 60'000, kRules).status.ok());
-  const BackfillPlan p = PlanBackfill(job, Range(kMinute - kMaxBackfillSlots - 1, kMinute), {}, kMinute * 60'000, kRules);
+  EXPECT_TRUE(PlanBackfill(SystemTimeZones(), job, Range(kMinute - kMaxBackfillSlots, kMinute), {},
+                           kMinute * 60'000, kRules)
+                  .status.ok());
+  const BackfillPlan p = PlanBackfill(SystemTimeZones(), job, Range(kMinute - kMaxBackfillSlots - 1, kMinute),
+                                      {}, kMinute * 60'000, kRules);
   EXPECT_EQ(p.status.reason(), "invalid_backfill");
   EXPECT_TRUE(p.rows.empty());
   // Covered or not, the range's slots count: the limit bounds the work of one command.
   const std::vector<std::pair<EpochMs, EpochMs>> covered = {{(kMinute - 20'000) * 60'000, (kMinute - 10'000) * 60'000}};
-  EXPECT_EQ(PlanBackfill(job, Range(kMinute - 20'000, kMinute), covered, kMinute * 60'000, kRules).status.reason(),
+  EXPECT_EQ(PlanBackfill(SystemTimeZones(), job, Range(kMinute - 20'000, kMinute), covered, kMinute * 60'000,
+                         kRules)
+                .status.reason(),
             "invalid_backfill");
 }
 
@@ -192,7 +204,8 @@ TEST(BackfillPlanTest, AOneShotHasNothingToBackfill) {
   JobSpec once = IntervalJob(0, 0, 3);
   once.run_at = kMinute * 60'000;
   once.run_minute = kMinute;
-  EXPECT_EQ(PlanBackfill(once, Range(kMinute - 60, kMinute), {}, kMinute * 60'000, kRules).status.reason(),
+  EXPECT_EQ(PlanBackfill(SystemTimeZones(), once, Range(kMinute - 60, kMinute), {}, kMinute * 60'000, kRules)
+                .status.reason(),
             "invalid_backfill");
 }
 
@@ -202,6 +215,7 @@ JobSpec CronJob(const std::string& cron, const std::string& zone) {
   CommandRules rules;
   rules.intervals = {1, 5, 15, 60, 1440};
   rules.topic_policy = &policy;
+  rules.time_zones = &SystemTimeZones();
   RawCommand raw;
   raw.key = "berlin";
   raw.value = R"({"id":"berlin","cron":")" + cron + R"(","timeZone":")" + zone + R"(","topic":"t"})";
@@ -219,7 +233,7 @@ TEST(BackfillPlanTest, ACronJobsSlotsInItsZone) {
   const EpochMs monday = 1'794'787'200'000;  // 2026-11-16T00:00:00Z
   r.from_ms = monday;
   r.to_ms = monday + 7 * 86'400'000;
-  const BackfillPlan p = PlanBackfill(spec, r, {}, kMinute * 60'000, kRules);
+  const BackfillPlan p = PlanBackfill(SystemTimeZones(), spec, r, {}, kMinute * 60'000, kRules);
   ASSERT_TRUE(p.status.ok()) << p.status.ToString();
   ASSERT_EQ(p.rows.size(), 5u);
   for (size_t d = 0; d < 5; ++d) {
@@ -229,7 +243,8 @@ TEST(BackfillPlanTest, ACronJobsSlotsInItsZone) {
   // A leap day in a year without one: the search stops at the range's end, not in year 9999.
   const JobSpec leap = CronJob("0 9 29 2 *", "UTC");
   ASSERT_TRUE(leap.calendar.has_value());
-  const BackfillPlan none = PlanBackfill(leap, Range(kMinute - 366 * 1440, kMinute), {}, kMinute * 60'000, kRules);
+  const BackfillPlan none = PlanBackfill(SystemTimeZones(), leap, Range(kMinute - 366 * 1440, kMinute), {},
+                                         kMinute * 60'000, kRules);
   EXPECT_TRUE(none.status.ok());
   EXPECT_EQ(none.slots, 0);
 }

@@ -11,6 +11,7 @@
 #include "core/slot_math.h"
 #include "core/topic_policy.h"
 #include "scheduler_sim.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -111,6 +112,7 @@ class OneShotParseTest : public ::testing::Test {
   OneShotParseTest() : policy_({"*"}, {"belfry.commands"}) {
     rules_.intervals = {1, 5, 15, 60};
     rules_.topic_policy = &policy_;
+    rules_.time_zones = &SystemTimeZones();
   }
   StatusOr<Command> Parse(const std::string& id, const std::string& value, EpochMs ts) const {
     RawCommand raw;
@@ -253,10 +255,10 @@ TEST(NextJobTriggerTimesTest, OneShot) {
   s.run_at = kM * 60'000;
   s.run_minute = kM + 2;
   s.scheduled_for_ms = SlotMs(kM, 4, kTick);
-  const auto next = NextJobTriggerTimes(s, kTick, kM * 60'000, 3);
+  const auto next = NextJobTriggerTimes(SystemTimeZones(), s, kTick, kM * 60'000, 3);
   ASSERT_EQ(next.size(), 1u);
   EXPECT_EQ(next[0], SlotMs(kM + 2, 4, kTick));
-  EXPECT_TRUE(NextJobTriggerTimes(s, kTick, SlotMs(kM + 2, 4, kTick), 3).empty());
+  EXPECT_TRUE(NextJobTriggerTimes(SystemTimeZones(), s, kTick, SlotMs(kM + 2, 4, kTick), 3).empty());
 }
 
 }  // namespace

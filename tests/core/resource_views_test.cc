@@ -12,6 +12,7 @@
 #include "core/job_json.h"
 #include "core/shard_lag.h"
 #include "core/slot_math.h"
+#include "fakes/fake_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -129,20 +130,21 @@ TEST(ResourceViewsTest, NextFiresViewAddsTheCalendarOfACronJob) {
 }
 
 TEST(ResourceViewsTest, JobDetailViewShowsThreeNextFiresAndTheStatsGiven) {
+  const FakeTimeZoneDatabase kNoZones;  // an interval job: no zone is asked for
   JobAndStats job;
   job.job = Job("d");
   job.job.spec.shard = 7;
   JobStats stats;
   stats.job_id = "d";
   stats.consecutive_failures = 2;
-  const Json j = Json::parse(EncodeJobDetailView(job, stats, ShardLayout{}, kNow));
+  const Json j = Json::parse(EncodeJobDetailView(kNoZones, job, stats, ShardLayout{}, kNow));
   EXPECT_EQ(j["id"], "d");
   ASSERT_EQ(j["nextFires"].size(), 3u);
   EXPECT_EQ(j["nextTriggerAt"], j["nextFires"][0]["at"]);
   EXPECT_EQ(j["consecutiveFailures"], 2);
-  EXPECT_EQ(Json::parse(EncodeJobDetailView(job, std::nullopt, ShardLayout{}, kNow))["consecutiveFailures"], 0);
+  EXPECT_EQ(Json::parse(EncodeJobDetailView(kNoZones, job, std::nullopt, ShardLayout{}, kNow))["consecutiveFailures"], 0);
   job.job.paused = true;
-  EXPECT_EQ(Json::parse(EncodeJobDetailView(job, stats, ShardLayout{}, kNow))["nextFires"].size(), 0u);
+  EXPECT_EQ(Json::parse(EncodeJobDetailView(kNoZones, job, stats, ShardLayout{}, kNow))["nextFires"].size(), 0u);
 }
 
 TEST(ResourceViewsTest, BackfillCountAndBulkOpList) {

@@ -15,6 +15,7 @@
 #include "core/slot_math.h"
 #include "core/trigger_encoder.h"
 #include "scheduler_sim.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -134,6 +135,7 @@ TEST(RetryFieldsTest, CommandCarriesRetrySettingsWithDefaults) {
   CommandRules rules;
   rules.intervals = {1, 5};
   rules.topic_policy = &policy;
+  rules.time_zones = &SystemTimeZones();
   RawCommand raw;
   raw.key = "j";
   raw.source = SourcePosition{0, 1, 1'795'354'600'000};

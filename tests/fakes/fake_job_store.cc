@@ -7,6 +7,7 @@
 #include "core/calendar_schedule.h"
 #include "core/job_labels.h"
 #include "core/slot_math.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 
@@ -49,7 +50,7 @@ Status FakeJobStore::ForEachDueJob(const DueQuery& q, const std::function<void(c
       }
       if (s.calendar_slots()) {  // like the real store: every minute of the query, latest first
         const StatusOr<CronExpression> cron = ParseCronExpression(s.calendar->cron);
-        const StatusOr<const date::time_zone*> zone = LocateTimeZone(s.calendar->time_zone);
+        const StatusOr<const TimeZone*> zone = LocateTimeZone(SystemTimeZones(), s.calendar->time_zone);
         if (!cron.ok() || !zone.ok()) continue;
         for (int64_t m = q.last_minute; m >= q.first_minute; --m) {
           const EpochMs slot = SlotMs(m, q.shard, q.tick_ms);

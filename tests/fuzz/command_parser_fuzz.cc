@@ -22,6 +22,7 @@
 #include "core/shard_hash.h"
 #include "core/topic_policy.h"
 #include "fuzz_checks.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace {
 
@@ -52,6 +53,7 @@ const CommandRules& Rules() {
     r.max_details_bytes = 64 * 1024;
     r.max_command_bytes = 256 * 1024;
     r.topic_policy = &Policy();
+    r.time_zones = &belfry::SystemTimeZones();
     return r;
   }();
   return rules;
@@ -99,7 +101,7 @@ void CheckAccepted(const RawCommand& raw, const Command& command) {
     Check(spec.calendar->slots.hour_mask != 0 && spec.calendar->slots.codes.size() <= 60);
     const belfry::StatusOr<belfry::CronExpression> again = belfry::ParseCronExpression(spec.calendar->cron);
     Check(again.ok() && again->normalized == spec.calendar->cron);
-    Check(belfry::LocateTimeZone(spec.calendar->time_zone).ok());
+    Check(belfry::LocateTimeZone(belfry::SystemTimeZones(), spec.calendar->time_zone).ok());
   } else if (spec.one_shot()) {
     Check(spec.interval_minutes == 0 && spec.offset_minutes == 0);
   } else {

@@ -37,6 +37,7 @@
 #include "fakes/fake_shard_ledger.h"
 #include "http/cached_check.h"
 #include "http/connection_gate.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 
@@ -758,7 +759,7 @@ TEST_F(AdminServerTest, GetJobReturnsTheStoredJob) {
       {"updatedAt", nullptr},
       {"nextTriggerAt",
        FormatIsoTime(NextTriggerTimes(15, 7, 3, 500, s.start_at, std::nullopt, kNow, 1).at(0))},
-      {"nextFires", Json::parse(EncodeNextFires(NextFires(s, false, 500, kNow, 3)))},
+      {"nextFires", Json::parse(EncodeNextFires(NextFires(SystemTimeZones(), s, false, 500, kNow, 3)))},
       {"lastOutcome", nullptr},  // no execution store in this test
       {"consecutiveFailures", 0},
       {"totalSucceeded", 0},
@@ -1100,7 +1101,8 @@ TEST_F(AdminServerTest, CronJobShowsItsExpressionZoneAndDstMarkedFires) {
   JobSpec s = Spec("berlin-0230");
   const SchedulerConfig cfg;
   // Europe/Berlin springs forward on 2027-03-28 at 02:00 -> 03:00 (01:00Z); kNow is 2026-11-22.
-  ASSERT_TRUE(PlanCalendarJob("30 2 28 3 *", "Europe/Berlin", kNow, cfg.intervals, &s).ok());
+  ASSERT_TRUE(
+      PlanCalendarJob(SystemTimeZones(), "30 2 28 3 *", "Europe/Berlin", kNow, cfg.intervals, &s).ok());
   store_.Put(s);
   StartServer();
   Json job = Get("/v1/jobs/berlin-0230").json();

@@ -38,6 +38,7 @@
 #include "pg/pg_job_store.h"
 #include "pg/pg_shard_ledger.h"
 #include "plain_producer.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -93,11 +94,11 @@ TEST(CronItest, CronJobsFireThroughBelfryAtTheirShardSecond) {
   // The next minute at least 15 s away, so that every command is applied before its slots.
   const int64_t target = EpochMinuteOf(WallMs() + 15'000) + 1;
   auto at_local = [&](const char* zone, const char* dow) {
-    const int64_t local = target + UtcOffsetMinutes(*LocateTimeZone(zone), target);
+    const int64_t local = target + UtcOffsetMinutes(*LocateTimeZone(SystemTimeZones(), zone), target);
     const int64_t mod = ((local % 1440) + 1440) % 1440;
     return std::to_string(mod % 60) + " " + std::to_string(mod / 60) + " * * " + dow;
   };
-  const StatusOr<const date::time_zone*> ny = LocateTimeZone("America/New_York");
+  const StatusOr<const TimeZone*> ny = LocateTimeZone(SystemTimeZones(), "America/New_York");
   const int64_t ny_local = target + UtcOffsetMinutes(*ny, target);
   const int ny_weekday =
       static_cast<int>((((ny_local / 1440) + 4) % 7 + 7) % 7);  // 1970-01-01 was a Thursday
@@ -190,9 +191,10 @@ TEST(CronItest, CronJobsFireThroughBelfryAtTheirShardSecond) {
   Fired want;
   for (const CronCase& c : cases) {
     JobSpec spec;
-    ASSERT_TRUE(PlanCalendarJob(c.cron, c.zone, from, cfg.intervals, &spec).ok()) << c.cron;
+    ASSERT_TRUE(PlanCalendarJob(SystemTimeZones(), c.cron, c.zone, from, cfg.intervals, &spec).ok())
+        << c.cron;
     spec.shard = ShardForId(c.id, cfg.shard_count);
-    for (EpochMs t : NextJobTriggerTimes(spec, cfg.tick_ms, from - 1, 1000)) {
+    for (EpochMs t : NextJobTriggerTimes(SystemTimeZones(), spec, cfg.tick_ms, from - 1, 1000)) {
       if (t >= to) break;
       want.emplace(c.id, t);
     }
@@ -265,8 +267,8 @@ TEST(CronItest, DstTransitionsOnTheRealServers) {
     a.spec.topic = world->trigger_topic;
     a.spec.shard = ShardForId(a.id, cfg.shard_count);
     a.source = SourcePosition{0, static_cast<int64_t>(i), 0};
-    ASSERT_TRUE(PlanCalendarJob(cases[i].cron, cases[i].zone, *ParseIsoTime("2026-01-01T00:00:00Z"),
-                                cfg.intervals, &a.spec)
+    ASSERT_TRUE(PlanCalendarJob(SystemTimeZones(), cases[i].cron, cases[i].zone,
+                                *ParseIsoTime("2026-01-01T00:00:00Z"), cfg.intervals, &a.spec)
                     .ok());
     shards.insert(a.spec.shard);
     actions.push_back(std::move(a));
@@ -321,8 +323,8 @@ TEST(CronItest, DstTransitionsOnTheRealServers) {
       }
     }
     for (const JobAction& a : actions) {
-      for (const CalendarFire& f :
-           NextCalendarJobFires(a.spec, cfg.tick_ms, SlotMs(first, 0, cfg.tick_ms) - 1, 1000)) {
+      for (const CalendarFire& f : NextCalendarJobFires(SystemTimeZones(), a.spec, cfg.tick_ms,
+                                                        SlotMs(first, 0, cfg.tick_ms) - 1, 1000)) {
         if (f.utc_minute > last) break;
         want.emplace(a.id, SlotMs(f.utc_minute, a.spec.shard, cfg.tick_ms));
       }

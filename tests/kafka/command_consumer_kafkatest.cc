@@ -13,6 +13,7 @@
 #include "kafka/kafka_test_util.h"
 #include "kafka/topic_admin.h"
 #include "kafka/topic_tail.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -43,6 +44,7 @@ class CommandConsumerTest : public ::testing::Test {
     rules.intervals = SchedulerConfig{}.intervals;
     rules.shard_count = 120;
     rules.topic_policy = &policy_;
+    rules.time_zones = &SystemTimeZones();
     return rules;
   }
 

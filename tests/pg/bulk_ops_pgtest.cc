@@ -14,6 +14,7 @@
 #include "labelled_job_action.h"
 #include "migrated_database_test.h"
 #include "pg/pg_job_store.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -204,7 +205,7 @@ TEST_F(PgBulkOpsTest, AResumeRestartsTheCountOfLimitedJobs) {
   limited.spec.offset_explicit = true;
   limited.spec.max_fires = 6;
   limited.spec.fires_from_ms = (now_minute - 3) * 60'000;
-  ApplyFireLimit(&limited.spec, kTickMs);
+  ApplyFireLimit(SystemTimeZones(), &limited.spec, kTickMs);
   ASSERT_TRUE(store_->ApplyActions({limited, Job("plain", "fleet", "", 1)}).ok());
   ASSERT_TRUE(store_->AcceptBulkOps({Op("p", CommandOp::kPause, "fleet", "", 7)}).ok());
   RunToEnd(100);
@@ -226,7 +227,7 @@ TEST_F(PgBulkOpsTest, AResumeRestartsTheCountOfLimitedJobs) {
   const StoredJob lim = **store_->GetJob("lim");
   EXPECT_EQ(lim.spec.fires_before, fired);
   EXPECT_EQ(lim.spec.fires_from_ms, resume_at) << "the count goes on from the step that resumed it";
-  EXPECT_EQ(FiresRemaining(lim.spec, false, std::nullopt, kTickMs, resume_at), 6 - fired);
+  EXPECT_EQ(FiresRemaining(SystemTimeZones(), lim.spec, false, std::nullopt, kTickMs, resume_at), 6 - fired);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "http/unknown_zone_skips.h"
 #include "migrated_database_test.h"
 #include "pg/pg_job_store.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -46,8 +47,8 @@ JobAction Upsert(const std::string& id, int64_t src_offset, int32_t priority, in
 JobAction CronUpsert(const std::string& id, const std::string& cron, const std::string& zone,
                      int64_t src_offset, int32_t priority = 0, int32_t shard = kShard) {
   JobAction a = Upsert(id, src_offset, priority, shard);
-  const Status st =
-      PlanCalendarJob(cron, zone, *ParseIsoTime("2026-11-01T00:00:00Z"), kCfg.intervals, &a.spec);
+  const Status st = PlanCalendarJob(SystemTimeZones(), cron, zone, *ParseIsoTime("2026-11-01T00:00:00Z"),
+                                    kCfg.intervals, &a.spec);
   EXPECT_TRUE(st.ok()) << st.ToString();
   return a;
 }

@@ -12,6 +12,7 @@
 #include "core/slot_math.h"
 #include "migrated_database_test.h"
 #include "pg/pg_job_store.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -46,7 +47,7 @@ class PgFireLimitTest : public MigratedDatabaseTest {
     a.spec.details_json = "{}";
     a.spec.max_fires = max_fires;
     a.spec.fires_from_ms = from_ms;
-    ApplyFireLimit(&a.spec, kTickMs);
+    ApplyFireLimit(SystemTimeZones(), &a.spec, kTickMs);
     a.source = SourcePosition{0, src_offset, from_ms};
     return a;
   }
@@ -93,12 +94,14 @@ TEST_F(PgFireLimitTest, TheTickQueryReturnsALimitedJobForExactlyItsFires) {
   EXPECT_EQ(job.spec.fires_from_ms, kMinute * 60'000);
   EXPECT_EQ(job.spec.end_at, (kMinute + 3) * 60'000);
   EXPECT_FALSE(job.spec.requested_end_at.has_value()) << "no endDateTime was asked for";
-  EXPECT_EQ(FiresRemaining(job.spec, false, std::nullopt, kTickMs, SlotMs(kMinute + 1, shard_, kTickMs)), 1);
+  EXPECT_EQ(FiresRemaining(SystemTimeZones(), job.spec, false, std::nullopt, kTickMs,
+                           SlotMs(kMinute + 1, shard_, kTickMs)),
+            1);
 
   // An upsert without maxFires lifts the limit: the job fires on.
   JobAction unlimited = Limited(3, kMinute * 60'000, 2);
   unlimited.spec.max_fires.reset();
-  ApplyFireLimit(&unlimited.spec, kTickMs);
+  ApplyFireLimit(SystemTimeZones(), &unlimited.spec, kTickMs);
   ASSERT_TRUE(store_->ApplyActions({unlimited}).ok());
   EXPECT_EQ(DueMinutes(kMinute + 30, kMinute + 32).size(), 3u);
   EXPECT_FALSE(Stored().spec.max_fires.has_value());
@@ -116,7 +119,8 @@ TEST_F(PgFireLimitTest, AResumeCountsWhatFiredBeforeThePauseAndFiresTheRest) {
   int64_t fired = 0;  // by brute force: the slots before the pause took effect
   for (int64_t m = now_minute - 3; SlotMs(m, shard_, kTickMs) < *paused.paused_at; ++m) ++fired;
   ASSERT_GE(fired, 3);
-  EXPECT_EQ(FiresRemaining(paused.spec, true, paused.paused_at, kTickMs, now + 3'600'000), 6 - fired)
+  EXPECT_EQ(FiresRemaining(SystemTimeZones(), paused.spec, true, paused.paused_at, kTickMs, now + 3'600'000),
+            6 - fired)
       << "a paused job's count stands still";
 
   // A resume an hour on: the rest fire from the resume's timestamp, no more.
@@ -150,7 +154,7 @@ TEST_F(PgFireLimitTest, ABatchOfResumesRecountsEachLimitedJob) {
     a.spec.shard = ShardForId(a.id, kMigratedShardCount);
     a.spec.interval_minutes = k == 3 ? 5 : 1;
     if (k == 3) a.spec.max_fires.reset();  // the unlimited one
-    ApplyFireLimit(&a.spec, kTickMs);
+    ApplyFireLimit(SystemTimeZones(), &a.spec, kTickMs);
     create.push_back(a);
     JobAction p = SetPaused(true, now, 2);
     p.id = a.id;
@@ -179,8 +183,9 @@ TEST_F(PgFireLimitTest, ABatchOfResumesRecountsEachLimitedJob) {
     EXPECT_GE(s.fires_before, fired) << k;      // the pause took effect at or after `now`
     EXPECT_LE(s.fires_before, fired + 1) << k;  // within a second of it
     EXPECT_EQ(s.fires_from_ms, now + 3'600'000) << k;
-    EXPECT_EQ(CountJobSlots(s, kTickMs, s.fires_from_ms, s.fires_from_ms + 86'400'000, 1000),
-              10 + k - s.fires_before)
+    EXPECT_EQ(
+        CountJobSlots(SystemTimeZones(), s, kTickMs, s.fires_from_ms, s.fires_from_ms + 86'400'000, 1000),
+        10 + k - s.fires_before)
         << k;
   }
 }

@@ -15,6 +15,7 @@
 #include "core/slot_math.h"
 #include "migrated_database_test.h"
 #include "pg/pg_job_store.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -280,8 +281,8 @@ TEST_F(PgDueQueryTest, ExplainReadsOnlyTheShardsPartition) {
 TEST_F(PgDueQueryTest, ExplainShowsTheTicksCalendarBranchAndStoredShards) {
   Insert({{"i-3", 3, 1, 0}});
   JobAction cron = UpsertOf(TestJob("c-3", 3, 1, 0), 1);
-  const Status planned = PlanCalendarJob("0 9 * * MON-FRI", "Europe/Berlin", *ParseIsoTime("2026-11-01T00:00:00Z"),
-                                         kIntervals, &cron.spec);
+  const Status planned = PlanCalendarJob(SystemTimeZones(), "0 9 * * MON-FRI", "Europe/Berlin",
+                                         *ParseIsoTime("2026-11-01T00:00:00Z"), kIntervals, &cron.spec);
   ASSERT_TRUE(planned.ok()) << planned.ToString();
   ASSERT_TRUE(store_->ApplyActions({cron}).ok());
   ASSERT_GT(db().Exec("SELECT count(*) FROM cron_slots WHERE job_id = 'c-3'")[0][0].as<int>(), 0);

@@ -33,6 +33,7 @@
 #include "statement_capture.h"
 #include "statement_catalog.h"
 #include "statement_classifier.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -228,7 +229,7 @@ TEST_F(StatementRoutingTest, EveryStatementOnTheTriggerAndCommandPathsNamesItsSh
       JobAction lim = Upsert(limited, 1, 0, 14);
       lim.spec.max_fires = 100;
       lim.spec.fires_from_ms = F::kMinute * 60'000;
-      ApplyFireLimit(&lim.spec, F::kTickMs);
+      ApplyFireLimit(SystemTimeZones(), &lim.spec, F::kTickMs);
       batch.push_back(lim);
       batch.push_back(Upsert(doomed, 15, 3, 15));
       for (int i = 0; i < 20; ++i) {
@@ -278,8 +279,8 @@ TEST_F(StatementRoutingTest, EveryStatementOnTheTriggerAndCommandPathsNamesItsSh
     segment(Phase::kCommand, [&] {
       JobAction cron = Upsert(f.cron_job, 0, 0, 40);
       cron.spec.offset_explicit = false;
-      const Status planned =
-          PlanCalendarJob("0 9 * * MON-FRI", "Europe/Berlin", F::kMinute * 60'000, f.intervals, &cron.spec);
+      const Status planned = PlanCalendarJob(SystemTimeZones(), "0 9 * * MON-FRI", "Europe/Berlin",
+                                             F::kMinute * 60'000, f.intervals, &cron.spec);
       EXPECT_TRUE(planned.ok() && cron.spec.calendar_slots()) << planned.ToString();
       fixture_.cron_src_offset = 40;
       JobAction again = Upsert(f.job, 5, 1, 41);

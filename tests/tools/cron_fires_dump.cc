@@ -26,6 +26,7 @@
 #include "core/slot_math.h"
 #include "pg/pg_job_store.h"
 #include "pg/pg_test_database.h"
+#include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
 namespace {
@@ -38,7 +39,7 @@ struct Window {
 struct Job {
   std::string error;  // non-empty: rejected
   CronExpression cron;
-  const date::time_zone* zone = nullptr;
+  const TimeZone* zone = nullptr;
   JobSpec spec;
   std::vector<int64_t> fires;
 };
@@ -144,14 +145,14 @@ int Main(int argc, char** argv) {
     job.spec.id = "j" + std::to_string(jobs.size() - 1);
     job.spec.topic = "t";
     // Planned at the first window's start, as a command produced then would be.
-    if (Status st =
-            PlanCalendarJob(expr, zone, windows.front().from * kMsPerMinute, cfg.intervals, &job.spec);
+    if (Status st = PlanCalendarJob(SystemTimeZones(), expr, zone, windows.front().from * kMsPerMinute,
+                                    cfg.intervals, &job.spec);
         !st.ok()) {
       job.error = st.ToString();
       continue;
     }
     job.cron = *ParseCronExpression(expr);
-    job.zone = *LocateTimeZone(zone);
+    job.zone = *LocateTimeZone(SystemTimeZones(), zone);
   }
   if (mode == "next") {
     for (Job& job : jobs) {
