@@ -6,7 +6,7 @@
 #   - then ROUNDS rounds, the variants' order alternating: `crud --commands 100000 --cleanup` at
 #     full speed (create 50 / update 30 / delete 20), and (before and after only) `verify 2m`;
 #   - (before and after) a bulk pause of one owner's jobs: the audit table's bytes per pause;
-#   - (after) `crud` paced at 10k/s, command -> applied p99.
+#   - (PACED_VARIANTS, default after) `crud` paced at 10k/s, command -> applied p99.
 # Run from the repository root on the local stack, with nothing else running:
 #   PRECAL_BIN=/work/precal/build/belfry BEFORE_BIN=/work/before/build/belfry bench/scripts/2026-11-29-issue34-compare.sh
 set -uo pipefail
@@ -21,14 +21,17 @@ LT=build/bench/belfry-loadtest
 JOBS=${JOBS:-200000}
 ROUNDS=${ROUNDS:-2}
 VARIANTS=${VARIANTS:-precal before after}
+RUN=${RUN:-$(date +%s)}
 export BELFRY_EXECUTIONS_ENABLED=false BELFRY_ADMIN_LISTEN=127.0.0.1:18134
 use() {  # use precal|before|after: the environment of that variant
   v=$1
   case $v in precal) bin=$PRECAL_BIN ;; before) bin=$BEFORE_BIN ;; after) bin=$AFTER_BIN ;; esac
   export BELFRY_DATABASE_URL=${BASE_URL%/*}/i34_$v
-  export BELFRY_KAFKA_COMMANDS_TOPIC=lt34.$v.commands BELFRY_KAFKA_RESULTS_TOPIC=lt34.$v.results
-  export BELFRY_KAFKA_DLQ_TOPIC=lt34.$v.dlq BELFRY_KAFKA_CHANGES_TOPIC=lt34.$v.changes
-  export BELFRY_KAFKA_GROUP_ID=lt34-$v
+  # Topics and group of this run only (an interrupted earlier run's committed offsets would
+  # make a node apply that run's leftover commands first).
+  export BELFRY_KAFKA_COMMANDS_TOPIC=lt34.$RUN.$v.commands BELFRY_KAFKA_RESULTS_TOPIC=lt34.$RUN.$v.results
+  export BELFRY_KAFKA_DLQ_TOPIC=lt34.$RUN.$v.dlq BELFRY_KAFKA_CHANGES_TOPIC=lt34.$RUN.$v.changes
+  export BELFRY_KAFKA_GROUP_ID=lt34-$RUN-$v
 }
 start() {
   $bin serve > /tmp/i34-$v.log 2>&1 &
@@ -79,13 +82,14 @@ for r in $(seq 1 $ROUNDS); do
     stop
   done
 done
-if [[ " $VARIANTS " == *" after "* ]]; then
-  use after
+for v in ${PACED_VARIANTS:-after}; do  # `crud` paced at 10k/s, command -> applied p99
+  [[ " $VARIANTS " == *" $v "* ]] || continue
+  use $v
   start
-  $LT crud --commands 300000 --rate 10000 --warmup-s 5 --cleanup --id-prefix p34- --topic-prefix lt34.after.paced. \
-    > $R/crud-paced-after.json 2> $R/crud-paced-after.log
+  $LT crud --commands 300000 --rate 10000 --warmup-s 5 --cleanup --id-prefix p34- --topic-prefix lt34.$v.paced. \
+    > $R/crud-paced-$v.json 2> $R/crud-paced-$v.log
   stop
-fi
+done
 python3 - $R <<'PYEOF'
 import glob, json, os, sys
 R = sys.argv[1]
