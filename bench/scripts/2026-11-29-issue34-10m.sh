@@ -29,8 +29,10 @@ export BELFRY_KAFKA_DLQ_TOPIC=$T.dlq BELFRY_KAFKA_CHANGES_TOPIC=$T.changes BELFR
 export BELFRY_EXECUTIONS_ENABLED=false BELFRY_ADMIN_LISTEN=127.0.0.1:18170
 psql -X -q "$ADMIN" -c "DROP DATABASE IF EXISTS i34_10m WITH (FORCE)" -c "CREATE DATABASE i34_10m" || exit 1
 "${SU[@]}" -d i34_10m -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" || exit 1
-build/belfry migrate > /dev/null || exit 1
-build/belfry serve > /tmp/i34-10m.log 2>&1 &
+BIN=${BIN:-build/belfry}  # the node under test (another commit's build for a before run)
+export BELFRY_MIGRATIONS_DIR=${BELFRY_MIGRATIONS_DIR:-$(cd "$(dirname "$BIN")/.." && pwd)/migrations}  # its own commit's schema
+$BIN migrate > /dev/null || exit 1
+$BIN serve > /tmp/i34-10m.log 2>&1 &
 NODE=$!
 for _ in $(seq 1 120); do curl -sf http://$BELFRY_ADMIN_LISTEN/readyz > /dev/null && break; sleep 0.5; done
 "${SU[@]}" -d i34_10m -c "SELECT pg_stat_statements_reset()" > /dev/null

@@ -26,6 +26,9 @@ export BELFRY_EXECUTIONS_ENABLED=false BELFRY_ADMIN_LISTEN=127.0.0.1:18134
 use() {  # use precal|before|after: the environment of that variant
   v=$1
   case $v in precal) bin=$PRECAL_BIN ;; before) bin=$BEFORE_BIN ;; after) bin=$AFTER_BIN ;; esac
+  # Each node migrates its database with its own commit's migrations (build/belfry -> ../migrations):
+  # run from this checkout, an older node would otherwise get this checkout's schema.
+  export BELFRY_MIGRATIONS_DIR=$(cd "$(dirname "$bin")/.." && pwd)/migrations
   export BELFRY_DATABASE_URL=${BASE_URL%/*}/i34_$v
   # Topics and group of this run only (an interrupted earlier run's committed offsets would
   # make a node apply that run's leftover commands first).
