@@ -68,17 +68,7 @@ class BatchConsumerTest : public ::testing::Test {
   }
 
   std::vector<TailRecord> ReadTopic(const std::string& topic, size_t want) {
-    TopicTailOptions options;
-    options.from_beginning = true;
-    StatusOr<std::unique_ptr<TopicTail>> tail = TopicTail::Create(config_, {topic}, options);
-    EXPECT_TRUE(tail.ok());
-    std::vector<TailRecord> out;
-    const auto deadline = std::chrono::steady_clock::now() + seconds(60);
-    while (tail.ok() && out.size() < want && std::chrono::steady_clock::now() < deadline) {
-      (*tail)->Poll(milliseconds(200), [&](const TailRecord& r) { out.push_back(r); });
-    }
-    if (tail.ok()) (*tail)->Poll(milliseconds(500), [&](const TailRecord& r) { out.push_back(r); });
-    return out;
+    return testing::ReadTopicFromStart(config_, topic, want);
   }
 
   KafkaConfig config_ = TestKafkaConfig();

@@ -79,6 +79,20 @@ std::map<int32_t, int64_t> CommittedOffsets(const std::string& group, const std:
   return out;
 }
 
+std::vector<TailRecord> ReadTopicFromStart(const KafkaConfig& config, const std::string& topic, size_t want) {
+  TopicTailOptions options;
+  options.from_beginning = true;
+  StatusOr<std::unique_ptr<TopicTail>> tail = TopicTail::Create(config, {topic}, options);
+  EXPECT_TRUE(tail.ok());
+  std::vector<TailRecord> out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (tail.ok() && out.size() < want && std::chrono::steady_clock::now() < deadline) {
+    (*tail)->Poll(std::chrono::milliseconds(200), [&](const TailRecord& r) { out.push_back(r); });
+  }
+  if (tail.ok()) (*tail)->Poll(std::chrono::milliseconds(500), [&](const TailRecord& r) { out.push_back(r); });
+  return out;
+}
+
 Status ProduceMessages(const std::string& topic,
                        const std::vector<std::pair<std::string, std::string>>& messages,
                        std::optional<int32_t> partition) {

@@ -17,6 +17,7 @@
 #include "belfry/execution.h"
 #include "belfry/job_store.h"
 #include "fakes/fake_job_store.h"
+#include "kafka/topic_tail.h"
 
 namespace belfry::testing {
 
@@ -32,6 +33,10 @@ bool WaitUntil(const std::function<bool()>& pred, std::chrono::milliseconds time
 // The committed offsets of `group` for partitions 0..partitions-1 of `topic` (negative: none).
 std::map<int32_t, int64_t> CommittedOffsets(const std::string& group, const std::string& topic,
                                             int32_t partitions);
+
+// `topic`'s records from its beginning, until `want` have arrived (or 60 s), then whatever follows
+// within 500 ms. A failure to open the tail fails the calling test.
+std::vector<TailRecord> ReadTopicFromStart(const KafkaConfig& config, const std::string& topic, size_t want);
 
 // Produces (key, value) messages to `topic` (to `partition`, or partitioned by key when nullopt)
 // and waits until the broker has acknowledged all.
