@@ -39,6 +39,30 @@ constexpr size_t kProbeQueue = 64;
 // worker this long at most, per write).
 constexpr std::chrono::seconds kWriteTimeout{5};
 
+// Set on a worker's thread when httplib answered a request it could not read whole: a request
+// line or header line it refused, or a body over the limit. Where that request ends in the stream
+// is then unknown, so Serve closes the connection after the answer. Kept alive, the rest of the
+// refused request was read as the next one, and the client's next request on the connection got
+// a 400 (schemathesis found it: QUERY /v1/shards, then GET /v1/shards).
+thread_local bool t_request_left_unread = false;
+
+// The methods httplib parses; it refuses any other in the request line, before the headers.
+bool IsHttplibMethod(std::string_view m) {
+  return m == "GET" || m == "HEAD" || m == "POST" || m == "PUT" || m == "DELETE" || m == "CONNECT" ||
+         m == "OPTIONS" || m == "TRACE" || m == "PATCH" || m == "PRI";
+}
+
+// An RFC 9110 token: what a method may be spelt with.
+bool IsToken(std::string_view s) {
+  if (s.empty()) return false;
+  for (const char c : s) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                    std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    if (!ok) return false;
+  }
+  return true;
+}
+
 bool IsKnownPath(const std::string& path) {
   return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/v1/jobs" ||
          path == "/v1/shards" || path == "/v1/load" || path == "/v1/load/rebalance" || path == "/v1/bulk-ops" ||
@@ -235,8 +259,10 @@ void AdminServer::Serve(ReadyConnection&& c) {
                        kWriteTimeout);
   const bool last = c.served + 1 >= options_.keep_alive_max_requests;
   bool closed = false;
+  t_request_left_unread = false;
   const bool served = server_->Serve(stream, last, closed);
-  gate_->Return(c.fd, stream.TakeUnread(), served && !closed && !last);
+  const bool keep = served && !closed && !last && !t_request_left_unread;
+  gate_->Return(c.fd, stream.TakeUnread(), keep);
 }
 
 void AdminServer::InstallRoutes() {
@@ -262,11 +288,20 @@ void AdminServer::InstallRoutes() {
   svr.set_error_handler(
       httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        // httplib parses TRACE and CONNECT but has no way to route them, and answers 400: they are
-        // methods the API does not allow, like any other but GET and HEAD.
-        if (res.status == 400 && (req.method == "TRACE" || req.method == "CONNECT")) {
-          if (!IsKnownPath(req.path)) {
-            SendError(res, 404, "no such route: " + req.path);
+        // httplib's own 400, 413 and 414 may leave part of the request unread: close after them.
+        if (res.status == 400 || res.status == 413 || res.status == 414) {
+          t_request_left_unread = true;
+          res.set_header("Connection", "close");
+        }
+        // httplib parses TRACE and CONNECT but has no way to route them, and refuses a method it
+        // does not know (QUERY, FOO) in the request line; it answers 400 for each. They are methods
+        // the API does not allow, like any other but GET and HEAD. An unknown method leaves
+        // req.path empty: its path is the target up to any '?'.
+        const bool unknown_method = !IsHttplibMethod(req.method) && IsToken(req.method) && !req.target.empty();
+        if (res.status == 400 && (req.method == "TRACE" || req.method == "CONNECT" || unknown_method)) {
+          const std::string path = unknown_method ? req.target.substr(0, req.target.find('?')) : req.path;
+          if (!IsKnownPath(path)) {
+            SendError(res, 404, "no such route: " + path);
           } else {
             res.set_header("Allow", "GET, HEAD");
             SendError(res, 405, "method " + req.method + " is not allowed: the admin API is read-only");
