@@ -11,8 +11,16 @@ int64_t PositiveMod(int64_t a, int64_t m) {
 
 int64_t EpochMinuteOf(EpochMs ms) { return (ms - PositiveMod(ms, kMsPerMinute)) / kMsPerMinute; }
 
+int64_t FirstMinuteAtOrAfter(EpochMs ms) { return -EpochMinuteOf(-ms); }
+
+EpochMs MinuteStartMs(int64_t minute) { return minute * kMsPerMinute; }
+
+int64_t PhaseKey(int32_t interval_minutes, int32_t offset_minutes) {
+  return static_cast<int64_t>(interval_minutes) * kMinutesPerDay + offset_minutes;
+}
+
 EpochMs SlotMs(int64_t minute, int32_t shard, int64_t tick_ms) {
-  return minute * kMsPerMinute + static_cast<int64_t>(shard) * tick_ms;
+  return MinuteStartMs(minute) + static_cast<int64_t>(shard) * tick_ms;
 }
 
 SlotRef FirstSlotAtOrAfter(EpochMs ms, int64_t tick_ms) {

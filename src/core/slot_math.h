@@ -12,10 +12,24 @@
 
 namespace belfry {
 
-constexpr int64_t kMsPerMinute = 60'000;
+// Also a macro, the one definition the SQL of src/pg splices in (BELFRY_STRINGIFY).
+#define BELFRY_MS_PER_MINUTE 60000
+constexpr int64_t kMsPerMinute = BELFRY_MS_PER_MINUTE;
+// The longest interval, and the factor of the stored `phase` key: interval * 1440 + offset
+// (migrations/0001_init.sql; a one-shot's phase is -run_minute, migrations/0002).
+constexpr int32_t kMinutesPerDay = 1440;
 
 // floor(ms / 60000), correct for negative times too.
 int64_t EpochMinuteOf(EpochMs ms);
+
+// The first minute that starts at or after `ms`: ceil(ms / 60000), correct for negative times too.
+int64_t FirstMinuteAtOrAfter(EpochMs ms);
+
+// The instant minute `minute` starts: minute * 60000.
+EpochMs MinuteStartMs(int64_t minute);
+
+// The `phase` key the tick index matches on for an interval job: interval * 1440 + offset.
+int64_t PhaseKey(int32_t interval_minutes, int32_t offset_minutes);
 
 // Non-negative remainder: ((a % m) + m) % m. REQUIRES: m > 0.
 int64_t PositiveMod(int64_t a, int64_t m);

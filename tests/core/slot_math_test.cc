@@ -19,6 +19,19 @@ TEST(SlotMathTest, EpochMinuteFloorsIncludingNegative) {
   EXPECT_EQ(EpochMinuteOf(kT), kT / 60'000);
 }
 
+TEST(SlotMathTest, FirstMinuteAtOrAfterCeilsIncludingNegative) {
+  EXPECT_EQ(FirstMinuteAtOrAfter(0), 0);
+  EXPECT_EQ(FirstMinuteAtOrAfter(1), 1);
+  EXPECT_EQ(FirstMinuteAtOrAfter(60'000), 1);
+  EXPECT_EQ(FirstMinuteAtOrAfter(60'001), 2);
+  EXPECT_EQ(FirstMinuteAtOrAfter(-1), 0);
+  EXPECT_EQ(FirstMinuteAtOrAfter(-60'000), -1);
+  EXPECT_EQ(FirstMinuteAtOrAfter(-60'001), -1);
+  EXPECT_EQ(MinuteStartMs(-2), -120'000);
+  EXPECT_EQ(PhaseKey(1440, 1439), 1440 * 1440 + 1439);
+  EXPECT_EQ(PhaseKey(1, 0), 1440);
+}
+
 TEST(SlotMathTest, SlotIsMinutePlusShardTimesTick) {
   EXPECT_EQ(SlotMs(10, 0, 500), 600'000);
   EXPECT_EQ(SlotMs(10, 119, 500), 600'000 + 59'500);
