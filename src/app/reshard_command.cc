@@ -8,6 +8,7 @@
 #include "app/system_clock.h"
 #include "core/iso_time.h"
 #include "core/shard_layout.h"
+#include "core/slot_math.h"
 #include "pg/pg_reshard.h"
 
 namespace belfry {
@@ -22,7 +23,7 @@ void Print(const ShardLayout& l) {
   switch (l.phase) {
     case ShardLayout::Phase::kStable:
       std::printf("shard layout: %d shards at %lld ms, no reshard under way\n", l.from,
-                  static_cast<long long>(60'000 / l.from));
+                  static_cast<long long>(TickMsOf(l.from)));
       return;
     case ShardLayout::Phase::kMoving:
       std::printf("shard layout: %d -> %d, moving: %d of %d old shards moved\n", l.from, l.to, l.moved_through + 1,
@@ -30,7 +31,7 @@ void Print(const ShardLayout& l) {
       return;
     case ShardLayout::Phase::kCutover:
       std::printf("shard layout: %d -> %d, cut over at %s: %d shards at %lld ms from then on\n", l.from, l.to,
-                  FormatIsoTime(l.cutover_minute * 60'000).c_str(), l.to, static_cast<long long>(60'000 / l.to));
+                  FormatIsoTime(MinuteStartMs(l.cutover_minute)).c_str(), l.to, static_cast<long long>(TickMsOf(l.to)));
       return;
   }
 }

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/slot_math.h"
+
 namespace belfry {
 
 Sweeper::Sweeper(SweepStore& store, Clock& clock, SweeperOptions options)
@@ -43,7 +45,7 @@ Sweeper::Round Sweeper::RunOnce(StopSignal& stop) {
     }
   }
 
-  const int64_t before_minute = clock_.NowMs() / 60'000 - options_.one_shot_retention_ms / 60'000;
+  const int64_t before_minute = EpochMinuteOf(clock_.NowMs()) - options_.one_shot_retention_ms / kMsPerMinute;
   round.one_shots_deleted = SweepInBatches(
       "one-shot sweep", [&](int32_t rows) { return store_.SweepOneShots(before_minute, rows); },
       [&](int64_t n) { spdlog::info("one-shot sweep: deleted {} one-shots older than minute {}", n, before_minute); },

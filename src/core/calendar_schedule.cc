@@ -60,14 +60,14 @@ MinuteView Inspect(const TimeZone* zone, int64_t m) {
   v.regime_end = ClampMinute(info.end);
   const int64_t begin = ClampMinute(info.begin);
   v.regime_begin = begin;
-  if (begin > -kFarMinute && m - begin < 2 * 1440) {
+  if (begin > -kFarMinute && m - begin < 2 * kMinutesPerDay) {
     const OffsetPeriod before = zone->PeriodAt(info.begin - 1);
     const int32_t before_offset = OffsetMinutes(before);
     if (m == begin) v.prev_local = m - 1 + before_offset;
     const int64_t back = static_cast<int64_t>(before_offset) - v.offset;
     if (back > 0 && m - begin < back) v.repeated = true;
   }
-  if (v.regime_end < kFarMinute && v.regime_end - m < 2 * 1440) {
+  if (v.regime_end < kFarMinute && v.regime_end - m < 2 * kMinutesPerDay) {
     const OffsetPeriod after = PeriodAtMinute(zone, v.regime_end);
     const int64_t back = static_cast<int64_t>(v.offset) - OffsetMinutes(after);
     if (back > 0) v.repeats_later_from = v.regime_end - back;
@@ -83,9 +83,9 @@ struct LocalFields {
 };
 
 LocalFields FieldsOf(int64_t local) {
-  const int64_t day_number = FloorDiv(local, 1440);
+  const int64_t day_number = FloorDiv(local, kMinutesPerDay);
   LocalFields f;
-  f.minute_of_day = static_cast<int>(local - day_number * 1440);
+  f.minute_of_day = static_cast<int>(local - day_number * kMinutesPerDay);
   const date::sys_days day{date::days(day_number)};
   const date::year_month_day ymd(day);
   f.month = static_cast<unsigned>(ymd.month());
@@ -227,7 +227,7 @@ const char* CalendarMarkName(CalendarFire::Mark mark) {
 // when m is at least two days from both of that offset's transitions: there Inspect finds no
 // repeat and no gap, and the view is the offset alone. Otherwise nullopt.
 std::optional<MinuteView> QuietView(const MinuteView& known, int64_t m) {
-  constexpr int64_t kNear = 2 * 1440;  // Inspect's own bound
+  constexpr int64_t kNear = 2 * kMinutesPerDay;  // Inspect's own bound
   if (m < known.regime_begin || m >= known.regime_end) return std::nullopt;
   if (known.regime_begin > -kFarMinute && m - known.regime_begin < kNear) return std::nullopt;
   if (known.regime_end < kFarMinute && known.regime_end - m < kNear) return std::nullopt;
@@ -260,7 +260,7 @@ std::vector<CalendarFire> NextCalendarFires(const CronExpression& cron, const Ti
       const LocalFields f = FieldsOf(v.local);
       const int minute = f.minute_of_day % 60;
       if (!CronDayMatches(cron, f.month, f.day, f.weekday)) {
-        next = m + (1440 - f.minute_of_day);
+        next = m + (kMinutesPerDay - f.minute_of_day);
       } else if (!cron.hours[f.minute_of_day / 60]) {
         int h = f.minute_of_day / 60 + 1;  // the next hour of the day that can match, else the next day
         while (h < 24 && !cron.hours[h]) ++h;
@@ -290,8 +290,8 @@ std::optional<IntervalEquivalent> CalendarAsInterval(const CronExpression& cron,
       if (cron.minutes[m]) times.push_back(h * 60 + m);
     }
   }
-  if (times.empty() || 1440 % times.size() != 0) return std::nullopt;
-  const int32_t period = static_cast<int32_t>(1440 / times.size());
+  if (times.empty() || kMinutesPerDay % times.size() != 0) return std::nullopt;
+  const int32_t period = static_cast<int32_t>(kMinutesPerDay / times.size());
   for (size_t i = 0; i < times.size(); ++i) {
     if (times[i] != times[0] + static_cast<int32_t>(i) * period) return std::nullopt;
   }
@@ -358,8 +358,8 @@ std::vector<CalendarFire> NextCalendarJobFires(const TimeZoneDatabase& zones, co
 }
 
 std::string FormatLocalTime(int64_t local_minute, int32_t utc_offset_minutes) {
-  const int64_t day_number = FloorDiv(local_minute, 1440);
-  const int minute_of_day = static_cast<int>(local_minute - day_number * 1440);
+  const int64_t day_number = FloorDiv(local_minute, kMinutesPerDay);
+  const int minute_of_day = static_cast<int>(local_minute - day_number * kMinutesPerDay);
   const date::year_month_day ymd{date::sys_days(date::days(day_number))};
   const int32_t abs_offset = utc_offset_minutes < 0 ? -utc_offset_minutes : utc_offset_minutes;
   return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:00{}{:02}:{:02}", static_cast<int>(ymd.year()),

@@ -4,11 +4,10 @@
 #include <simdjson.h>
 
 #include "core/shard_hash.h"
+#include "core/slot_math.h"
 
 namespace belfry {
 namespace {
-
-constexpr int64_t kMinuteMs = 60'000;
 
 const char* PhaseName(ShardLayout::Phase phase) {
   switch (phase) {
@@ -34,7 +33,7 @@ Status ValidateReshard(int32_t from, int32_t to) {
                                                   to, from));
   }
   if (to > 6000) return Status::Invalid("reshard", fmt::format("{} shards is more than 6000", to));
-  if (kMinuteMs % to != 0 || kMinuteMs / to < 10) {
+  if (kMsPerMinute % to != 0 || TickMsOf(to) < 10) {
     return Status::Invalid("reshard", fmt::format("{} shards do not divide a minute into whole ticks of 10 ms or "
                                                   "more",
                                                   to));
@@ -133,12 +132,12 @@ int32_t MaxFiringShards(const ShardLayout& l) { return l.phase == ShardLayout::P
 int32_t StoredShardCount(const ShardLayout& l) { return l.phase == ShardLayout::Phase::kStable ? l.from : l.to; }
 
 int64_t LatestTickMs(const ShardLayout& l) {
-  return kMinuteMs / (l.phase == ShardLayout::Phase::kCutover ? l.to : l.from);
+  return TickMsOf(l.phase == ShardLayout::Phase::kCutover ? l.to : l.from);
 }
 
 MinuteLayout FiringLayout(const ShardLayout& l, int64_t minute) {
   const int32_t count = l.phase == ShardLayout::Phase::kCutover && minute >= l.cutover_minute ? l.to : l.from;
-  return MinuteLayout{count, kMinuteMs / count};
+  return MinuteLayout{count, TickMsOf(count)};
 }
 
 std::vector<int32_t> StoredShardsOf(const ShardLayout& l, int64_t minute, int32_t shard) {

@@ -15,6 +15,8 @@ int64_t FirstMinuteAtOrAfter(EpochMs ms) { return -EpochMinuteOf(-ms); }
 
 EpochMs MinuteStartMs(int64_t minute) { return minute * kMsPerMinute; }
 
+int64_t TickMsOf(int32_t shard_count) { return kMsPerMinute / shard_count; }
+
 int64_t PhaseKey(int32_t interval_minutes, int32_t offset_minutes) {
   return static_cast<int64_t>(interval_minutes) * kMinutesPerDay + offset_minutes;
 }

@@ -28,6 +28,9 @@ int64_t FirstMinuteAtOrAfter(EpochMs ms);
 // The instant minute `minute` starts: minute * 60000.
 EpochMs MinuteStartMs(int64_t minute);
 
+// The tick of `shard_count` shards: one minute / shard_count. REQUIRES: shard_count > 0.
+int64_t TickMsOf(int32_t shard_count);
+
 // The `phase` key the tick index matches on for an interval job: interval * 1440 + offset.
 int64_t PhaseKey(int32_t interval_minutes, int32_t offset_minutes);
 

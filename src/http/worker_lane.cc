@@ -4,7 +4,7 @@
 
 namespace belfry {
 
-WorkerLane::WorkerLane(size_t threads, size_t max_queued) : max_queued_(max_queued) {
+WorkerLane::WorkerLane(size_t threads, size_t max_queued) : max_queued_(max_queued), idle_(threads) {
   threads_.reserve(threads);
   for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
 }
@@ -39,14 +39,16 @@ void WorkerLane::Work() {
     std::function<void()> task;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      ++idle_;
       ready_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
-      --idle_;
       if (stopping_) return;
       task = std::move(tasks_.front());
       tasks_.pop_front();
+      --idle_;
     }
     task();
+    task = nullptr;  // the task's captures (a connection) go before the thread counts as idle
+    std::lock_guard<std::mutex> lock(mu_);
+    ++idle_;
   }
 }
 

@@ -36,6 +36,9 @@ class WorkerLane final {
   std::mutex mu_;
   std::condition_variable ready_;
   std::deque<std::function<void()>> tasks_;
+  // Threads not running a task, counted from construction: a thread that has not yet reached its
+  // first wait is idle too. (Counted only while waiting, a lane of one thread refused the first
+  // request sent right after it started: http_test saw it on a loaded machine.)
   size_t idle_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> threads_;

@@ -3,13 +3,15 @@
 // statements (pg_command_queries.h: kSetPausedSql, kDeleteJobsAndTheirRowsSql; pg_manual_fire_queries.h: kInsertManualRowsSql).
 #pragma once
 
+#include "pg/pg_job_sql.h"  // BELFRY_TS_TO_MS
+
 namespace belfry::pg_queries {
 
 // The columns BulkOpStateFromRow reads, in order.
 #define BELFRY_BULK_OP_COLUMNS                                                                            \
   "id, op, owner, labels::text, reason, actor, dry_run, src_partition, src_offset, command_ts,"          \
-  " floor(extract(epoch FROM accepted_at) * 1000)::bigint, next_shard, after_id, matched, changed, steps," \
-  " floor(extract(epoch FROM finished_at) * 1000)::bigint, floor(extract(epoch FROM published_at) * 1000)::bigint"
+  " " BELFRY_TS_TO_MS("accepted_at") ", next_shard, after_id, matched, changed, steps," \
+  " " BELFRY_TS_TO_MS("finished_at") ", " BELFRY_TS_TO_MS("published_at")
 
 // $1 id, $2 op, $3 owner (NULL any), $4 labels (NULL any), $5 reason, $6 actor, $7 dry_run,
 // $8 src_partition, $9 src_offset, $10 command_ts. Returns the id iff it recorded the op.

@@ -212,7 +212,7 @@ inline constexpr const char kSetPausedSql[] =
     "WHERE j.shard = a.shard AND j.id = a.id"
     " AND NOT (j.src_partition = a.src_partition AND j.src_offset >= a.src_offset)"
     " RETURNING j.id, j.shard, j.max_fires, o.paused AS was_paused, NOT a.paused AS resumed,"
-    " floor(extract(epoch FROM o.paused_at) * 1000)::bigint AS paused_at_ms, a.ts) "
+    " " BELFRY_TS_TO_MS("o.paused_at") " AS paused_at_ms, a.ts) "
     "SELECT id, shard, paused_at_ms, ts FROM changed"
     " WHERE resumed AND was_paused AND max_fires IS NOT NULL AND paused_at_ms IS NOT NULL";
 

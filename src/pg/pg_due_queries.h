@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/cron_key_stride.h"
+#include "core/slot_math.h"  // BELFRY_MS_PER_MINUTE
 #include "pg/pg_job_sql.h"
 
 namespace belfry::pg_queries {
@@ -146,9 +147,9 @@ inline constexpr const char kCountUnknownZoneJobsSql[] =
     "      priority," \
     "      CASE WHEN end_at IS NULL THEN $4::bigint" \
     "        ELSE LEAST($4::bigint," \
-    "                   ceil((extract(epoch FROM end_at) * 1000 - $5::bigint) / 60000)::bigint - 1)" \
+    "                   ceil((extract(epoch FROM end_at) * 1000 - $5::bigint) / " BELFRY_STRINGIFY(BELFRY_MS_PER_MINUTE) ")::bigint - 1)" \
     "      END AS cap," \
-    "      ceil((extract(epoch FROM start_at) * 1000 - $5::bigint) / 60000)::bigint AS start_minute" \
+    "      ceil((extract(epoch FROM start_at) * 1000 - $5::bigint) / " BELFRY_STRINGIFY(BELFRY_MS_PER_MINUTE) ")::bigint AS start_minute" \
     "    FROM jobs" \
     "    WHERE shard = ANY ($1::smallint[]) AND phase = ANY ($2::bigint[]) AND NOT paused" \
     "    OFFSET 0" /* keeps cap computed once per row instead of inlined into every use */ \
@@ -179,8 +180,8 @@ inline constexpr DueCursor kDueJobsRangeWithCronCursor = BELFRY_DUE_CURSOR(
     "    WHERE " BELFRY_CRON_DAY_MATCH ") AS c"
     "  JOIN jobs AS j ON j.shard = ANY ($1::smallint[]) AND j.id = c.job_id"
     "  WHERE NOT j.paused"
-    "    AND (j.start_at IS NULL OR j.start_at <= " BELFRY_MS_TO_TIMESTAMPTZ("c.minute * 60000 + $5::bigint") ")"
-    "    AND (j.end_at IS NULL OR j.end_at > " BELFRY_MS_TO_TIMESTAMPTZ("c.minute * 60000 + $5::bigint") ")"
+    "    AND (j.start_at IS NULL OR j.start_at <= " BELFRY_MS_TO_TIMESTAMPTZ("c.minute * " BELFRY_STRINGIFY(BELFRY_MS_PER_MINUTE) " + $5::bigint") ")"
+    "    AND (j.end_at IS NULL OR j.end_at > " BELFRY_MS_TO_TIMESTAMPTZ("c.minute * " BELFRY_STRINGIFY(BELFRY_MS_PER_MINUTE) " + $5::bigint") ")"
     "  ORDER BY j.id, c.minute DESC)"
     ") AS r ORDER BY priority DESC",
     "coalesced range, interval and calendar jobs, sorted by priority");

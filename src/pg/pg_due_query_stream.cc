@@ -6,6 +6,7 @@
 #include <memory>
 #include <utility>
 
+#include "core/slot_math.h"
 #include "pg/array_literal.h"
 #include "pg/connection_options.h"
 #include "pg/pg_due_queries.h"
@@ -43,7 +44,7 @@ T IntValue(const PGresult* res, int row, int col) {
 StatusOr<std::string> PhaseArrayLiteral(const std::vector<PhaseTerm>& terms) {
   std::string out = "{";
   for (const PhaseTerm& t : terms) {
-    if (t.interval_minutes <= 0 || t.interval_minutes > 1440) {
+    if (t.interval_minutes <= 0 || t.interval_minutes > kMinutesPerDay) {
       return Status::Invalid("due_query",
                              "interval " + std::to_string(t.interval_minutes) + " is outside 1..1440");
     }
@@ -53,7 +54,7 @@ StatusOr<std::string> PhaseArrayLiteral(const std::vector<PhaseTerm>& terms) {
                                                 std::to_string(t.interval_minutes) + ")");
       }
       if (out.size() > 1) out.push_back(',');
-      AppendArrayElement(&out, static_cast<int64_t>(t.interval_minutes) * 1440 + offset);
+      AppendArrayElement(&out, PhaseKey(t.interval_minutes, offset));
     }
   }
   out.push_back('}');
@@ -171,7 +172,7 @@ StatusOr<DueStatements> BuildDueStatements(const DueQuery& q, bool with_calendar
   const bool range = q.first_minute != q.last_minute;
   const int64_t slot_offset_ms = static_cast<int64_t>(q.shard) * q.tick_ms;
   if (!range) {
-    add(IntText(q.last_minute * 60'000 + slot_offset_ms), "slot, epoch ms");
+    add(IntText(MinuteStartMs(q.last_minute) + slot_offset_ms), "slot, epoch ms");
   } else {
     add(IntText(q.first_minute), "first minute");
     add(IntText(q.last_minute), "last minute");

@@ -1,11 +1,8 @@
 // The SQL of PgExecutionStore (src/pg/pg_execution_store.cc): named constants, $n parameters.
 #pragma once
 
-#include "pg/pg_job_sql.h"  // BELFRY_ACROSS_CUTOVER, BELFRY_SHARD_NEXT_MINUTE, kLockShardStates
+#include "pg/pg_job_sql.h"  // BELFRY_MS_TO_TIMESTAMPTZ, BELFRY_TS_TO_MS, BELFRY_ACROSS_CUTOVER, BELFRY_SHARD_NEXT_MINUTE, kLockShardStates
 
-#define BELFRY_MS_TO_TIMESTAMPTZ(ms) \
-  "(to_timestamp((" ms ") / 1000) + ((" ms ") % 1000) * interval '1 millisecond')"
-#define BELFRY_TS_TO_MS(t) "floor(extract(epoch FROM " t ") * 1000)::bigint"
 
 namespace belfry::pg_queries {
 
@@ -155,4 +152,3 @@ inline constexpr const char kMaintainExecutionPartitionsSql[] =
 
 }  // namespace belfry::pg_queries
 
-#undef BELFRY_TS_TO_MS

@@ -2,6 +2,8 @@
 // the transactions that make them, publishing them, reading a job's history, the retention sweep.
 #pragma once
 
+#include "pg/pg_job_sql.h"  // BELFRY_TS_TO_MS
+
 namespace belfry::pg_queries {
 
 // The jobs' snapshots are read by pg_job_sql.h's kReadJobsByKeysSql and kLockJobsByKeysSql.
@@ -15,7 +17,7 @@ inline constexpr const char* kJobChangesCopyColumns[] = {"job_id", "op", "bulk_i
 // The columns JobChangeFromRow reads, in order.
 #define BELFRY_JOB_CHANGE_COLUMNS                                                                  \
   "change_id, job_id, op, bulk_id, actor, reason, src_partition, src_offset, command_ts,"          \
-  " floor(extract(epoch FROM changed_at) * 1000)::bigint, before, after, detail"
+  " " BELFRY_TS_TO_MS("changed_at") ", before, after, detail"
 
 // A job's changes, newest first: $1 job id, $2 changes before this change_id, $3 limit.
 inline constexpr const char kListJobChangesName[] = "belfry_list_job_changes";

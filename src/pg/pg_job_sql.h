@@ -17,6 +17,8 @@
 // Only pure time intervals are added, so the session's TimeZone plays no part.
 #define BELFRY_MS_TO_TIMESTAMPTZ(ms) \
   "(to_timestamp((" ms ") / 1000) + ((" ms ") % 1000) * interval '1 millisecond')"
+// The epoch milliseconds of timestamptz `t` (extract returns numeric, so this is exact).
+#define BELFRY_TS_TO_MS(t) "floor(extract(epoch FROM " t ") * 1000)::bigint"
 
 #define BELFRY_STRINGIFY_(x) #x
 #define BELFRY_STRINGIFY(x) BELFRY_STRINGIFY_(x)
@@ -71,15 +73,15 @@ inline constexpr const char kLockShardStatesSql[] =
 // Column order is decoded by PgJobStore's row reader; keep the two in step.
 #define BELFRY_JOB_COLUMNS                                                                                 \
   "id, owner, interval_minutes, offset_minutes, shard, topic, key, details,"                               \
-  " floor(extract(epoch FROM start_at) * 1000)::bigint, floor(extract(epoch FROM end_at) * 1000)::bigint," \
-  " priority, paused, floor(extract(epoch FROM created_at) * 1000)::bigint,"                               \
-  " floor(extract(epoch FROM updated_at) * 1000)::bigint, src_partition, src_offset,"                      \
-  " floor(extract(epoch FROM run_at) * 1000)::bigint, run_minute, scheduled_for_ms,"                      \
+  " " BELFRY_TS_TO_MS("start_at") ", " BELFRY_TS_TO_MS("end_at") "," \
+  " priority, paused, " BELFRY_TS_TO_MS("created_at") ","                               \
+  " " BELFRY_TS_TO_MS("updated_at") ", src_partition, src_offset,"                      \
+  " " BELFRY_TS_TO_MS("run_at") ", run_minute, scheduled_for_ms,"                      \
   " max_retries, retry_initial_ms, retry_multiplier, retry_max_ms, attempt, COALESCE(retry_of, ''),"         \
-  " cron_expr, time_zone, pause_reason, pause_actor, floor(extract(epoch FROM paused_at) * 1000)::bigint,"      \
-  " max_fires, fires_before, floor(extract(epoch FROM fires_from) * 1000)::bigint,"                       \
-  " floor(extract(epoch FROM requested_end_at) * 1000)::bigint,"                                          \
-  " floor(extract(epoch FROM requested_start_at) * 1000)::bigint, labels::text"
+  " cron_expr, time_zone, pause_reason, pause_actor, " BELFRY_TS_TO_MS("paused_at") ","      \
+  " max_fires, fires_before, " BELFRY_TS_TO_MS("fires_from") ","                       \
+  " " BELFRY_TS_TO_MS("requested_end_at") ","                                          \
+  " " BELFRY_TS_TO_MS("requested_start_at") ", labels::text"
 
 // Step 1 of an upsert: insert the jobs that do not exist yet. Existing ids are left to step 2.
 
@@ -110,7 +112,7 @@ inline constexpr const char kLockJobsByKeysSql[] =
 // selects the same columns.
 #define BELFRY_STATS_COLUMNS                                                                  \
   "job_id, last_status, last_scheduled_for_ms, last_attempt, last_error,"                     \
-  " floor(extract(epoch FROM last_finished_at) * 1000)::bigint, consecutive_failures,"        \
+  " " BELFRY_TS_TO_MS("last_finished_at") ", consecutive_failures,"        \
   " total_succeeded, total_failed, last_success_scheduled_for_ms"
 
 }  // namespace belfry::pg_queries

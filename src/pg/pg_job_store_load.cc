@@ -58,8 +58,8 @@ StatusOr<LoadGroups> PgJobStore::ReadLoadGroups(const LoadGroupQuery& query) {
   } else if (!query.by.empty()) {
     return Status::Invalid("invalid_by", "load can be broken down by owner or topic, not \"" + query.by + "\"");
   }
-  const int64_t first_ms = query.first_minute * 60'000;
-  const int64_t end_ms = (query.last_minute + 1) * 60'000;
+  const int64_t first_ms = MinuteStartMs(query.first_minute);
+  const int64_t end_ms = MinuteStartMs(query.last_minute + 1);
   LoadGroups out;
   Status st = session_.Run("read load groups", [&](pqxx::connection& conn) {
     out = LoadGroups{};

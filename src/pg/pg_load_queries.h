@@ -14,9 +14,9 @@ namespace belfry::pg_queries {
 // jobs (and of cron_slots), for operators: never on the trigger path.
 #define BELFRY_LOAD_DATES                                                                            \
   "CASE WHEN j.start_at <= (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$1::bigint") ") THEN NULL"           \
-  " ELSE floor(extract(epoch FROM j.start_at) * 1000)::bigint END, "                               \
+  " ELSE " BELFRY_TS_TO_MS("j.start_at") " END, "                               \
   "CASE WHEN j.end_at >= (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$2::bigint") ") THEN NULL"             \
-  " ELSE floor(extract(epoch FROM j.end_at) * 1000)::bigint END"
+  " ELSE " BELFRY_TS_TO_MS("j.end_at") " END"
 #define BELFRY_LOAD_WITHIN                                                                             \
   "NOT j.paused AND (j.start_at IS NULL OR j.start_at < (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$2::bigint") ")) " \
   "AND (j.end_at IS NULL OR j.end_at > (SELECT " BELFRY_MS_TO_TIMESTAMPTZ("$1::bigint") "))"

@@ -14,6 +14,7 @@
 
 #include "core/derived_row_id.h"
 #include "core/shard_hash.h"
+#include "core/slot_math.h"
 #include "pg/array_literal.h"
 #include "pg/pg_reshard_queries.h"
 #include "pg/pg_schema_queries.h"
@@ -194,7 +195,7 @@ StatusOr<ShardLayout> PgReshard::CutOver(int64_t now_ms, int64_t lead_ms) {
     if (l->phase != ShardLayout::Phase::kMoving || l->moved_through != l->from - 1) {
       return Status::FailedPrecondition("the move is not finished; no cut-over yet");
     }
-    const int64_t cutover = (now_ms + lead_ms + 59'999) / 60'000;
+    const int64_t cutover = FirstMinuteAtOrAfter(now_ms + lead_ms);
     ShardLayout next = *l;
     next.phase = ShardLayout::Phase::kCutover;
     next.cutover_minute = cutover;

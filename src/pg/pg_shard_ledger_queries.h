@@ -104,7 +104,7 @@ inline constexpr const char kReleaseDebtSql[] =
 inline constexpr const char kLoadShardStatesName[] = "belfry_load_shard_states";
 inline constexpr const char kLoadShardStatesSql[] =
     "SELECT shard, fired_through, COALESCE(claim_node, ''),"
-    " floor(extract(epoch FROM claim_until) * 1000)::bigint, COALESCE(claim_until > now(), false),"
+    " " BELFRY_TS_TO_MS("claim_until") ", COALESCE(claim_until > now(), false),"
     " (SELECT COALESCE(sum(upper(r) - lower(r)), 0) FROM unnest(debt) AS r)::bigint, lower(debt),"
     " COALESCE(debt_node, ''), COALESCE(debt_until > now(), false) "
     "FROM shard_state ORDER BY shard";

@@ -396,10 +396,26 @@ TEST_F(AdminServerTest, RequestsBeyondTheQueueAreTurnedAwayAndProbesStillAnswer)
     entered.set_value();
     released.wait();
   };
+  // Whatever fails below, the blocked handler is let go, so the test fails instead of hanging in
+  // the server's shutdown (http_test timed out here twice on a loaded machine).
+  struct LetGo {
+    std::promise<void>& release;
+    ~LetGo() {
+      try {
+        release.set_value();
+      } catch (const std::future_error&) {  // already let go
+      }
+    }
+  } let_go{release};
   StartServer(options, &blocking);
   RawConnection first(server_->port());
   ASSERT_TRUE(first.Send("GET /v1/jobs/slow-1 HTTP/1.1\r\nHost: x\r\n\r\n"));
-  entered.get_future().wait();  // the only worker is busy with it
+  // The only worker is busy with it.
+  if (entered.get_future().wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    const RawConnection::Response r = first.Read();
+    FAIL() << "the first request did not reach the store within 20 s; it was answered " << r.status << " "
+           << r.body;
+  }
   RawConnection idle(server_->port());  // kept alive between requests: holds no worker
   // Probes have their own lane: they never wait behind data requests.
   for (const char* probe : {"/healthz", "/readyz"}) {
