@@ -23,10 +23,9 @@
 #include "belfry/load_group.h"
 #include "belfry/load_reader.h"
 #include "belfry/status.h"
+#include "core/slot_math.h"  // kMinutesPerDay, the day the load repeats over
 
 namespace belfry {
-
-constexpr int32_t kMinutesPerDay = 1440;
 
 struct OffsetMove {
   int32_t interval_minutes = 0;
