@@ -215,7 +215,7 @@ int RunJobsList(const Config& cfg, const std::string& owner, const std::string& 
   for (const StoredJob& j : read->jobs) {
     const JobSpec& s = j.spec;
     const std::string schedule = s.calendar    ? s.calendar->cron + " " + s.calendar->time_zone
-                                 : s.one_shot() ? "once " + FormatIsoTime(s.run_minute * 60'000)
+                                 : s.one_shot() ? "once " + FormatIsoTime(MinuteStartMs(s.run_minute))
                                                 : fmt::format("every {}m +{}", s.interval_minutes, s.offset_minutes);
     std::printf("%-40s %-16s %-28s %-24s %5d %s\n", s.id.c_str(), s.owner.c_str(), s.topic.c_str(), schedule.c_str(),
                 s.shard, j.paused ? "paused" : "active");

@@ -63,12 +63,12 @@ int RunLoad(const Config& cfg, const std::string& from, const std::string& to, c
   for (int64_t m = window->first_minute; m <= window->last_minute; ++m) {
     const LoadProjection::MinuteSummary sum = p.Summarize(m);
     if (sum.total > peak) peak = sum.total, peak_minute = m;
-    std::printf("%-17s %10lld %18s %18s\n", FormatIsoTime(m * kMsPerMinute).substr(0, 16).c_str(),
+    std::printf("%-17s %10lld %18s %18s\n", FormatIsoTime(MinuteStartMs(m)).substr(0, 16).c_str(),
                 static_cast<long long>(sum.total), fmt::format("{} ({})", sum.shard, sum.shard_triggers).c_str(),
                 fmt::format(":{:02} ({})", sum.second, sum.second_triggers).c_str());
   }
   std::printf("total %lld triggers; busiest minute %s with %lld\n", static_cast<long long>(p.total),
-              FormatIsoTime(peak_minute * kMsPerMinute).substr(0, 16).c_str(), static_cast<long long>(peak));
+              FormatIsoTime(MinuteStartMs(peak_minute)).substr(0, 16).c_str(), static_cast<long long>(peak));
   if (!by.empty()) {
     std::printf("\n%-40s %10s\n", by == "owner" ? "OWNER" : "TOPIC", "TRIGGERS");
     for (size_t i = 0; i < p.by_label.size() && i < static_cast<size_t>(top); ++i) {

@@ -35,7 +35,7 @@ int RunShards(const Config& cfg, bool json) {
     const ShardLag lag = ComputeShardLag(s, now, *layout);
     const int64_t lag_s = static_cast<int64_t>(lag.lag_seconds.value_or(0));
     std::printf("%5d %-20s %7llds %6lld %-32s %s\n", s.shard,
-                s.fired_through ? FormatIsoTime(*s.fired_through * kMsPerMinute).substr(0, 16).c_str() : "never",
+                s.fired_through ? FormatIsoTime(MinuteStartMs(*s.fired_through)).substr(0, 16).c_str() : "never",
                 static_cast<long long>(lag_s), static_cast<long long>(s.debt_minutes),
                 s.claim_node.empty() ? "-" : s.claim_node.c_str(), s.claim_live ? "(live)" : "");
   }
@@ -62,7 +62,7 @@ int RunExplain(const Config& cfg, int shard, const std::string& at) {
   PgJobStore store(cfg.database_url);
   auto plan = store.ExplainDueQuery(q);
   if (!plan.ok()) return Fail(plan.status().message());
-  std::printf("tick query for shard %d, minute %s:\n%s\n", shard, FormatIsoTime(minute * kMsPerMinute).c_str(),
+  std::printf("tick query for shard %d, minute %s:\n%s\n", shard, FormatIsoTime(MinuteStartMs(minute)).c_str(),
               plan->c_str());
   return 0;
 }

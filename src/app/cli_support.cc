@@ -70,7 +70,9 @@ int PublishCommand(const Config& cfg, const std::string& id, const std::optional
   return parsed.is_object() && parsed.value("status", "") == "applied" ? 0 : 1;
 }
 
-StatusOr<ShardLayout> DatabaseLayout(const Config& cfg) { return PgShardLedger(cfg.database_url).ReadLayout(); }
+StatusOr<ShardLayout> DatabaseLayout(const Config& cfg) {
+  return PgShardLedger(cfg.database_url).ReadLayout();
+}
 
 std::string FormatOptionalTime(const std::optional<EpochMs>& t) { return t ? FormatIsoTime(*t) : "-"; }
 
