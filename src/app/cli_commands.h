@@ -21,7 +21,7 @@ struct WaitArgs {
 // ---- belfry migrate: the schema and belfry's Kafka topics (cli_migrate_command.cc) ----
 int RunMigrate(const Config& cfg, bool create_topics);
 
-// ---- belfry jobs put|delete|pause|resume|trigger|backfill|get|list|next: jobs (cli_job_commands.cc) ----
+// ---- belfry jobs put|delete|pause|resume|trigger|backfill|get|list|next (cli_job_commands.cc) ----
 struct PutJobArgs {
   std::string file;  // a JSON command file ("-" = stdin); flags below override its fields
   std::string id, owner, topic, key, every, details, start, end, run_at, cron, time_zone;
@@ -49,7 +49,8 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json);
 int RunJobsList(const Config& cfg, const std::string& owner, const std::string& topic,
                 const std::vector<std::string>& labels, int limit, const std::string& cursor,
                 const std::string& output);
-int RunJobsNext(const Config& cfg, const std::string& id, int n);
+// The job's next n fires; with `json`, GET /v1/jobs/{id}/next?n=<n>'s answer (EncodeNextFiresView).
+int RunJobsNext(const Config& cfg, const std::string& id, int n, bool json);
 
 // ---- belfry jobs history: a job's execution outcomes (cli_execution_commands.cc) ----
 int RunJobsHistory(const Config& cfg, const std::string& id, int limit, const std::string& cursor,
@@ -71,11 +72,11 @@ int RunBulk(const Config& cfg, const BulkArgs& args, const WaitArgs& wait);
 int RunBulkGet(const Config& cfg, const std::string& id);
 int RunBulkList(const Config& cfg, int limit);
 
-// ---- belfry shards, belfry explain: each shard's progress, and its tick query (cli_shard_commands.cc) ----
+// ---- belfry shards, belfry explain: shard progress, a shard's tick query (cli_shard_commands.cc) ----
 int RunShards(const Config& cfg, bool json);
 int RunExplain(const Config& cfg, int shard, const std::string& at);
 
-// ---- belfry load, belfry rebalance: the load projection, docs/load-projection.md (cli_load_commands.cc) ----
+// ---- belfry load, belfry rebalance: docs/load-projection.md (cli_load_commands.cc) ----
 // `belfry load`: the load projection of a window, as a table or as GET /v1/load's JSON.
 int RunLoad(const Config& cfg, const std::string& from, const std::string& to, const std::string& by, int top,
             bool with_shards, bool json);
@@ -83,7 +84,7 @@ int RunLoad(const Config& cfg, const std::string& from, const std::string& to, c
 // ("Rebalance").
 int RunRebalance(const Config& cfg, int example_ids, bool json);
 
-// ---- belfry watch: triggers as they arrive on topics, with their lateness (cli_watch_command.cc) ----
+// ---- belfry watch: triggers as they arrive, with their lateness (cli_watch_command.cc) ----
 int RunWatch(const Config& cfg, const std::vector<std::string>& topics, bool from_beginning);
 
 }  // namespace belfry

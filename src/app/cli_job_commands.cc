@@ -226,22 +226,25 @@ int RunJobsList(const Config& cfg, const std::string& owner, const std::string& 
   return 0;
 }
 
-int RunJobsNext(const Config& cfg, const std::string& id, int n) {
+int RunJobsNext(const Config& cfg, const std::string& id, int n, bool json) {
   PgJobStore store(cfg.database_url);
   auto job = store.GetJob(id);
   if (!job.ok()) return Fail(job.status().message());
   if (!job->has_value()) return Fail(fmt::format("no job with id '{}'", id), 4);
   const StoredJob& j = **job;
-  if (j.paused) {
+  if (j.paused && !json) {
     std::printf("job '%s' is paused: it has no next triggers until resumed\n", id.c_str());
     return 0;
   }
   const StatusOr<ShardLayout> layout = DatabaseLayout(cfg);
   if (!layout.ok()) return Fail(layout.status().message());
-  for (const NextFire& f :
-       LayoutNextFires(SystemTimeZones(), j.spec, j.paused, *layout, SystemClock().NowMs(), n)) {
-    PrintNextFire("", f);
+  const std::vector<NextFire> fires =
+      LayoutNextFires(SystemTimeZones(), j.spec, j.paused, *layout, SystemClock().NowMs(), n);
+  if (json) {
+    std::printf("%s\n", EncodeNextFiresView(j, fires).c_str());
+    return 0;
   }
+  for (const NextFire& f : fires) PrintNextFire("", f);
   return 0;
 }
 
