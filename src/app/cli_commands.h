@@ -1,7 +1,9 @@
-// The `belfry` subcommands other than serve. Each returns the process exit code and prints a
-// one-line reason on failure.
+// The `belfry` subcommands other than serve and reshard, one file per resource (main.cc parses
+// the flags). Each returns the process exit code and prints a one-line reason on failure; what
+// they share is app/cli_support.h.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,8 +12,16 @@
 
 namespace belfry {
 
+// Whether a command that publishes waits for its outcome on the command-results topic, and how long.
+struct WaitArgs {
+  bool wait = true;
+  int64_t timeout_ms = 30'000;
+};
+
+// ---- belfry migrate: the schema and belfry's Kafka topics (cli_migrate_command.cc) ----
 int RunMigrate(const Config& cfg, bool create_topics);
 
+// ---- belfry jobs put|delete|pause|resume|trigger|backfill|get|list|next (cli_job_commands.cc) ----
 struct PutJobArgs {
   std::string file;  // a JSON command file ("-" = stdin); flags below override its fields
   std::string id, owner, topic, key, every, details, start, end, run_at, cron, time_zone;
@@ -19,10 +29,6 @@ struct PutJobArgs {
   std::optional<int64_t> retry_initial_seconds, retry_max_seconds;
   std::optional<double> retry_multiplier;
   std::vector<std::string> labels;  // key=value
-};
-struct WaitArgs {
-  bool wait = true;
-  int64_t timeout_ms = 30'000;
 };
 int RunJobsPut(const Config& cfg, const PutJobArgs& args, const WaitArgs& wait);
 // op: "delete" (publishes a tombstone when tombstone is set), "pause" (with an optional reason
@@ -38,8 +44,25 @@ struct BackfillArgs {
   bool dry_run = false;
 };
 int RunJobsBackfill(const Config& cfg, const std::string& id, const BackfillArgs& args, const WaitArgs& wait);
-// A bulk command (docs/bulk-operations.md): op (pause, resume, delete, trigger) over every job with
-// this owner and/or these key=value labels; `id` names the operation (generated when empty).
+int RunJobsGet(const Config& cfg, const std::string& id, bool json);
+// `labels`: key=value terms the jobs' labels must all contain.
+int RunJobsList(const Config& cfg, const std::string& owner, const std::string& topic,
+                const std::vector<std::string>& labels, int limit, const std::string& cursor,
+                const std::string& output);
+// The job's next n fires; with `json`, GET /v1/jobs/{id}/next?n=<n>'s answer (EncodeNextFiresView).
+int RunJobsNext(const Config& cfg, const std::string& id, int n, bool json);
+
+// ---- belfry jobs history: a job's execution outcomes (cli_execution_commands.cc) ----
+int RunJobsHistory(const Config& cfg, const std::string& id, int limit, const std::string& cursor,
+                   const std::string& output);
+
+// ---- belfry jobs audit: a job's audit trail, docs/audit-trail.md (cli_change_commands.cc) ----
+// Newest first; `cursor` is the change id a previous page printed (0: from the newest).
+int RunJobsAudit(const Config& cfg, const std::string& id, int limit, int64_t cursor, const std::string& output);
+
+// ---- belfry bulk: bulk operations, docs/bulk-operations.md (cli_bulk_op_commands.cc) ----
+// A bulk command: op (pause, resume, delete, trigger) over every job with this owner and/or these
+// key=value labels; `id` names the operation (generated when empty).
 struct BulkArgs {
   std::string op, id, owner, reason, actor;
   std::vector<std::string> labels;
@@ -48,26 +71,20 @@ struct BulkArgs {
 int RunBulk(const Config& cfg, const BulkArgs& args, const WaitArgs& wait);
 int RunBulkGet(const Config& cfg, const std::string& id);
 int RunBulkList(const Config& cfg, int limit);
-int RunJobsGet(const Config& cfg, const std::string& id, bool json);
-// `labels`: key=value terms the jobs' labels must all contain.
-int RunJobsList(const Config& cfg, const std::string& owner, const std::string& topic,
-                const std::vector<std::string>& labels, int limit, const std::string& cursor,
-                const std::string& output);
-int RunJobsHistory(const Config& cfg, const std::string& id, int limit, const std::string& cursor,
-                   const std::string& output);
-// The job's audit trail (docs/audit-trail.md), newest first; `cursor` is the change id a
-// previous page printed (0: from the newest).
-int RunJobsAudit(const Config& cfg, const std::string& id, int limit, int64_t cursor, const std::string& output);
-int RunJobsNext(const Config& cfg, const std::string& id, int n);
+
+// ---- belfry shards, belfry explain: shard progress, a shard's tick query (cli_shard_commands.cc) ----
 int RunShards(const Config& cfg, bool json);
-// `belfry rebalance --dry-run`: proposed offset moves that flatten the busiest minute of the day
-// (docs/load-projection.md, "Rebalance").
-int RunRebalance(const Config& cfg, int example_ids, bool json);
-// `belfry load`: the load projection of a window (docs/load-projection.md), as a table or as
-// GET /v1/load's JSON.
+int RunExplain(const Config& cfg, int shard, const std::string& at);
+
+// ---- belfry load, belfry rebalance: docs/load-projection.md (cli_load_commands.cc) ----
+// `belfry load`: the load projection of a window, as a table or as GET /v1/load's JSON.
 int RunLoad(const Config& cfg, const std::string& from, const std::string& to, const std::string& by, int top,
             bool with_shards, bool json);
-int RunExplain(const Config& cfg, int shard, const std::string& at);
+// `belfry rebalance --dry-run`: proposed offset moves that flatten the busiest minute of the day
+// ("Rebalance").
+int RunRebalance(const Config& cfg, int example_ids, bool json);
+
+// ---- belfry watch: triggers as they arrive, with their lateness (cli_watch_command.cc) ----
 int RunWatch(const Config& cfg, const std::vector<std::string>& topics, bool from_beginning);
 
 }  // namespace belfry

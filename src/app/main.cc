@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <string>
 
 #include "app/app_support.h"
 #include "app/cli_commands.h"
@@ -12,6 +13,8 @@
 #include "app/serve_command.h"
 #include "app/system_clock.h"
 #include "core/iso_time.h"
+#include "core/manual_fire.h"
+#include "core/pagination.h"
 
 namespace {
 
@@ -23,6 +26,12 @@ int64_t DurationOrDie(const std::string& text, const char* flag) {
     std::exit(64);
   }
   return *ms;
+}
+
+// "<what> (1..<max>; default <default>)": the help of a flag that takes the API's bounds and
+// default (core/pagination.h), so that the CLI and the API agree on them.
+std::string SizeHelp(const char* what, belfry::PageSize size) {
+  return fmt::format("{} (1..{}; default {})", what, size.max_limit, size.default_limit);
 }
 
 }  // namespace
@@ -103,8 +112,11 @@ int main(int argc, char** argv) {
   backfill->add_option("id", op_id, "Job id")->required();
   backfill->add_option("--from", backfill_args.from, "First instant, ISO-8601 (inclusive)")->required();
   backfill->add_option("--to", backfill_args.to, "Last instant, ISO-8601 (exclusive; not in the future)")->required();
-  backfill->add_option("--rate", backfill_args.rate_per_minute, "Triggers per minute, at most (1..10000; default 60)")
-      ->check(CLI::Range(1, 10000));
+  backfill
+      ->add_option("--rate", backfill_args.rate_per_minute,
+                   fmt::format("Triggers per minute, at most (1..{}; default {})", belfry::kMaxBackfillRatePerMinute,
+                               belfry::kDefaultBackfillRatePerMinute))
+      ->check(CLI::Range(1, belfry::kMaxBackfillRatePerMinute));
   backfill->add_flag("--dry-run", backfill_args.dry_run, "Count the slots it would fire; fire nothing");
   add_wait(backfill);
   bool json = false;
@@ -112,32 +124,42 @@ int main(int argc, char** argv) {
   get->add_option("id", op_id, "Job id")->required();
   get->add_flag("--json", json, "JSON output");
   std::string owner, topic, cursor, output = "table";
-  int limit = 50;
+  // Page sizes, counts and their bounds are the API's (core/pagination.h). One difference: the
+  // CLI reads the database itself, so admin.max_list_limit, which lowers the API's largest page
+  // of jobs on a node, does not apply to `jobs list`.
+  int list_limit = belfry::kJobListPage.default_limit;
+  int history_limit = belfry::kExecutionPage.default_limit;
+  int audit_limit = belfry::kChangePage.default_limit;
   auto* list = jobs->add_subcommand("list", "List jobs, by id, with keyset pagination");
   list->add_option("--owner", owner, "Only this owner");
   list->add_option("--topic", topic, "Only this output topic");
   std::vector<std::string> labels;
   list->add_option("--label", labels, "Only jobs with this label (key=value; repeat for all of several)");
-  list->add_option("--limit", limit, "Page size (1..1000)")->check(CLI::Range(1, 1000));
+  list->add_option("--limit", list_limit, SizeHelp("Page size", belfry::kJobListPage))
+      ->check(CLI::Range(1, belfry::kJobListPage.max_limit));
   list->add_option("--cursor", cursor, "Continue after this cursor (printed at the end of a page)");
   list->add_option("-o,--output", output, "table or json")->check(CLI::IsMember({"table", "json"}));
   auto* history = jobs->add_subcommand("history", "A job's execution outcomes, newest first, with keyset pagination");
   history->add_option("id", op_id, "Job id")->required();
-  history->add_option("--limit", limit, "Page size (1..1000)")->check(CLI::Range(1, 1000));
+  history->add_option("--limit", history_limit, SizeHelp("Page size", belfry::kExecutionPage))
+      ->check(CLI::Range(1, belfry::kExecutionPage.max_limit));
   history->add_option("--cursor", cursor, "Continue after this cursor (printed at the end of a page)");
   history->add_option("-o,--output", output, "table or json")->check(CLI::IsMember({"table", "json"}));
   auto* audit = jobs->add_subcommand("audit", "A job's change history (the audit trail), newest first, with keyset pagination");
   audit->add_option("id", op_id, "Job id")->required();
-  audit->add_option("--limit", limit, "Page size (1..1000)")->check(CLI::Range(1, 1000));
+  audit->add_option("--limit", audit_limit, SizeHelp("Page size", belfry::kChangePage))
+      ->check(CLI::Range(1, belfry::kChangePage.max_limit));
   int64_t audit_cursor = 0;
   audit->add_option("--cursor", audit_cursor, "Continue after this cursor (printed at the end of a page)")
       ->check(CLI::PositiveNumber);
   audit->add_option("-o,--output", output, "table or json (the change events, as GET /v1/jobs/{id}/changes)")
       ->check(CLI::IsMember({"table", "json"}));
-  int n = 5;
+  int n = belfry::kNextFiresList.default_limit;
   auto* next = jobs->add_subcommand("next", "The next trigger instants of a job");
   next->add_option("id", op_id, "Job id")->required();
-  next->add_option("-n", n, "How many (1..1000)")->check(CLI::Range(1, 1000));
+  next->add_option("-n", n, SizeHelp("How many", belfry::kNextFiresList))
+      ->check(CLI::Range(1, belfry::kNextFiresList.max_limit));
+  next->add_flag("--json", json, "JSON output (as GET /v1/jobs/{id}/next?n=)");
 
   auto* bulk = app.add_subcommand("bulk", "Pause, resume, delete or trigger every job matching an owner and/or labels");
   bulk->require_subcommand(1);
@@ -156,21 +178,23 @@ int main(int argc, char** argv) {
   }
   auto* bulk_get = bulk->add_subcommand("get", "A bulk operation and its progress, as JSON");
   bulk_get->add_option("id", op_id, "Bulk operation id")->required();
-  int bulk_limit = 20;
+  int bulk_limit = belfry::kBulkOpPage.default_limit;
   auto* bulk_list = bulk->add_subcommand("list", "The most recent bulk operations");
-  bulk_list->add_option("--limit", bulk_limit, "How many (1..1000)")->check(CLI::Range(1, 1000));
+  bulk_list->add_option("--limit", bulk_limit, SizeHelp("How many", belfry::kBulkOpPage))
+      ->check(CLI::Range(1, belfry::kBulkOpPage.max_limit));
 
   auto* shards = app.add_subcommand("shards", "Per-shard progress: fired-through minute, claim, lag");
   shards->add_flag("--json", json, "JSON output");
   std::string load_from, load_to, load_by;
-  int load_top = 10;
+  int load_top = belfry::kLoadBreakdownTop.default_limit;
   bool load_shards = false;
   auto* load = app.add_subcommand(
       "load", "Project the triggers per shard-minute of a window from the stored schedules (fires nothing)");
   load->add_option("--from", load_from, "Window start, ISO-8601, rounded down to its minute (default: the next minute)");
   load->add_option("--to", load_to, "Window end, exclusive, rounded up (default: from + 60m; at most 1 day)");
   load->add_option("--by", load_by, "Break the total down by owner or topic")->check(CLI::IsMember({"owner", "topic"}));
-  load->add_option("--top", load_top, "How many owners or topics to list (1..1000)")->check(CLI::Range(1, 1000));
+  load->add_option("--top", load_top, SizeHelp("How many owners or topics to list", belfry::kLoadBreakdownTop))
+      ->check(CLI::Range(1, belfry::kLoadBreakdownTop.max_limit));
   load->add_flag("--shards", load_shards, "With --json: each minute's per-shard counts");
   load->add_flag("--json", json, "JSON output (as GET /v1/load)");
   bool dry_run = false;
@@ -234,10 +258,10 @@ int main(int argc, char** argv) {
   if (bulk_get->parsed()) return belfry::RunBulkGet(cfg, op_id);
   if (bulk_list->parsed()) return belfry::RunBulkList(cfg, bulk_limit);
   if (get->parsed()) return belfry::RunJobsGet(cfg, op_id, json);
-  if (history->parsed()) return belfry::RunJobsHistory(cfg, op_id, limit, cursor, output);
-  if (audit->parsed()) return belfry::RunJobsAudit(cfg, op_id, limit, audit_cursor, output);
-  if (list->parsed()) return belfry::RunJobsList(cfg, owner, topic, labels, limit, cursor, output);
-  if (next->parsed()) return belfry::RunJobsNext(cfg, op_id, n);
+  if (history->parsed()) return belfry::RunJobsHistory(cfg, op_id, history_limit, cursor, output);
+  if (audit->parsed()) return belfry::RunJobsAudit(cfg, op_id, audit_limit, audit_cursor, output);
+  if (list->parsed()) return belfry::RunJobsList(cfg, owner, topic, labels, list_limit, cursor, output);
+  if (next->parsed()) return belfry::RunJobsNext(cfg, op_id, n, json);
   if (shards->parsed()) return belfry::RunShards(cfg, json);
   if (load->parsed()) return belfry::RunLoad(cfg, load_from, load_to, load_by, load_top, load_shards, json);
   if (rebalance->parsed()) return belfry::RunRebalance(cfg, rebalance_ids, json);

@@ -6,6 +6,8 @@
 // - A page that may be followed by another carries "next_cursor": the store's position after its
 //   last item (JobPage::next_after_id, ExecutionPage::next_cursor), base64url-encoded, so that it
 //   is one opaque, URL-safe token; null on the last page. A client passes it back unchanged.
+// - The CLI takes the same defaults and bounds as the API (`--limit`, `-n`, `--top`), so that
+//   `belfry ... --json` with no flags prints what the route answers with no parameters.
 // - The audit trail's pages (GET /v1/jobs/{id}/changes, `belfry jobs audit`) are the one older
 //   exception: their cursor is the last change id in decimal (EncodeJobChangePage,
 //   core/job_change.h), which both ends already accept as an integer.
@@ -31,8 +33,14 @@ inline constexpr PageSize kJobListPage{100, 1000};
 inline constexpr PageSize kExecutionPage{50, 1000};
 // GET /v1/jobs/{id}/changes and `belfry jobs audit`.
 inline constexpr PageSize kChangePage{50, 1000};
-// GET /v1/bulk-ops: the latest operations, one page only.
+// GET /v1/bulk-ops and `belfry bulk list`: the latest operations, one page only.
 inline constexpr PageSize kBulkOpPage{100, 100};
+
+// Lists that have no cursor follow the same 1..max rule for how many items they show.
+// GET /v1/jobs/{id}/next?n= and `belfry jobs next -n`: a job's next fires.
+inline constexpr PageSize kNextFiresList{10, 1000};
+// GET /v1/load?top= and `belfry load --top`: how many owners or topics a breakdown lists.
+inline constexpr PageSize kLoadBreakdownTop{20, 1000};
 
 // Invalid ("limit must be an integer in 1..<max>, got "<text>"") unless `text` is a whole
 // decimal integer in 1..max; `text` is what the client sent.

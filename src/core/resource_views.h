@@ -1,6 +1,6 @@
 // The JSON views of belfry's reads, one per resource: what the admin API answers and what
 // `belfry ... --json` (or `-o json`) prints for the same resource, byte for byte. Each is a plain
-// function over plain values; the HTTP handlers (src/http) and the CLI (src/app/cli_commands)
+// function over plain values; the HTTP handlers (src/http) and the CLI (src/app/cli_*_commands.cc)
 // only read the values and print the view. The schemas are docs/openapi.yaml's.
 //
 // Where each view is written:
@@ -57,8 +57,8 @@ std::string EncodeExecutionPage(const std::string& job_id, const ExecutionPage& 
 // under the database's `layout`. Absent times, minutes, lags and nodes are null.
 std::string EncodeShardsView(const std::vector<ShardState>& states, const ShardLayout& layout, EpochMs now);
 
-// GET /v1/jobs/{id}/next: {"id","paused","next":[UTC slot...],"fires":EncodeNextFires(fires)}, and
-// "cron", "timeZone" for a calendar job.
+// GET /v1/jobs/{id}/next, `belfry jobs next --json`: {"id","paused","next":[UTC slot...],
+// "fires":EncodeNextFires(fires)}, and "cron", "timeZone" for a calendar job.
 std::string EncodeNextFiresView(const StoredJob& job, const std::vector<NextFire>& fires);
 
 // GET /v1/jobs/{id}/backfill: {"id","from","to","slots","covered"}.

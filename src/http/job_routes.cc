@@ -20,12 +20,6 @@
 #include "http/request_params.h"
 
 namespace belfry {
-namespace {
-
-constexpr int kDefaultNext = 10;
-constexpr int kMaxNext = 1000;
-
-}  // namespace
 
 void ServeGetJob(AdminContext& ctx, const std::string& id, const httplib::Request& req, httplib::Response& res) {
   if (std::string e = CheckParams(req, {}); !e.empty()) return SendError(res, 400, e);
@@ -49,8 +43,8 @@ void ServeGetJob(AdminContext& ctx, const std::string& id, const httplib::Reques
 
 void ServeNext(AdminContext& ctx, const std::string& id, const httplib::Request& req, httplib::Response& res) {
   if (std::string e = CheckParams(req, {"n"}); !e.empty()) return SendError(res, 400, e);
-  int64_t n = kDefaultNext;
-  if (std::string e = IntParam(req, "n", 1, kMaxNext, &n); !e.empty()) return SendError(res, 400, e);
+  int64_t n = kNextFiresList.default_limit;
+  if (std::string e = IntParam(req, "n", 1, kNextFiresList.max_limit, &n); !e.empty()) return SendError(res, 400, e);
   ShardLayout layout;
   if (!ReadLayout(ctx, res, &layout)) return;
   std::optional<StatusOr<std::optional<StoredJob>>> read =

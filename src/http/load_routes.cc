@@ -8,6 +8,7 @@
 
 #include "core/load_projection.h"
 #include "core/load_rebalance.h"
+#include "core/pagination.h"
 #include "http/admin_context.h"
 #include "http/admin_responses.h"
 #include "http/admin_routes.h"
@@ -42,8 +43,10 @@ void ServeLoad(AdminContext& ctx, const httplib::Request& req, httplib::Response
   if (!shards.empty() && shards != "true" && shards != "false") {
     return SendError(res, 400, "shards must be true or false, got \"" + shards + "\"");
   }
-  int64_t top = 20;
-  if (std::string e = IntParam(req, "top", 1, 1000, &top); !e.empty()) return SendError(res, 400, e);
+  int64_t top = kLoadBreakdownTop.default_limit;
+  if (std::string e = IntParam(req, "top", 1, kLoadBreakdownTop.max_limit, &top); !e.empty()) {
+    return SendError(res, 400, e);
+  }
   if (ctx.loads_in_flight.fetch_add(1) > 0) {
     ctx.loads_in_flight.fetch_sub(1);
     return SendOverloaded(ctx, res, "another load projection is running");

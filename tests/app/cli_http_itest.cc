@@ -245,8 +245,8 @@ std::string CliJson(const std::string& out) {
 }
 
 // `belfry ... --json` / `-o json` prints what the admin API answers for the same resource: the same
-// bytes for pages of jobs, executions and changes (and the same cursors, which each side accepts),
-// the same fields and lag for the shards.
+// bytes for pages of jobs, executions and changes (and the same cursors, which each side accepts)
+// and for a job's next fires, the same fields and lag for the shards.
 TEST_F(OperatorSurfaceTest, CliJsonIsTheApiView) {
   std::string out;
   const std::string owner = Id("views");
@@ -305,6 +305,34 @@ TEST_F(OperatorSurfaceTest, CliJsonIsTheApiView) {
     // Both null (never fired) or both a number; the lag moves with the clock between the reads.
     EXPECT_EQ(c["lag_seconds"].is_null(), a["lag_seconds"].is_null()) << c.dump() << " vs " << a.dump();
   }
+
+  // `jobs next --json` is GET /v1/jobs/{id}/next, with no count (the same default) and with one,
+  // for an interval job, a cron job and a paused job. A slot may pass between the reads, so the
+  // CLI's answer must be the API's before it or after it.
+  const std::string cron_id = Id("view-cron"), paused_id = Id("view-1");
+  ASSERT_EQ(Cli({"jobs", "put", "--id", cron_id, "--cron", "30 2 * * *", "--time-zone", "America/New_York", "--topic",
+                 world_->trigger_topic},
+                &out),
+            0)
+      << out;
+  ASSERT_EQ(Cli({"jobs", "pause", paused_id}, &out), 0) << out;
+  for (const std::string& job : {id, cron_id, paused_id}) {
+    for (const std::string& n : {std::string(), std::string("7")}) {
+      const std::string path = "/v1/jobs/" + job + "/next" + (n.empty() ? "" : "?n=" + n);
+      std::vector<std::string> args = {"jobs", "next", job, "--json"};
+      if (!n.empty()) args.insert(args.end(), {"-n", n});
+      auto before = Get(path);
+      ASSERT_EQ(before->status, 200) << before->body;
+      ASSERT_EQ(Cli(args, &out), 0) << out;
+      auto after = Get(path);
+      ASSERT_EQ(after->status, 200) << after->body;
+      const std::string cli = CliJson(out);
+      EXPECT_TRUE(cli == before->body || cli == after->body) << path << "\ncli: " << cli << "\napi: " << before->body;
+      const size_t fires = job == paused_id ? 0 : n.empty() ? 10 : 7;  // the API's default count is 10
+      EXPECT_EQ(Json::parse(cli)["next"].size(), fires) << cli;
+    }
+  }
+  EXPECT_NE(Cli({"jobs", "next", id, "-n", "1001"}, &out), 0) << "the API's bound: n in 1..1000";
 }
 
 TEST_F(OperatorSurfaceTest, TokenIsEnforcedAndOffLoopbackNeedsOne) {
