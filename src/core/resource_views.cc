@@ -64,7 +64,7 @@ std::string EncodeShardsView(const std::vector<ShardState>& states, const ShardL
     const ShardLag lag = ComputeShardLag(s, now, layout);
     if (i > 0) out.push_back(',');
     out.append("{\"shard\":" + std::to_string(s.shard) + ",\"fired_through\":");
-    AppendJsonTimeOrNull(&out, s.fired_through ? std::optional<EpochMs>(*s.fired_through * kMsPerMinute)
+    AppendJsonTimeOrNull(&out, s.fired_through ? std::optional<EpochMs>(MinuteStartMs(*s.fired_through))
                                                : std::nullopt);
     out.append(",\"fired_through_minute\":");
     AppendIntOrNull(&out, s.fired_through);
