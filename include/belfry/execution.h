@@ -64,6 +64,13 @@ struct ExecutionApplyResult {
 };
 
 // A page of history, newest first: (scheduledFor, attempt, status) descending.
+// What one sweep of the execution history's daily partitions did (docs/executions.md, "History").
+struct PartitionSweep {
+  int32_t created = 0;
+  int32_t dropped = 0;
+  int64_t default_rows_deleted = 0;  // expired reports that had landed outside the daily partitions
+};
+
 struct ExecutionPage {
   std::vector<ExecutionRecord> records;
   std::string next_cursor;  // empty = no more

@@ -5,8 +5,8 @@
 #include <cstdint>
 
 #include "belfry/clock.h"
+#include "belfry/execution.h"  // PartitionSweep
 #include "belfry/status.h"
-#include "pg/pg_execution_store.h"  // PartitionSweep
 
 namespace belfry {
 

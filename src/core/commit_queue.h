@@ -1,5 +1,5 @@
-// CommitQueue: the command consumer's applied batches whose DLQ/results records are still being
-// acknowledged, in apply order. It decides which Kafka offsets may be committed: a batch's
+// CommitQueue: a BatchConsumer's applied batches (commands or execution reports) whose records
+// (DLQ, results) are still being acknowledged, in apply order. It decides which Kafka offsets may be committed: a batch's
 // offsets only once the batch and every batch applied before it are settled (applied to the
 // store AND all of their records acknowledged). Plain values; the adapter does the I/O.
 #pragma once

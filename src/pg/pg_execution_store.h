@@ -16,12 +16,6 @@
 
 namespace belfry {
 
-struct PartitionSweep {
-  int32_t created = 0;
-  int32_t dropped = 0;
-  int64_t default_rows_deleted = 0;  // expired reports that had landed outside the daily partitions
-};
-
 // Thread-compatible: one instance per thread. One libpqxx connection, opened on first use.
 class PgExecutionStore final : public ExecutionStore {
  public:
