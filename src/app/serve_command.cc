@@ -193,7 +193,8 @@ struct AdminReadStores {
       jobs.push_back(std::make_unique<PgJobStore>(url));
       ledgers.push_back(std::make_unique<PgShardLedger>(url));
       executions.push_back(std::make_unique<PgExecutionStore>(url, retry_rules, clock));
-      read_sessions.push_back({jobs.back().get(), ledgers.back().get(), executions.back().get()});
+      read_sessions.push_back(
+          {jobs.back().get(), jobs.back().get(), ledgers.back().get(), executions.back().get()});
     }
     return read_sessions;
   }
