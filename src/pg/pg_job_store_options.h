@@ -1,7 +1,8 @@
 // PgJobStoreOptions: what every PgJobStore built from it shares, derived once: the connection
 // string, the prepared statements of every role (one immutable list), the tick query's hot
-// standby and the tz database. `belfry serve` builds one per database and hands it to each store
-// it makes (ServeRules); PgJobStore(database_url, ...) builds its own.
+// standby and the tz database. `belfry serve` builds them once (ServeRules: the primary's, and the
+// admin sessions' with the same statement list) and hands them to every store it makes;
+// PgJobStore(database_url, ...) builds its own.
 #pragma once
 
 #include <memory>
