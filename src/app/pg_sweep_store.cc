@@ -4,8 +4,9 @@
 
 namespace belfry {
 
-PgSweepStore::PgSweepStore(const std::string& database_url, RetryRules retry_rules, Clock& clock)
-    : jobs_(database_url), executions_(database_url, std::move(retry_rules), clock) {}
+PgSweepStore::PgSweepStore(const PgJobStoreOptions& job_stores, const std::string& database_url,
+                           RetryRules retry_rules, Clock& clock)
+    : jobs_(job_stores), executions_(database_url, std::move(retry_rules), clock) {}
 
 StatusOr<int64_t> PgSweepStore::SweepOneShots(int64_t before_minute, int32_t max_rows) {
   return jobs_.SweepOneShots(before_minute, max_rows);

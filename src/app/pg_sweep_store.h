@@ -13,8 +13,10 @@ namespace belfry {
 
 class PgSweepStore final : public SweepStore {
  public:
+  // The job store is built from `job_stores`, the execution store connects to `database_url`.
   // `clock` must outlive the store.
-  PgSweepStore(const std::string& database_url, RetryRules retry_rules, Clock& clock);
+  PgSweepStore(const PgJobStoreOptions& job_stores, const std::string& database_url, RetryRules retry_rules,
+               Clock& clock);
   PgSweepStore(const PgSweepStore&) = delete;
   PgSweepStore& operator=(const PgSweepStore&) = delete;
 

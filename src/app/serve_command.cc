@@ -41,7 +41,6 @@
 #include "kafka/command_consumer.h"
 #include "kafka/command_publisher.h"
 #include "kafka/execution_consumer.h"
-#include "tzdb/system_time_zone_database.h"
 #include "kafka/kafka_client_config.h"
 #include "kafka/kafka_trigger_sink.h"
 #include "pg/migrator.h"
@@ -82,10 +81,11 @@ Status AwaitSchema(const Config& cfg, const std::string& migrations_dir, StopSig
 
 // Calendar jobs stored as fixed UTC intervals follow the tz database this node loaded
 // (docs/calendar-schedules.md, "When tzdata changes"). False after logging why not.
-bool ReplanCalendarJobs(const Config& cfg, const Clock& clock) {
-  PgJobStore store(cfg.database_url);
-  const std::string tzdata = SystemTimeZones().Version();
-  StatusOr<PgJobStore::ReplanReport> replan = store.ReplanCalendarJobs(tzdata, clock.NowMs(), cfg.scheduler.intervals);
+bool ReplanCalendarJobs(const PgJobStoreOptions& job_stores, const std::vector<int32_t>& intervals,
+                        const Clock& clock) {
+  PgJobStore store(job_stores);
+  const std::string tzdata = job_stores.time_zones->Version();
+  StatusOr<PgJobStore::ReplanReport> replan = store.ReplanCalendarJobs(tzdata, clock.NowMs(), intervals);
   if (!replan.ok()) {
     spdlog::error("refusing to start: re-planning calendar jobs for tzdata {}: {}", tzdata,
                   replan.status().ToString());
@@ -179,21 +179,23 @@ ExecutionConsumerOptions MakeExecutionConsumerOptions(const Config& cfg, Executi
   return options;
 }
 
-// The admin API's read sessions: each a job store, a ledger and an execution store over its own
-// lazily opened connections to rules.admin_database_url.
+// The admin API's read sessions: each a job store (its JobReader and LoadReader), a ledger and an
+// execution store over its own lazily opened connections to rules.admin_database_url.
 struct AdminReadStores {
   std::vector<std::unique_ptr<PgJobStore>> jobs;
   std::vector<std::unique_ptr<PgShardLedger>> ledgers;
   std::vector<std::unique_ptr<PgExecutionStore>> executions;
 
-  std::vector<ReadSession> Open(const std::string& url, int32_t sessions, const RetryRules& retry_rules,
-                                Clock& clock) {
+  // `job_stores` connect to `url` (ServeRules::admin_job_stores).
+  std::vector<ReadSession> Open(const PgJobStoreOptions& job_stores, const std::string& url, int32_t sessions,
+                                const RetryRules& retry_rules, Clock& clock) {
     std::vector<ReadSession> read_sessions;
     for (int32_t i = 0; i < sessions; ++i) {
-      jobs.push_back(std::make_unique<PgJobStore>(url));
+      jobs.push_back(std::make_unique<PgJobStore>(job_stores));
       ledgers.push_back(std::make_unique<PgShardLedger>(url));
       executions.push_back(std::make_unique<PgExecutionStore>(url, retry_rules, clock));
-      read_sessions.push_back({jobs.back().get(), ledgers.back().get(), executions.back().get()});
+      read_sessions.push_back(
+          {jobs.back().get(), jobs.back().get(), ledgers.back().get(), executions.back().get()});
     }
     return read_sessions;
   }
@@ -234,7 +236,7 @@ int RunServe(const Config& cfg) {
     spdlog::error("refusing to start: {}", st.message());
     return 2;
   }
-  if (!ReplanCalendarJobs(cfg, clock)) return 2;
+  if (!ReplanCalendarJobs(rules.job_stores, cfg.scheduler.intervals, clock)) return 2;
 
   MetricsRegistry metrics(kBelfryVersion);
   NodeHealth health(metrics, clock);
@@ -251,12 +253,16 @@ int RunServe(const Config& cfg) {
   RateLimiter catch_up_limiter(cfg.scheduler.catch_up_rate, clock, stop, rules.catch_up_governor);
   health.OnCatchUpRate(catch_up_limiter.rate());
 
-  // The tick queries read from the hot standby when there is one (docs/hot-standby.md).
+  // The scheduler workers' stores: the tick queries read from the hot standby when there is one
+  // (docs/hot-standby.md).
   std::optional<StandbyRoutes> standby_routes;
-  StandbyOptions tick_standby = rules.tick_standby;
-  if (!tick_standby.url.empty()) {
+  PgJobStoreOptions tick_stores = rules.job_stores;
+  tick_stores.standby = rules.tick_standby;
+  if (!tick_stores.standby.url.empty()) {
     standby_routes.emplace(metrics.registry());
-    tick_standby.on_route = [&standby_routes](const DueQueryRoute& route) { standby_routes->OnRoute(route); };
+    tick_stores.standby.on_route = [&standby_routes](const DueQueryRoute& route) {
+      standby_routes->OnRoute(route);
+    };
     spdlog::info("tick queries go to the standby once it has replayed each claim's WAL position (max wait {} ms)",
                  cfg.standby.max_wait_ms);
   }
@@ -284,7 +290,7 @@ int RunServe(const Config& cfg) {
   std::vector<Worker> workers(static_cast<size_t>(cfg.scheduler.workers));
   std::vector<FiringPool::Worker> pool_workers;
   for (Worker& w : workers) {
-    w.store = std::make_unique<PgJobStore>(cfg.database_url, tick_standby);
+    w.store = std::make_unique<PgJobStore>(tick_stores);
     w.store->SetUnknownZoneHandler(
         [&unknown_zones](std::string_view zone, int64_t jobs) { unknown_zones.OnSkipped(zone, jobs); });
     w.ledger = std::make_unique<PgShardLedger>(cfg.database_url);
@@ -297,7 +303,7 @@ int RunServe(const Config& cfg) {
     pool_workers.push_back(FiringPool::Worker{w.firer.get(), w.ledger.get()});
   }
 
-  PgJobStore consumer_store(cfg.database_url);
+  PgJobStore consumer_store(rules.job_stores);
   std::unique_ptr<CommandConsumer> consumer =
       Take(CommandConsumer::Create(cfg.kafka, consumer_store, rules.command_rules,
                                    MakeCommandConsumerOptions(cfg, metrics)),
@@ -322,7 +328,8 @@ int RunServe(const Config& cfg) {
     return 1;
   }
   AdminReadStores admin_stores;
-  ReaderPool readers(admin_stores.Open(*rules.admin_database_url, cfg.admin.db_sessions, rules.retry_rules, clock),
+  ReaderPool readers(admin_stores.Open(*rules.admin_job_stores, *rules.admin_database_url, cfg.admin.db_sessions,
+                                       rules.retry_rules, clock),
                      std::chrono::milliseconds(cfg.admin.read_wait_ms));
   // GET /readyz, and belfry_ready at each scrape.
   // The database part is cached: at most one connection a second, and no probe or scrape waits
@@ -382,11 +389,11 @@ int RunServe(const Config& cfg) {
                                            &layout_cell);
   // The background components, each on its own connection, off the command partition and the
   // trigger path. The sweeps are idempotent, so every node runs them.
-  PgSweepStore sweep_store(cfg.database_url, rules.retry_rules, clock);
+  PgSweepStore sweep_store(rules.job_stores, cfg.database_url, rules.retry_rules, clock);
   Sweeper sweeper(sweep_store, clock, rules.sweeps);
   // Bulk operations (docs/bulk-operations.md): every node steps them; outcome records go to the
   // results topic.
-  PgJobStore bulk_store(cfg.database_url);
+  PgJobStore bulk_store(rules.job_stores);
   BulkOpRunner bulk_runner(
       bulk_store, clock,
       [&](const std::string& key, const std::string& value) { return outcome_publisher->Publish(key, value); },
@@ -394,7 +401,7 @@ int RunServe(const Config& cfg) {
   // The audit trail's change events (docs/audit-trail.md): every node runs a publisher; the store
   // lets one publish at a time.
   ChangeMetrics change_metrics(metrics.registry());
-  PgJobStore change_store(cfg.database_url);
+  PgJobStore change_store(rules.job_stores);
   ChangePublisherOptions change_publisher_options;
   change_publisher_options.on_round = [&change_metrics](int64_t published, int64_t failed) {
     change_metrics.OnRound(published, failed);

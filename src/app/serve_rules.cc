@@ -35,6 +35,14 @@ StatusOr<std::string> MakeAdminDatabaseUrl(const Config& cfg) {
   return url;
 }
 
+StatusOr<PgJobStoreOptions> MakeAdminJobStores(const PgJobStoreOptions& job_stores,
+                                               const StatusOr<std::string>& admin_database_url) {
+  if (!admin_database_url.ok()) return admin_database_url.status();
+  PgJobStoreOptions admin = job_stores;
+  admin.database = PgConninfo(*admin_database_url);
+  return admin;
+}
+
 std::optional<CatchUpGovernorOptions> MakeCatchUpGovernor(const SchedulerConfig& scheduler) {
   if (scheduler.catch_up_yield_at_ms <= 0) return std::nullopt;
   CatchUpGovernorOptions governor;
@@ -89,8 +97,10 @@ ServeRules::ServeRules(const Config& cfg)
       command_rules(MakeCommandRules(cfg, &topic_policy)),
       retry_rules(MakeRetryRules(cfg)),
       execution_rules(MakeExecutionRules(cfg)),
+      job_stores(MakePgJobStoreOptions(cfg.database_url, StandbyOptions{}, SystemTimeZones())),
       tick_standby(MakeTickStandby(cfg)),
       admin_database_url(MakeAdminDatabaseUrl(cfg)),
+      admin_job_stores(MakeAdminJobStores(job_stores, admin_database_url)),
       catch_up_governor(MakeCatchUpGovernor(cfg.scheduler)),
       sweeps(MakeSweeperOptions(cfg)),
       bulk_steps(MakeBulkStepOptions(cfg.commands)) {}

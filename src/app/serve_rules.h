@@ -1,6 +1,7 @@
 // ServeRules: everything `belfry serve` derives from its config, derived once, before any
 // component is built: the node's identity, the rules its components validate and plan by, and
-// the parts its stores share (connection strings, the tick query's standby, retry placement).
+// the parts its stores share (connection strings, the job stores' statements, the tick query's
+// standby, retry placement).
 // RunServe (serve_command.cc) hands these to the components it wires; nothing else derives them.
 #pragma once
 
@@ -16,6 +17,7 @@
 #include "core/execution_report.h"
 #include "core/retry_planner.h"
 #include "core/topic_policy.h"
+#include "pg/pg_job_store_options.h"
 #include "pg/pg_standby_reader.h"
 
 namespace belfry {
@@ -40,6 +42,10 @@ struct ServeRules final {
   // Retry placement, for every execution store (the consumer's, the admin sessions', the sweep's).
   const RetryRules retry_rules;
   const ExecutionRules execution_rules;
+  // What every PgJobStore of the node shares: the primary's connection string, the statement list
+  // (built here, once) and the tz database; no standby. The scheduler workers' stores add
+  // tick_standby, the admin sessions' take admin_job_stores.
+  const PgJobStoreOptions job_stores;
   // The tick queries' hot standby (docs/hot-standby.md); url empty: none. on_route is left unset:
   // the caller counts the routes.
   const StandbyOptions tick_standby;
@@ -47,6 +53,9 @@ struct ServeRules final {
   // the standby's falling back to the primary, with admin.statement_timeout and the generic plan
   // set for every session. Not ok when the URLs cannot be combined or parsed.
   const StatusOr<std::string> admin_database_url;
+  // job_stores on admin_database_url (sharing its statement list): the admin sessions' job stores.
+  // Not ok when admin_database_url is not.
+  const StatusOr<PgJobStoreOptions> admin_job_stores;
   // Pacing of the catch-up rate (scheduler.catch_up_yield_at); none when it is 0.
   const std::optional<CatchUpGovernorOptions> catch_up_governor;
   const SweeperOptions sweeps;

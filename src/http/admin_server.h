@@ -20,7 +20,6 @@
 #include "belfry/clock.h"
 #include "belfry/config.h"
 #include "belfry/execution.h"
-#include "belfry/job_store.h"
 #include "belfry/shard_ledger.h"
 #include "belfry/status.h"
 #include "core/base64url.h"       // Base64UrlEncode, Base64UrlDecode (the page cursors)

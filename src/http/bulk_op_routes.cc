@@ -30,7 +30,7 @@ void ServeListBulkOps(AdminContext& ctx, const httplib::Request& req, httplib::R
     return SendError(res, 400, e);
   }
   std::optional<StatusOr<std::vector<BulkOpState>>> read =
-      ReadWith(*ctx.deps.readers, [&](const ReadSession& s) { return s.store->ListBulkOps(limit); });
+      ReadWith(*ctx.deps.readers, [&](const ReadSession& s) { return s.jobs->ListBulkOps(limit); });
   if (!read) return SendSessionsBusy(ctx, res);
   if (!read->ok()) return SendStoreError(res, "job store", read->status());
   SendJsonText(res, 200, EncodeBulkOpList(**read));
@@ -44,7 +44,7 @@ void ServeGetBulkOp(AdminContext& ctx, const httplib::Request& req, httplib::Res
   std::string id;
   if (std::string e = DecodePathId(raw, "bulk operation", &id); !e.empty()) return SendError(res, 400, e);
   std::optional<StatusOr<std::optional<BulkOpState>>> read =
-      ReadWith(*ctx.deps.readers, [&](const ReadSession& s) { return s.store->GetBulkOp(id); });
+      ReadWith(*ctx.deps.readers, [&](const ReadSession& s) { return s.jobs->GetBulkOp(id); });
   if (!read) return SendSessionsBusy(ctx, res);
   if (!read->ok()) return SendStoreError(res, "job store", read->status());
   if (!(*read)->has_value()) return SendError(res, 404, "bulk operation \"" + id + "\" not found");

@@ -26,7 +26,7 @@ void ServeChanges(AdminContext& ctx, const std::string& id, const httplib::Reque
     return SendError(res, 400, kInvalidCursorMessage);
   }
   std::optional<StatusOr<std::vector<JobChange>>> read =
-      ReadWith(*ctx.deps.readers, [&](const ReadSession& s) { return s.store->ListJobChanges(id, before, limit); });
+      ReadWith(*ctx.deps.readers, [&](const ReadSession& s) { return s.jobs->ListJobChanges(id, before, limit); });
   if (!read) return SendSessionsBusy(ctx, res);
   if (!read->ok()) return SendStoreError(res, "job store", read->status());
   SendJsonText(res, 200, EncodeJobChangePage(id, **read, limit));

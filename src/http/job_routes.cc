@@ -27,7 +27,7 @@ void ServeGetJob(AdminContext& ctx, const std::string& id, const httplib::Reques
   if (!ReadLayout(ctx, res, &layout)) return;
   std::optional<ReaderPool::Lease> session = ctx.deps.readers->Borrow();
   if (!session) return SendSessionsBusy(ctx, res);
-  StatusOr<std::optional<JobAndStats>> job = (*session)->store->GetJobAndStats(id);
+  StatusOr<std::optional<JobAndStats>> job = (*session)->jobs->GetJobAndStats(id);
   if (!job.ok()) return SendStoreError(res, "job store", job.status());
   if (!job->has_value()) return SendError(res, 404, "job \"" + id + "\" not found");
   std::optional<JobStats> stats = std::move((*job)->stats);
@@ -48,7 +48,7 @@ void ServeNext(AdminContext& ctx, const std::string& id, const httplib::Request&
   ShardLayout layout;
   if (!ReadLayout(ctx, res, &layout)) return;
   std::optional<StatusOr<std::optional<StoredJob>>> read =
-      ReadWith(*ctx.deps.readers, [&](const ReadSession& s) { return s.store->GetJob(id); });
+      ReadWith(*ctx.deps.readers, [&](const ReadSession& s) { return s.jobs->GetJob(id); });
   if (!read) return SendSessionsBusy(ctx, res);
   StatusOr<std::optional<StoredJob>>& job = *read;
   if (!job.ok()) return SendStoreError(res, "job store", job.status());
@@ -78,7 +78,7 @@ void ServeBackfillDryRun(AdminContext& ctx, const std::string& id, const httplib
     return SendError(res, 400, st.message());
   }
   std::optional<StatusOr<ManualFireResult>> read =
-      ReadWith(*ctx.deps.readers, [&](const ReadSession& s) { return s.store->CountBackfill(fire); });
+      ReadWith(*ctx.deps.readers, [&](const ReadSession& s) { return s.jobs->CountBackfill(fire); });
   if (!read) return SendSessionsBusy(ctx, res);
   StatusOr<ManualFireResult>& counted = *read;
   if (!counted.ok()) {
@@ -117,7 +117,7 @@ void ServeListJobs(AdminContext& ctx, const httplib::Request& req, httplib::Resp
   if (std::string e = PageCursorParam(req, &filter.after_id); !e.empty()) return SendError(res, 400, e);
   if (!IsStorableText(filter.after_id)) return SendError(res, 400, kInvalidCursorMessage);
   std::optional<StatusOr<JobPage>> read =
-      ReadWith(*ctx.deps.readers, [&](const ReadSession& s) { return s.store->ListJobs(filter); });
+      ReadWith(*ctx.deps.readers, [&](const ReadSession& s) { return s.jobs->ListJobs(filter); });
   if (!read) return SendSessionsBusy(ctx, res);
   if (!read->ok()) return SendStoreError(res, "job store", read->status());
   SendJsonText(res, 200, EncodeJobPage(**read));

@@ -56,7 +56,7 @@ void ServeLoad(AdminContext& ctx, const httplib::Request& req, httplib::Response
     ~Done() { n.fetch_sub(1); }
   } done{ctx.loads_in_flight};
   std::optional<StatusOr<LoadGroups>> read =
-      ReadWith(*ctx.deps.readers, [&](const ReadSession& s) { return s.store->ReadLoadGroups(query); });
+      ReadWith(*ctx.deps.readers, [&](const ReadSession& s) { return s.load->ReadLoadGroups(query); });
   if (!read) return SendSessionsBusy(ctx, res);
   if (!read->ok()) {
     if (read->status().reason() == "too_many_groups") return SendError(res, 422, read->status().message());
@@ -71,7 +71,7 @@ void ServeRebalance(AdminContext& ctx, const httplib::Request& req, httplib::Res
   int64_t ids = 5;
   if (std::string e = IntParam(req, "ids", 0, 100, &ids); !e.empty()) return SendError(res, 400, e);
   std::optional<StatusOr<RebalancePlan>> read = ReadWith(
-      *ctx.deps.readers, [&](const ReadSession& s) { return ProposeRebalance(*s.store, static_cast<int32_t>(ids)); });
+      *ctx.deps.readers, [&](const ReadSession& s) { return ProposeRebalance(*s.load, static_cast<int32_t>(ids)); });
   if (!read) return SendSessionsBusy(ctx, res);
   if (!read->ok()) return SendStoreError(res, "job store", read->status());
   SendJsonText(res, 200, EncodeRebalancePlanJson(**read));

@@ -1,9 +1,10 @@
 // ReaderPool: the read sessions the admin API lends to its requests, one request per session at a
-// time. Each session is a set of store objects that are not thread-safe on their own (in
-// production: a PgJobStore, a PgExecutionStore and a PgShardLedger, each with its own lazily
-// opened connection and prepared statements). The pool replaces one mutex around one session:
-// up to size() requests read the database at once, and a request that finds every session busy
-// waits at most `max_wait` before it is turned away (the server answers 503 with Retry-After).
+// time. Each session is a set of readers that are not thread-safe on their own (in production: a
+// PgJobStore as the JobReader and the LoadReader, a PgExecutionStore and a PgShardLedger, each
+// with its own lazily opened connection and prepared statements). The pool replaces one mutex
+// around one session: up to size() requests read the database at once, and a request that finds
+// every session busy waits at most `max_wait` before it is turned away (the server answers 503
+// with Retry-After).
 #pragma once
 
 #include <chrono>
@@ -14,21 +15,24 @@
 #include <vector>
 
 #include "belfry/execution.h"
-#include "belfry/job_store.h"
+#include "belfry/job_reader.h"
+#include "belfry/load_reader.h"
 #include "belfry/shard_ledger.h"
 
 namespace belfry {
 
-// One read session. `executions` may be null (no execution history on this node).
+// One read session: the roles the admin API reads through. `jobs` and `load` may be one store;
+// `executions` may be null (no execution history on this node).
 struct ReadSession {
-  JobStore* store = nullptr;
+  JobReader* jobs = nullptr;
+  LoadReader* load = nullptr;
   ShardLedger* ledger = nullptr;
   ExecutionStore* executions = nullptr;
 };
 
 class ReaderPool final {
  public:
-  // REQUIRES: sessions is non-empty; every store, ledger (and executions, when non-null) outlives
+  // REQUIRES: sessions is non-empty; every reader, ledger (and executions, when non-null) outlives
   // the pool; either every session has executions or none does.
   ReaderPool(std::vector<ReadSession> sessions, std::chrono::milliseconds max_wait);
   ReaderPool(const ReaderPool&) = delete;

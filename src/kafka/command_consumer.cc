@@ -61,11 +61,11 @@ Status ApplyCollecting(const std::vector<Item>& items, size_t first, size_t last
 
 }  // namespace
 
-// The command-specific half of the consumer: what a batch of commands does to the JobStore, the
+// The command-specific half of the consumer: what a batch of commands does to the CommandStore, the
 // records it publishes (DLQ, outcomes) and what it counts. BatchConsumer does the rest.
 class CommandConsumer::Impl {
  public:
-  Impl(const KafkaConfig& config, JobStore& store, CommandRules rules, CommandConsumerOptions options)
+  Impl(const KafkaConfig& config, CommandStore& store, CommandRules rules, CommandConsumerOptions options)
       : config_(config), store_(store), rules_(std::move(rules)), options_(std::move(options)) {}
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
@@ -236,7 +236,7 @@ class CommandConsumer::Impl {
   }
 
   const KafkaConfig config_;
-  JobStore& store_;
+  CommandStore& store_;
   const CommandRules rules_;
   const CommandConsumerOptions options_;
   std::unique_ptr<BatchConsumer> consumer_;
@@ -246,7 +246,7 @@ class CommandConsumer::Impl {
   CommandConsumerStats stats_;
 };
 
-StatusOr<std::unique_ptr<CommandConsumer>> CommandConsumer::Create(const KafkaConfig& config, JobStore& store,
+StatusOr<std::unique_ptr<CommandConsumer>> CommandConsumer::Create(const KafkaConfig& config, CommandStore& store,
                                                                    CommandRules rules,
                                                                    CommandConsumerOptions options) {
   if (rules.topic_policy == nullptr) {

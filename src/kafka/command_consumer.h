@@ -1,4 +1,4 @@
-// CommandConsumer: reads the commands topic in batches, applies each batch to the JobStore in
+// CommandConsumer: reads the commands topic in batches, applies each batch to the CommandStore in
 // one transaction, publishes rejections to the DLQ and outcomes to the results topic, and only
 // once those are acknowledged commits the batch's offsets (at-least-once; the store makes
 // replays idempotent). Batches are pipelined: the next one is applied while the previous ones'
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "belfry/config.h"
-#include "belfry/job_store.h"
+#include "belfry/command_store.h"
 #include "belfry/status.h"
 #include "belfry/stop_signal.h"
 #include "core/command_parser.h"
@@ -89,7 +89,7 @@ class CommandConsumer final {
 
   // Creates the consumer (group config.group_id, subscribed to config.commands_topic) and its
   // DLQ/results producer. REQUIRES: `store` and rules.topic_policy outlive the consumer.
-  static StatusOr<std::unique_ptr<CommandConsumer>> Create(const KafkaConfig& config, JobStore& store,
+  static StatusOr<std::unique_ptr<CommandConsumer>> Create(const KafkaConfig& config, CommandStore& store,
                                                            CommandRules rules,
                                                            CommandConsumerOptions options = {});
   // Leaves the group (close()) and flushes the producer.

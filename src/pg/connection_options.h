@@ -31,6 +31,18 @@ StatusOr<std::string> WithSessionSetting(const std::string& database_url, const 
 constexpr int kDefaultConnectTimeoutS = 5;
 std::string WithConnectTimeout(const std::string& database_url);
 
+// A connection string ready to connect with: `database_url` through WithConnectTimeout, once.
+// PgSession and PgDueQueryStream connect with it as it is, so the stores built from one
+// (PgJobStoreOptions) share one preparation.
+class PgConninfo final {
+ public:
+  explicit PgConninfo(const std::string& database_url) : conninfo_(WithConnectTimeout(database_url)) {}
+  const std::string& str() const { return conninfo_; }
+
+ private:
+  std::string conninfo_;
+};
+
 StatusOr<std::string> PreferStandbyConninfo(const std::string& standby_url, const std::string& primary_url);
 
 }  // namespace belfry

@@ -75,8 +75,8 @@ StatusOr<std::string> PhaseArrayLiteral(const DueQuery& q) {
   return out;
 }
 
-PgDueQueryStream::PgDueQueryStream(std::string database_url, const TimeZoneDatabase& time_zones)
-    : database_url_(WithConnectTimeout(database_url)), time_zones_(time_zones) {}
+PgDueQueryStream::PgDueQueryStream(PgConninfo conninfo, const TimeZoneDatabase& time_zones)
+    : conninfo_(std::move(conninfo)), time_zones_(time_zones) {}
 
 PgDueQueryStream::~PgDueQueryStream() { Disconnect(); }
 
@@ -97,7 +97,7 @@ Status PgDueQueryStream::ConnectionError(const char* what) {
 
 Status PgDueQueryStream::Connect() {
   if (conn_ != nullptr) return Status::Ok();
-  conn_ = PQconnectdb(database_url_.c_str());
+  conn_ = PQconnectdb(conninfo_.str().c_str());
   if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) return ConnectionError("due query: connect");
   return Status::Ok();
 }

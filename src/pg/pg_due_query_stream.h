@@ -12,6 +12,7 @@
 #include "belfry/job_store.h"
 #include "belfry/status.h"
 #include "core/calendar_schedule.h"
+#include "pg/connection_options.h"
 
 struct pg_conn;
 struct pg_result;
@@ -53,7 +54,7 @@ struct UnknownZone {
 class PgDueQueryStream final {
  public:
   // Zones of cron_zones are looked up in `time_zones`, which must outlive the stream.
-  PgDueQueryStream(std::string database_url, const TimeZoneDatabase& time_zones);
+  PgDueQueryStream(PgConninfo conninfo, const TimeZoneDatabase& time_zones);
   PgDueQueryStream(const PgDueQueryStream&) = delete;
   PgDueQueryStream& operator=(const PgDueQueryStream&) = delete;
   ~PgDueQueryStream();
@@ -113,7 +114,7 @@ class PgDueQueryStream final {
   Status RunCursor(const pg_queries::DueCursor& cursor, const DueStatements& statements, const DueQuery& q,
                    const std::function<void(const DueJob&)>& fn);
 
-  const std::string database_url_;
+  const PgConninfo conninfo_;
   const TimeZoneDatabase& time_zones_;
   pg_conn* conn_ = nullptr;
   std::vector<ZoneEntry> zones_;  // the known zones of cron_zones, resolved

@@ -1,7 +1,7 @@
 // PgJobStore: every role of JobStore (include/belfry/job_store.h) over PostgreSQL (schema:
 // migrations/, reasoning: docs/storage.md). One file per role:
-//   pg_job_store.cc               connections, prepared statements, the layout record, and the
-//                                 TriggerPathStore (the tick query, a refused trigger's record)
+//   pg_job_store.cc               connections, the layout record, and the TriggerPathStore (the
+//                                 tick query, a refused trigger's record)
 //   pg_job_store_commands.cc      CommandStore::ApplyActions
 //   pg_job_store_manual_fires.cc  CommandStore::ApplyManualFires, JobReader::CountBackfill
 //   pg_job_store_bulk.cc          CommandStore::AcceptBulkOps, BulkOpStore, the bulk reads
@@ -9,7 +9,8 @@
 //   pg_job_store_reads.cc         JobReader: a job, a page of jobs
 //   pg_job_store_load.cc          LoadReader
 //   pg_job_store_maintenance.cc   the one-shot sweep and the tzdata re-plan (PgJobStore only)
-// Their SQL is in the pg_*_queries.h of the same role.
+// Their SQL is in the pg_*_queries.h of the same role. What stores share (the connection string,
+// the list of statements each connection prepares) is PgJobStoreOptions (pg_job_store_options.h).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,7 @@
 #include "belfry/job_store.h"
 #include "belfry/shard_layout.h"
 #include "pg/pg_due_query_stream.h"
+#include "pg/pg_job_store_options.h"
 #include "pg/pg_session.h"
 #include "pg/pg_standby_reader.h"
 #include "tzdb/system_time_zone_database.h"
@@ -36,11 +38,13 @@ namespace belfry {
 // is reopened by the next call.
 class PgJobStore final : public JobStore {
  public:
-  // `standby.url`, when not empty, is a hot standby of `database_url` that serves the tick query
-  // once it has replayed past the query's read fence (PgStandbyReader, docs/hot-standby.md).
-  // Calendar jobs' zones (the tick's terms, fire limits, backfills, re-plans) come from
-  // `time_zones`, which must outlive the store.
-  explicit PgJobStore(std::string database_url, StandbyOptions standby = {},
+  // Connects to options.database with options.statements. `options.standby.url`, when not
+  // empty, is a hot standby of that database that serves the tick query once it has replayed past
+  // the query's read fence (PgStandbyReader, docs/hot-standby.md). Calendar jobs' zones come from
+  // options.time_zones, which must outlive the store.
+  explicit PgJobStore(const PgJobStoreOptions& options);
+  // With options of its own: MakePgJobStoreOptions(database_url, standby, time_zones).
+  explicit PgJobStore(const std::string& database_url, StandbyOptions standby = {},
                       const TimeZoneDatabase& time_zones = SystemTimeZones());
   PgJobStore(const PgJobStore&) = delete;
   PgJobStore& operator=(const PgJobStore&) = delete;

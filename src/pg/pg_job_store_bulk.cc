@@ -8,16 +8,14 @@
 #include <pqxx/transaction>
 
 #include "core/bulk_walk.h"
-#include "core/slot_math.h"
+#include "core/shard_layout.h"
 #include "pg/array_literal.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_bulk_op_queries.h"
-#include "pg/pg_job_change_log.h"
-#include "pg/pg_job_store.h"
-
-#include "core/shard_layout.h"
 #include "pg/pg_command_queries.h"
+#include "pg/pg_job_change_log.h"
 #include "pg/pg_job_sql.h"
+#include "pg/pg_job_store.h"
 #include "pg/pg_job_writes.h"
 #include "pg/pg_rows.h"
 

@@ -2,35 +2,14 @@
 // (docs/load-projection.md).
 #include "pg/pg_job_store.h"
 
-
-#include <algorithm>
-#include <array>
-#include <bitset>
 #include <charconv>
-#include <map>
-#include <set>
 #include <pqxx/nontransaction>
 #include <pqxx/result>
-#include <pqxx/stream_to>
 #include <pqxx/transaction>
-#include <unordered_set>
-#include <utility>
 
-#include "core/calendar_schedule.h"
-#include "core/fire_limit.h"
-#include "core/manual_fire.h"
-#include "core/shard_hash.h"
-#include "core/shard_layout.h"
 #include "core/slot_math.h"
-#include "pg/copy_row.h"
-#include "pg/json_array_chunks.h"
-#include "pg/pg_bulk_op_queries.h"
 #include "pg/pg_due_queries.h"
-#include "pg/pg_job_change_log.h"
-#include "pg/pg_job_change_queries.h"
-#include "pg/pg_job_writes.h"
 #include "pg/pg_load_queries.h"
-#include "pg/pg_rows.h"
 
 namespace belfry {
 namespace {

@@ -1,19 +1,21 @@
 #include "pg/pg_session.h"
 
-#include "pg/connection_options.h"
-
 namespace belfry {
 
-PgSession::PgSession(std::string database_url, std::vector<PreparedStatement> statements)
-    : database_url_(WithConnectTimeout(database_url)), statements_(std::move(statements)) {}
+PgSession::PgSession(PgConninfo conninfo, std::shared_ptr<const std::vector<PreparedStatement>> statements)
+    : conninfo_(std::move(conninfo)), statements_(std::move(statements)) {}
+
+PgSession::PgSession(const std::string& database_url, std::vector<PreparedStatement> statements)
+    : PgSession(PgConninfo(database_url),
+                std::make_shared<const std::vector<PreparedStatement>>(std::move(statements))) {}
 
 PgSession::~PgSession() = default;
 
 Status PgSession::Connect(const char* context) {
   if (conn_ != nullptr) return Status::Ok();
   try {
-    auto conn = std::make_unique<pqxx::connection>(database_url_);
-    for (const PreparedStatement& s : statements_) conn->prepare(s.name, s.sql);
+    auto conn = std::make_unique<pqxx::connection>(conninfo_.str());
+    for (const PreparedStatement& s : *statements_) conn->prepare(s.name, s.sql);
     conn_ = std::move(conn);
     return Status::Ok();
   } catch (const std::exception& e) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "belfry/status.h"
+#include "pg/connection_options.h"
 #include "pg/pg_status.h"
 
 namespace belfry {
@@ -22,7 +23,11 @@ struct PreparedStatement {
 // Thread-compatible: one instance per thread.
 class PgSession final {
  public:
-  PgSession(std::string database_url, std::vector<PreparedStatement> statements);
+  // Every connection prepares `statements`, a list that may be shared with other sessions.
+  // REQUIRES: statements is not null.
+  PgSession(PgConninfo conninfo, std::shared_ptr<const std::vector<PreparedStatement>> statements);
+  // Prepares `database_url` (PgConninfo), with a list of its own.
+  PgSession(const std::string& database_url, std::vector<PreparedStatement> statements);
   PgSession(const PgSession&) = delete;
   PgSession& operator=(const PgSession&) = delete;
   ~PgSession();
@@ -48,8 +53,8 @@ class PgSession final {
  private:
   Status Connect(const char* context);
 
-  const std::string database_url_;
-  const std::vector<PreparedStatement> statements_;
+  const PgConninfo conninfo_;
+  const std::shared_ptr<const std::vector<PreparedStatement>> statements_;
   std::unique_ptr<pqxx::connection> conn_;
 };
 

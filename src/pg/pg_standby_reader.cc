@@ -4,6 +4,8 @@
 #include <thread>
 #include <utility>
 
+#include "pg/connection_options.h"
+
 namespace belfry {
 namespace {
 
@@ -19,7 +21,7 @@ constexpr std::chrono::microseconds kPollPause{500};
 }  // namespace
 
 PgStandbyReader::PgStandbyReader(StandbyOptions options, const TimeZoneDatabase& time_zones)
-    : options_(std::move(options)), standby_(options_.url, time_zones) {}
+    : options_(std::move(options)), standby_(PgConninfo(options_.url), time_zones) {}
 
 void PgStandbyReader::Report(const DueQueryRoute& route) const {
   if (options_.on_route) options_.on_route(route);

@@ -80,6 +80,24 @@ TEST(ServeRulesTest, AnAdminUrlThatCannotBeBuiltIsAnErrorToReport) {
   cfg.standby.admin_reads = true;
   const ServeRules rules(cfg);
   EXPECT_FALSE(rules.admin_database_url.ok()) << "the standby and the primary differ in more than host and port";
+  EXPECT_FALSE(rules.admin_job_stores.ok());
+}
+
+TEST(ServeRulesTest, TheJobStoresShareOneStatementListAndTheAdminSessionsConnectToTheirUrl) {
+  Config cfg = TestConfig();
+  cfg.standby.url = "postgresql://belfry:pw@replica.example:5432/belfry";
+  cfg.standby.admin_reads = true;
+  const ServeRules rules(cfg);
+  const PgJobStoreOptions& primary = rules.job_stores;
+  ASSERT_NE(primary.statements, nullptr);
+  EXPECT_FALSE(primary.statements->empty());
+  EXPECT_NE(primary.database.str().find("db.example"), std::string::npos) << primary.database.str();
+  EXPECT_NE(primary.database.str().find("connect_timeout"), std::string::npos) << "prepared once, here";
+  EXPECT_TRUE(primary.standby.url.empty()) << "only the scheduler workers' stores read from the standby";
+  ASSERT_TRUE(rules.admin_job_stores.ok()) << rules.admin_job_stores.status().ToString();
+  EXPECT_EQ(rules.admin_job_stores->statements, primary.statements) << "one list, not a copy";
+  EXPECT_EQ(rules.admin_job_stores->database.str(), PgConninfo(*rules.admin_database_url).str());
+  EXPECT_EQ(rules.admin_job_stores->time_zones, primary.time_zones);
 }
 
 TEST(ServeRulesTest, CatchUpGovernorOnlyWhenTheYieldPointIsSet) {

@@ -176,11 +176,9 @@ JobSpec Spec(const std::string& id, const std::string& owner = "tracking-svc", i
   return s;
 }
 
-// A JobStore whose reads return a scripted answer (or error).
-class ScriptedJobStore final : public UnsupportedJobStore {
+// A JobReader whose job reads return a scripted answer (or error); its other reads fail.
+class ScriptedJobReader final : public JobReader {
  public:
-  Status ForEachDueJob(const DueQuery&, const std::function<void(const DueJob&)>&) override { return error; }
-  Status ApplyActions(const std::vector<JobAction>&) override { return error; }
   StatusOr<std::optional<StoredJob>> GetJob(const std::string&) override {
     if (on_get) on_get();
     if (!throw_what.empty()) throw std::runtime_error(throw_what);
@@ -191,6 +189,14 @@ class ScriptedJobStore final : public UnsupportedJobStore {
     if (!error.ok()) return error;
     return JobPage();
   }
+  StatusOr<std::vector<JobChange>> ListJobChanges(const std::string&, int64_t, int32_t) override {
+    return NotScripted();
+  }
+  StatusOr<std::optional<BulkOpState>> GetBulkOp(const std::string&) override { return NotScripted(); }
+  StatusOr<std::vector<BulkOpState>> ListBulkOps(int32_t) override { return NotScripted(); }
+  StatusOr<ManualFireResult> CountBackfill(const ManualFire&) override { return NotScripted(); }
+
+  static Status NotScripted() { return Status::FailedPrecondition("this test reader does not script that read"); }
   Status error;
   std::optional<StoredJob> job;
   std::function<void()> on_get;  // runs first in GetJob
@@ -256,11 +262,11 @@ class AdminServerTest : public ::testing::Test {
  protected:
   AdminServerTest() : clock_(kNow), ledger_(120, clock_), metrics_("9.9.9-test") {}
 
-  // Starts the server with `store` (default: the fake) and returns a client for it.
-  void StartServer(AdminServerOptions options = {}, JobStore* store = nullptr,
+  // Starts the server with `jobs` (default: the fake) and returns a client for it.
+  void StartServer(AdminServerOptions options = {}, JobReader* jobs = nullptr,
                    ShardLedger* ledger = nullptr) {
     if (options.listen == AdminServerOptions().listen) options.listen = "127.0.0.1:0";
-    AdminDeps deps = Deps(store, ledger);
+    AdminDeps deps = Deps(jobs, ledger);
     deps.readiness = [this] { return ready_; };
     auto started = AdminServer::Start(options, deps);
     ASSERT_TRUE(started.ok()) << started.status().ToString();
@@ -306,12 +312,12 @@ class AdminServerTest : public ::testing::Test {
     EXPECT_FALSE(j["error"].get<std::string>().empty());
   }
 
-  // Deps over a new one-session reader pool of `store` and `ledger` (default: the fakes) and
-  // executions_.
-  AdminDeps Deps(JobStore* store = nullptr, ShardLedger* ledger = nullptr) {
-    pools_.push_back(std::make_unique<ReaderPool>(
-        std::vector<ReadSession>{{store ? store : &store_, ledger ? ledger : &ledger_, executions_}},
-        std::chrono::milliseconds(50)));
+  // Deps over a new one-session reader pool of `jobs` and `ledger` (default: the fakes), the fake
+  // store's load reads and executions_.
+  AdminDeps Deps(JobReader* jobs = nullptr, ShardLedger* ledger = nullptr) {
+    const ReadSession session{jobs ? jobs : &store_, &store_, ledger ? ledger : &ledger_, executions_};
+    pools_.push_back(
+        std::make_unique<ReaderPool>(std::vector<ReadSession>{session}, std::chrono::milliseconds(50)));
     AdminDeps deps;
     deps.readers = pools_.back().get();
     deps.metrics = &metrics_;
@@ -386,7 +392,7 @@ TEST_F(AdminServerTest, RequestsBeyondTheQueueAreTurnedAwayAndProbesStillAnswer)
   AdminServerOptions options = Options("127.0.0.1:0");
   options.worker_threads = 1;
   options.max_queued_connections = 0;
-  ScriptedJobStore blocking;
+  ScriptedJobReader blocking;
   std::promise<void> entered;
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
@@ -789,7 +795,7 @@ TEST_F(AdminServerTest, GetJobReturnsTheStoredJob) {
 }
 
 TEST_F(AdminServerTest, GetJobWithTimesAndNoKeyOrOwner) {
-  ScriptedJobStore scripted;
+  ScriptedJobReader scripted;
   StoredJob j;
   j.spec = Spec("j1", "");
   j.spec.key.clear();
@@ -1203,7 +1209,7 @@ TEST_F(AdminServerTest, ShardsReportCatchUpDebtInTheirLag) {
 }
 
 TEST_F(AdminServerTest, RetryableStoreErrorsAre503) {
-  ScriptedJobStore scripted;
+  ScriptedJobReader scripted;
   scripted.error = Status::Retryable("connection to PostgreSQL lost");
   FailingLedger ledger;
   StartServer({}, &scripted, &ledger);
@@ -1224,7 +1230,7 @@ TEST_F(AdminServerTest, InternalErrorsAnswerAnIdAndLogTheText) {
   auto previous = spdlog::default_logger();
   spdlog::set_default_logger(
       std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
-  ScriptedJobStore scripted;
+  ScriptedJobReader scripted;
   StartServer({}, &scripted);
   std::set<std::string> ids;
   auto expect_opaque_500 = [&](const Reply& r, const std::string& secret) {
@@ -1554,9 +1560,9 @@ TEST_F(AdminServerTest, OneLoadProjectionAtATime) {
   };
   AdminDeps deps = Deps();
   // Two sessions, so that the second request is not turned away for want of one.
-  pools_.push_back(std::make_unique<ReaderPool>(
-      std::vector<ReadSession>{{&store_, &ledger_, nullptr}, {&store_, &ledger_, nullptr}},
-      std::chrono::milliseconds(2000)));
+  const ReadSession session{&store_, &store_, &ledger_, nullptr};
+  pools_.push_back(
+      std::make_unique<ReaderPool>(std::vector<ReadSession>{session, session}, std::chrono::milliseconds(2000)));
   deps.readers = pools_.back().get();
   AdminServerOptions options;
   options.listen = "127.0.0.1:0";

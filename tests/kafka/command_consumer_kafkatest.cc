@@ -19,7 +19,7 @@ namespace belfry {
 namespace {
 
 using belfry::testing::CommittedOffsets;
-using belfry::testing::RecordingJobStore;
+using belfry::testing::RecordingCommandStore;
 using belfry::testing::TestKafkaConfig;
 using belfry::testing::WaitUntil;
 using nlohmann::json;
@@ -59,7 +59,7 @@ class CommandConsumerTest : public ::testing::Test {
   // Runs a CommandConsumer on its own thread until Stop() or destruction.
   class Running {
    public:
-    Running(const KafkaConfig& config, JobStore& store, CommandRules rules) {
+    Running(const KafkaConfig& config, CommandStore& store, CommandRules rules) {
       CommandConsumerOptions options;
       options.retry_initial_ms = 50;
       options.retry_max_ms = 400;
@@ -136,7 +136,7 @@ TEST_F(CommandConsumerTest, AppliesValidCommandsDeadLettersTheRestAndCommits) {
   ASSERT_TRUE(publisher->Publish("job-u", json{{"op", "explode"}, {"id", "job-u"}}.dump()).ok());
   constexpr int kCommands = 11;
 
-  RecordingJobStore store;
+  RecordingCommandStore store;
   Running running(config_, store, Rules());
 
   for (int i = 0; i < 5; ++i) {
@@ -212,7 +212,7 @@ TEST_F(CommandConsumerTest, AppliesValidCommandsDeadLettersTheRestAndCommits) {
   EXPECT_EQ(CommittedTotal(), kCommands);
 
   // ...so a new member of the group starts after them and sees only what comes next.
-  RecordingJobStore store2;
+  RecordingCommandStore store2;
   Running second(config_, store2, Rules());
   ASSERT_TRUE(publisher->Publish("job-9", Upsert("job-9", 9)).ok());
   EXPECT_EQ(WaitOutcome(*publisher, "job-9")["status"], "applied");
@@ -235,7 +235,7 @@ TEST_F(CommandConsumerTest, RetriesTheStoreAndCommitsOnlyAfterItSucceeds) {
   ASSERT_NE(publisher, nullptr);
   for (const char* id : {"job-a", "job-b", "job-c"}) ASSERT_TRUE(publisher->Publish(id, Upsert(id, 1)).ok());
 
-  RecordingJobStore store;
+  RecordingCommandStore store;
   store.FailNextApplies(2, Status::Retryable("connection to PostgreSQL lost"));
   std::vector<int64_t> committed_during_failures;
   store.SetOnApply([&](int call) {
@@ -263,7 +263,7 @@ TEST_F(CommandConsumerTest, StopDuringRetryLeavesTheBatchForTheNextOwner) {
 
   {
     // A store that always fails, even with a non-retryable error: nothing is skipped.
-    RecordingJobStore broken;
+    RecordingCommandStore broken;
     broken.FailNextApplies(1000000, Status::Invalid("constraint", "jobs_pkey violated"));
     Running running(config_, broken, Rules());
     ASSERT_TRUE(WaitUntil([&] { return broken.apply_calls() >= 3; }, milliseconds(30000)));
@@ -274,7 +274,7 @@ TEST_F(CommandConsumerTest, StopDuringRetryLeavesTheBatchForTheNextOwner) {
   }
   EXPECT_EQ(CommittedTotal(), 0);
 
-  RecordingJobStore store;
+  RecordingCommandStore store;
   Running running(config_, store, Rules());
   EXPECT_EQ(WaitOutcome(*publisher, "job-s1")["status"], "applied");
   EXPECT_EQ(WaitOutcome(*publisher, "job-s2")["status"], "applied");
@@ -294,7 +294,7 @@ TEST_F(CommandConsumerTest, KeepsApplyingWhileAnEarlierBatchIsUnacknowledgedButC
   KafkaConfig broken_dlq = config_;
   broken_dlq.dlq_topic = "no such topic!";
   {
-    RecordingJobStore store;
+    RecordingCommandStore store;
     Running running(broken_dlq, store, Rules());
     ASSERT_TRUE(WaitUntil([&] { return store.rows().size() == 2; }, milliseconds(30000)));
     // ...does not stop later batches from being applied (pipelining)...
@@ -315,7 +315,7 @@ TEST_F(CommandConsumerTest, KeepsApplyingWhileAnEarlierBatchIsUnacknowledgedButC
   EXPECT_EQ(CommittedTotal(), 0);
 
   // The next owner re-applies everything, publishes every record, and commits past all four.
-  RecordingJobStore store;
+  RecordingCommandStore store;
   Running running(config_, store, Rules());
   EXPECT_EQ(WaitOutcome(*publisher, "job-p3")["status"], "applied");
   EXPECT_TRUE(WaitUntil([&] { return CommittedTotal() == 4; }, milliseconds(10000)));

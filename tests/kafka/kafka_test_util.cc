@@ -152,7 +152,7 @@ std::map<std::string, int> RecordingExecutionStore::stored() const {
   return stored_;
 }
 
-Status RecordingJobStore::ApplyActions(const std::vector<JobAction>& actions) {
+Status RecordingCommandStore::ApplyActions(const std::vector<JobAction>& actions) {
   std::function<void(int)> hook;
   int call = 0;
   {
@@ -176,23 +176,23 @@ Status RecordingJobStore::ApplyActions(const std::vector<JobAction>& actions) {
   return s;
 }
 
-void RecordingJobStore::FailNextApplies(int n, Status status) {
+void RecordingCommandStore::FailNextApplies(int n, Status status) {
   std::lock_guard<std::mutex> lock(mu_);
   fail_next_ = n;
   fail_status_ = std::move(status);
 }
 
-void RecordingJobStore::SetOnApply(std::function<void(int)> fn) {
+void RecordingCommandStore::SetOnApply(std::function<void(int)> fn) {
   std::lock_guard<std::mutex> lock(mu_);
   on_apply_ = std::move(fn);
 }
 
-int RecordingJobStore::apply_calls() const {
+int RecordingCommandStore::apply_calls() const {
   std::lock_guard<std::mutex> lock(mu_);
   return calls_;
 }
 
-std::vector<std::vector<JobAction>> RecordingJobStore::applied() const {
+std::vector<std::vector<JobAction>> RecordingCommandStore::applied() const {
   std::lock_guard<std::mutex> lock(mu_);
   return applied_;
 }

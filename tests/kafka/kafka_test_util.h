@@ -1,6 +1,6 @@
 // Shared helpers for the Kafka integration tests: the broker address (BELFRY_KAFKA_BROKERS is
-// required), unique names, polling waits, a producer of plain messages, and a JobStore and an
-// ExecutionStore that record and can fail applies.
+// required), unique names, polling waits, a producer of plain messages, and a CommandStore and
+// an ExecutionStore that record and can fail applies.
 #pragma once
 
 #include <chrono>
@@ -15,7 +15,7 @@
 
 #include "belfry/config.h"
 #include "belfry/execution.h"
-#include "belfry/job_store.h"
+#include "belfry/command_store.h"
 #include "fakes/fake_job_store.h"
 #include "kafka/topic_tail.h"
 
@@ -44,16 +44,16 @@ Status ProduceMessages(const std::string& topic,
                        const std::vector<std::pair<std::string, std::string>>& messages,
                        std::optional<int32_t> partition = std::nullopt);
 
-// A FakeJobStore that records every ApplyActions call and can fail the next n of them.
-class RecordingJobStore final : public UnsupportedJobStore {
+// A CommandStore over a FakeJobStore that records every ApplyActions call and can fail the next n
+// of them. Manual fires and bulk operations go to the FakeJobStore as they are.
+class RecordingCommandStore final : public CommandStore {
  public:
-  Status ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn) override {
-    return inner_.ForEachDueJob(q, fn);
-  }
   Status ApplyActions(const std::vector<JobAction>& actions) override;
-  StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) override { return inner_.GetJob(id); }
-  StatusOr<JobPage> ListJobs(const JobListFilter& filter) override {
-    return inner_.ListJobs(filter);
+  StatusOr<std::vector<ManualFireResult>> ApplyManualFires(const std::vector<ManualFire>& fires) override {
+    return inner_.ApplyManualFires(fires);
+  }
+  StatusOr<std::vector<Status>> AcceptBulkOps(const std::vector<BulkOp>& ops) override {
+    return inner_.AcceptBulkOps(ops);
   }
 
   // The next `n` ApplyActions calls return `status` without applying anything.
