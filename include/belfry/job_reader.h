@@ -58,19 +58,21 @@ struct JobAndStats {
   std::optional<DeliveryErrorRecord> last_delivery_error;  // none until a trigger is refused
 };
 
+// GetJobAndStats of a store that keeps no outcome counters: the job, with stats_read false.
+inline StatusOr<std::optional<JobAndStats>> JobWithoutStats(StatusOr<std::optional<StoredJob>> job) {
+  if (!job.ok()) return job.status();
+  if (!job->has_value()) return std::optional<JobAndStats>();
+  return std::optional<JobAndStats>(JobAndStats{std::move(**job), false, std::nullopt, std::nullopt});
+}
+
 class JobReader {
  public:
   virtual ~JobReader() = default;
 
   virtual StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) = 0;
   // The job and, where the store keeps them next to the jobs, its outcome counters, in one read.
-  // The default reads GetJob and leaves stats_read false.
-  virtual StatusOr<std::optional<JobAndStats>> GetJobAndStats(const std::string& id) {
-    StatusOr<std::optional<StoredJob>> job = GetJob(id);
-    if (!job.ok()) return job.status();
-    if (!job->has_value()) return std::optional<JobAndStats>();
-    return std::optional<JobAndStats>(JobAndStats{std::move(**job), false, std::nullopt, std::nullopt});
-  }
+  // A store that keeps no counters answers JobWithoutStats(GetJob(id)).
+  virtual StatusOr<std::optional<JobAndStats>> GetJobAndStats(const std::string& id) = 0;
   // Up to filter.limit (clamped to 1..kMaxJobPage) matching jobs after filter.after_id, and
   // whether more follow (JobPageOf).
   virtual StatusOr<JobPage> ListJobs(const JobListFilter& filter) = 0;

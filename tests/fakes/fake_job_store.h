@@ -25,6 +25,9 @@ class FakeJobStore final : public UnsupportedJobStore {
   Status ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn) override;
   Status ApplyActions(const std::vector<JobAction>& actions) override;
   StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) override;
+  StatusOr<std::optional<JobAndStats>> GetJobAndStats(const std::string& id) override {
+    return JobWithoutStats(GetJob(id));
+  }
   StatusOr<JobPage> ListJobs(const JobListFilter& filter) override;
   // The groups SetLoadGroups gave, whatever the query; FailedPrecondition (as the base) before.
   // Calls `during_load_read` (if set; outside the store's lock) first: a test holds a read there.

@@ -35,6 +35,7 @@ class UnsupportedJobStore : public JobStore {
   StatusOr<int64_t> SweepJobChanges(EpochMs, int32_t) override { return Unsupported(); }
 
   StatusOr<std::optional<StoredJob>> GetJob(const std::string&) override { return Unsupported(); }
+  StatusOr<std::optional<JobAndStats>> GetJobAndStats(const std::string&) override { return Unsupported(); }
   StatusOr<JobPage> ListJobs(const JobListFilter&) override { return Unsupported(); }
   StatusOr<std::vector<JobChange>> ListJobChanges(const std::string&, int64_t, int32_t) override {
     return Unsupported();

@@ -185,6 +185,9 @@ class ScriptedJobReader final : public JobReader {
     if (!error.ok()) return error;
     return job;
   }
+  StatusOr<std::optional<JobAndStats>> GetJobAndStats(const std::string& id) override {
+    return JobWithoutStats(GetJob(id));
+  }
   StatusOr<JobPage> ListJobs(const JobListFilter&) override {
     if (!error.ok()) return error;
     return JobPage();
