@@ -12,6 +12,8 @@
 #include <sstream>
 #include <utility>
 
+#include "core/slot_math.h"
+
 namespace belfry {
 namespace {
 
@@ -325,7 +327,7 @@ const std::vector<Section>& Sections() {
               // shard_count x tick must be 60s (ValidateConfig), so tick is 10ms..60s.
               IntegerKey("shard_count", &SchedulerConfig::shard_count, 1, 6000),
               DurationKey("tick", &SchedulerConfig::tick_ms, 10, kMinute),
-              IntegerListKey("intervals", &SchedulerConfig::intervals, 1, 1440),
+              IntegerListKey("intervals", &SchedulerConfig::intervals, 1, kMinutesPerDay),
               EnumKey("misfire_policy", &SchedulerConfig::misfire_policy,
                       {{"fire_all", MisfirePolicy::kFireAll},
                        {"coalesce", MisfirePolicy::kCoalesce},
@@ -451,14 +453,14 @@ const char* MisfirePolicyName(MisfirePolicy p) {
 
 Status ValidateConfig(const Config& c) {
   const SchedulerConfig& s = c.scheduler;
-  if (s.shard_count * s.tick_ms != 60'000) {
+  if (s.shard_count * s.tick_ms != kMsPerMinute) {
     return Bad("scheduler.tick", fmt::format("shard_count ({}) x tick ({}ms) must equal 60s, got {}ms",
                                              s.shard_count, s.tick_ms, s.shard_count * s.tick_ms));
   }
   if (s.intervals.empty()) return Bad("scheduler.intervals", "must not be empty");
   std::set<int32_t> seen;
   for (int32_t i : s.intervals) {
-    if (i <= 0 || 1440 % i != 0) {
+    if (i <= 0 || kMinutesPerDay % i != 0) {
       return Bad("scheduler.intervals", fmt::format("{} does not divide 1440 (a UTC day in minutes)", i));
     }
     if (!seen.insert(i).second) return Bad("scheduler.intervals", fmt::format("{} is listed twice", i));
@@ -466,7 +468,7 @@ Status ValidateConfig(const Config& c) {
   if (s.max_catchup_ms < s.misfire_threshold_ms) {
     return Bad("scheduler.max_catchup", "must be at least scheduler.misfire_threshold");
   }
-  if (s.one_shot_retention_ms < s.max_catchup_ms + 60'000) {
+  if (s.one_shot_retention_ms < s.max_catchup_ms + kMsPerMinute) {
     return Bad("scheduler.one_shot_retention", "must be at least scheduler.max_catchup plus one minute");
   }
   if (c.log.format != "text" && c.log.format != "json") return Bad("log.format", "must be text or json");

@@ -25,6 +25,7 @@
 #include "belfry/shard_layout.h"
 #include "belfry/status.h"
 #include "core/calendar_schedule.h"
+#include "core/slot_math.h"  // kMinutesPerDay
 
 namespace belfry {
 
@@ -87,7 +88,7 @@ LoadProjection ProjectLoad(const TimeZoneDatabase& time_zones, const LoadWindow&
 // rounded down to its minute, to `to` (empty: from + 60 minutes) rounded up, exclusive; at
 // most kMaxLoadWindowMinutes. Invalid (reason "invalid_window") with a message that names the
 // parameter.
-constexpr int64_t kMaxLoadWindowMinutes = 1440;
+constexpr int64_t kMaxLoadWindowMinutes = kMinutesPerDay;
 StatusOr<LoadWindow> ParseLoadWindow(std::string_view from, std::string_view to, EpochMs now,
                                      const ShardLayout& layout, const std::vector<int32_t>& intervals);
 

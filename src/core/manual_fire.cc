@@ -49,7 +49,7 @@ ManualRow PlanManualTrigger(std::string_view job_id, int32_t shard, EpochMs mess
   // The one instant of the minute that is also a slot of this job's shard: step off it.
   if (StoredShardSlotMs(rules.layout, EpochMinuteOf(message_ms), shard) == message_ms) ++row.scheduled_for_ms;
   row.run_minute = FirstManualMinute(shard, message_ms, rules.layout);
-  row.late_limit_minute = row.run_minute + rules.max_late_ms / 60'000;
+  row.late_limit_minute = row.run_minute + rules.max_late_ms / kMsPerMinute;
   row.row_id = DerivedRowId(job_id, DerivedKind::kTrigger, row.scheduled_for_ms);
   return row;
 }

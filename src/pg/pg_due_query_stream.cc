@@ -46,7 +46,7 @@ StatusOr<std::string> PhaseArrayLiteral(const std::vector<PhaseTerm>& terms) {
   for (const PhaseTerm& t : terms) {
     if (t.interval_minutes <= 0 || t.interval_minutes > kMinutesPerDay) {
       return Status::Invalid("due_query",
-                             "interval " + std::to_string(t.interval_minutes) + " is outside 1..1440");
+                             "interval " + std::to_string(t.interval_minutes) + " is outside 1.." + std::to_string(kMinutesPerDay));
     }
     for (int32_t offset : t.offsets) {
       if (offset < 0 || offset >= t.interval_minutes) {
