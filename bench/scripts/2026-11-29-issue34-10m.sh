@@ -7,7 +7,7 @@
 #   - the seed's JSON (applied/s over the whole run) and its throughput plot;
 #   - pg_stat_statements over the whole seed (as the stack's superuser, over its socket);
 #   - bench/cpu_split over 60 s at the start (~1M stored) and near the end (~8M);
-#   - the database's size. The database is dropped afterwards.
+#   - the database's size. The database and the run's topics are deleted afterwards.
 # Run from the repository root on the local stack, with nothing else running.
 set -uo pipefail
 R=${R:-bench/results/2026-11-29-issue34-10m}
@@ -56,3 +56,5 @@ psql -X -At "$BELFRY_DATABASE_URL" -c "SELECT pg_size_pretty(pg_database_size(cu
   pg_size_pretty(pg_total_relation_size('job_changes'))" > $R/db-size.txt
 kill -TERM $NODE; wait $NODE
 psql -X -q "$ADMIN" -c "DROP DATABASE IF EXISTS i34_10m WITH (FORCE)"
+# This run's topics hold ~20 GB (commands, results, and a create's whole view on the changes topic).
+scripts/local-stack kafka-topics --delete --topic "$T\\..*" > /dev/null 2>&1 || echo "deleting the $T.* topics failed"
