@@ -27,7 +27,10 @@ T=lt10m-$(date +%s)
 export BELFRY_KAFKA_COMMANDS_TOPIC=$T.commands BELFRY_KAFKA_RESULTS_TOPIC=$T.results
 export BELFRY_KAFKA_DLQ_TOPIC=$T.dlq BELFRY_KAFKA_CHANGES_TOPIC=$T.changes BELFRY_KAFKA_GROUP_ID=$T
 export BELFRY_EXECUTIONS_ENABLED=false BELFRY_ADMIN_LISTEN=127.0.0.1:18170
-psql -X -q "$ADMIN" -c "DROP DATABASE IF EXISTS i34_10m WITH (FORCE)" -c "CREATE DATABASE i34_10m" || exit 1
+# Dropped as the superuser: WITH (FORCE) from belfry cannot end an autovacuum worker (a
+# superuser's backend), which a database just loaded with 10M rows usually has.
+"${SU[@]}" -d postgres -c "DROP DATABASE IF EXISTS i34_10m WITH (FORCE)" || exit 1
+psql -X -q "$ADMIN" -c "CREATE DATABASE i34_10m" || exit 1
 "${SU[@]}" -d i34_10m -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" || exit 1
 BIN=${BIN:-build/belfry}  # the node under test (another commit's build for a before run)
 export BELFRY_MIGRATIONS_DIR=${BELFRY_MIGRATIONS_DIR:-$(cd "$(dirname "$BIN")/.." && pwd)/migrations}  # its own commit's schema
@@ -55,6 +58,6 @@ kill $SPLIT 2> /dev/null
 psql -X -At "$BELFRY_DATABASE_URL" -c "SELECT pg_size_pretty(pg_database_size(current_database())),
   pg_size_pretty(pg_total_relation_size('job_changes'))" > $R/db-size.txt
 kill -TERM $NODE; wait $NODE
-psql -X -q "$ADMIN" -c "DROP DATABASE IF EXISTS i34_10m WITH (FORCE)"
+"${SU[@]}" -d postgres -c "DROP DATABASE IF EXISTS i34_10m WITH (FORCE)"
 # This run's topics hold ~20 GB (commands, results, and a create's whole view on the changes topic).
 scripts/local-stack kafka-topics --delete --topic "$T\\..*" > /dev/null 2>&1 || echo "deleting the $T.* topics failed"

@@ -33,6 +33,7 @@ std::vector<PreparedStatement> MigratorStatements() {
       {q::kInsertLayoutName, q::kInsertLayoutSql},
       {q::kGetShardCountName, q::kGetShardCountSql},
       {q::kInsertShardStatesName, q::kInsertShardStatesSql},
+      {q::kCitusDistributeExistsName, q::kCitusDistributeExistsSql},
   };
 }
 
@@ -168,6 +169,11 @@ Status Migrate(const std::string& database_url, const std::string& migrations_di
       if (Status st = CompareShardCount(txn, txn.exec_prepared(q::kGetShardCountName), shard_count); !st.ok())
         return st;
       txn.exec_prepared(q::kInsertShardStatesName, shard_count);
+      txn.commit();
+    }
+    {
+      pqxx::work txn(conn, "citus");
+      if (txn.exec_prepared(q::kCitusDistributeExistsName)[0][0].as<bool>()) txn.exec(q::kCitusDistributeSql);
       txn.commit();
     }
     pqxx::nontransaction txn(conn, "migration_unlock");

@@ -25,7 +25,9 @@ StatusOr<std::vector<MigrationFile>> ListMigrationFiles(const std::string& dir);
 // advisory lock while it works. Each pending file is applied in its own transaction together
 // with its schema_migrations row. Then records shard_count in belfry_meta if it is not there yet
 // (FailedPrecondition when the database holds a different one) and creates the shard_state rows
-// 0..shard_count-1 that are missing. Retryable when the database cannot be reached.
+// 0..shard_count-1 that are missing. Last, on a database with the citus extension, distributes
+// the tables if they are not yet (belfry_citus_distribute, migration 0019; docs/scale-out.md).
+// Retryable when the database cannot be reached.
 Status Migrate(const std::string& database_url, const std::string& migrations_dir, int32_t shard_count);
 
 // Read-only check for `belfry serve` and /readyz: Ok iff every migration file is applied (versions

@@ -329,11 +329,19 @@ Status PgDueQueryStream::RunCursor(const pg_queries::DueCursor& cursor, const Du
   const bool range = q.first_minute != q.last_minute;
   DueJob job;
   job.due_minute = q.last_minute;
+  // One FETCH ahead: the server reads and sends the next rows while fn hands out these (it
+  // queues each trigger for the producer), instead of the two taking turns. A full batch
+  // sends the next FETCH before its rows are handed out; a short one is the last.
+  if (PQsendQuery(conn_, cursor.fetch_sql) == 0) return ResultError(nullptr, "due query");
   for (;;) {
-    PgResultPtr res(PQexec(conn_, cursor.fetch_sql));
+    PgResultPtr res(PQgetResult(conn_));
+    // Each FETCH is one result, then none: read to the end before the next command.
+    while (PGresult* rest = PQgetResult(conn_)) PQclear(rest);
     if (res == nullptr || PQresultStatus(res.get()) != PGRES_TUPLES_OK) return ResultError(res.get(), "due query");
     const PGresult* raw = res.get();
     const int rows = PQntuples(raw);
+    const bool more = rows >= pg_queries::kDueJobsFetchRows;
+    if (more && PQsendQuery(conn_, cursor.fetch_sql) == 0) return ResultError(nullptr, "due query");
     for (int r = 0; r < rows; ++r) {
       job.id = Value(raw, r, 0);
       job.topic = Value(raw, r, 1);
@@ -344,7 +352,7 @@ Status PgDueQueryStream::RunCursor(const pg_queries::DueCursor& cursor, const Du
       if (range) job.due_minute = IntValue<int64_t>(raw, r, 6);
       fn(job);
     }
-    if (rows < pg_queries::kDueJobsFetchRows) return Status::Ok();
+    if (!more) return Status::Ok();
   }
 }
 

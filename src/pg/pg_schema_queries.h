@@ -60,4 +60,13 @@ inline constexpr const char kInsertShardStatesSql[] =
     "INSERT INTO shard_state (shard) SELECT s FROM generate_series(0, $1::int - 1) AS s "
     "ON CONFLICT (shard) DO NOTHING";
 
+// On a Citus cluster, distributes the tables once (migration 0019, docs/scale-out.md); on a plain
+// PostgreSQL it does nothing. Run by every `belfry migrate` after the migrations, so a database
+// migrated as plain PostgreSQL moves to Citus once the extension and the workers are there. The
+// function is absent while a migrations directory stops before 0019 (older schemas, tests).
+inline constexpr const char kCitusDistributeExistsName[] = "belfry_citus_distribute_exists";
+inline constexpr const char kCitusDistributeExistsSql[] =
+    "SELECT to_regprocedure('belfry_citus_distribute(integer)') IS NOT NULL";
+inline constexpr const char kCitusDistributeSql[] = "SELECT belfry_citus_distribute()";
+
 }  // namespace belfry::pg_queries

@@ -6,6 +6,7 @@
 #include <memory>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "core/layout_due_query.h"
 #include "core/slot_math.h"
 #include "migrated_database_test.h"
+#include "pg/pg_due_queries.h"
 #include "pg/pg_job_store.h"
 #include "tzdb/system_time_zone_database.h"
 
@@ -242,6 +244,45 @@ TEST_F(PgDueQueryTest, StreamsALargeShardMinute) {
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(rows, 100'000);
   EXPECT_GT(bytes, 1'000'000u);
+}
+
+// The rows come one FETCH ahead (pg_due_query_stream.cc): a shard-minute that is not a multiple
+// of the fetch size hands out every row once, the last short batch included.
+TEST_F(PgDueQueryTest, HandsOutEveryRowOnceAcrossFetches) {
+  constexpr int kRows = 2 * pg_queries::kDueJobsFetchRows + 1;
+  db().Exec(
+      "INSERT INTO jobs (id, shard, interval_minutes, offset_minutes, topic, key, details, src_partition, "
+      "src_offset) SELECT 'f-' || g, 7, 1, 0, 'topic.f', '', '{}', 0, g FROM generate_series(1, " +
+      std::to_string(kRows) + ") AS g");
+  std::set<std::string> ids;
+  int64_t rows = 0;
+  const Status st = store_->ForEachDueJob(DueQuery{7, kMinute, kMinute, kTickMs, TermsForMinute(kIntervals, kMinute)},
+                                          [&](const DueJob& job) {
+                                            ++rows;
+                                            ids.emplace(job.id);
+                                          });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(rows, kRows);
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kRows));
+}
+
+// A callback that throws while the next FETCH is on its way: the stream drops its connection and
+// the next query runs on a new one.
+TEST_F(PgDueQueryTest, CallbackExceptionWithAFetchInFlightLeavesTheStoreUsable) {
+  constexpr int kRows = 2 * pg_queries::kDueJobsFetchRows + 1;
+  db().Exec(
+      "INSERT INTO jobs (id, shard, interval_minutes, offset_minutes, topic, key, details, src_partition, "
+      "src_offset) SELECT 'x-' || g, 8, 1, 0, 'topic.x-' || g, 'key.x-' || g, '{\"id\":\"x-' || g || '\"}', 0, g "
+      "FROM generate_series(1, " +
+      std::to_string(kRows) + ") AS g");
+  const DueQuery q{8, kMinute, kMinute, kTickMs, TermsForMinute(kIntervals, kMinute)};
+  int64_t seen = 0;
+  EXPECT_THROW(store_->ForEachDueJob(q,
+                                     [&](const DueJob&) {
+                                       if (++seen == pg_queries::kDueJobsFetchRows + 10) throw std::runtime_error("boom");
+                                     }),
+               std::runtime_error);
+  EXPECT_EQ(Due(q).size(), static_cast<size_t>(kRows));
 }
 
 TEST_F(PgDueQueryTest, EmptyTermsReturnNothingAndBadTermsAreInvalid) {
