@@ -8,8 +8,9 @@
 --   job_stats, executions, backfills,  distributed by job_id, a second group: they have no shard
 --   trigger_delivery_errors            column yet
 --   belfry_meta, cron_zones            reference tables (a copy on every node)
---   job_changes, job_change_pending,   on the coordinator, in Citus's metadata (citus local tables),
---   bulk_ops                           so that statements may join them with distributed tables
+--   job_changes, job_change_pending,   plain tables on the coordinator: the statement trigger that
+--   bulk_ops                           fills job_change_pending reads a transition table, which
+--                                      Citus does not give a trigger on a table in its metadata
 CREATE FUNCTION belfry_citus_distribute(shard_groups int DEFAULT 4) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
   t text;
@@ -31,9 +32,6 @@ BEGIN
   PERFORM create_distributed_table('job_stats', 'job_id', shard_count => shard_groups, colocate_with => 'none');
   FOREACH t IN ARRAY ARRAY['executions', 'backfills', 'trigger_delivery_errors'] LOOP
     PERFORM create_distributed_table(t, 'job_id', colocate_with => 'job_stats');
-  END LOOP;
-  FOREACH t IN ARRAY ARRAY['job_changes', 'job_change_pending', 'bulk_ops'] LOOP
-    PERFORM citus_add_local_table_to_metadata(t);
   END LOOP;
   RETURN 'distributed';
 END

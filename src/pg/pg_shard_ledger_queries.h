@@ -42,8 +42,10 @@ inline constexpr const char kMarkFiredSql[] =
     "UPDATE shard_state SET"
     " fired_through = GREATEST(COALESCE(fired_through, $2::bigint), $2::bigint),"
     " claim_node = CASE WHEN $5::boolean THEN NULL ELSE claim_node END,"
-    " claim_until = CASE WHEN $5::boolean THEN NULL"
-    "   ELSE now() + $4::bigint * interval '1 millisecond' END,"
+    // now() stays outside the CASE: Citus refuses a non-IMMUTABLE function inside CASE or
+    // COALESCE in a modification (it evaluates them on the coordinator). NULL + x is NULL.
+    " claim_until = now() + $4::bigint * interval '1 millisecond'"
+    "   + CASE WHEN $5::boolean THEN NULL ELSE interval '0' END,"
     " updated_at = now() "
     "WHERE shard = $1::smallint AND claim_node = $3";
 
@@ -59,8 +61,10 @@ inline constexpr const char kAdvanceShardName[] = "belfry_advance_shard";
 inline constexpr const char kAdvanceShardSql[] =
     "UPDATE shard_state SET"
     " fired_through = GREATEST(COALESCE(fired_through, $2::bigint), $2::bigint),"
+    // LEAST keeps the unused range valid when there is no new debt ($4 < $3): Citus evaluates
+    // int8range(constants) on the coordinator before the CASE chooses.
     " debt = CASE WHEN $4::bigint >= $3::bigint"
-    "   THEN debt + int8multirange(int8range($3::bigint, $4::bigint, '[]')) ELSE debt END,"
+    "   THEN debt + int8multirange(int8range(LEAST($3::bigint, $4::bigint), $4::bigint, '[]')) ELSE debt END,"
     " claim_node = NULL, claim_until = NULL, updated_at = now() "
     "WHERE shard = $1::smallint AND claim_node = $5";
 
