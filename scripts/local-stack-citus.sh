@@ -4,7 +4,7 @@
 # 13.2.2 preloaded (scripts/setup --citus builds it), their data in .local/citus/<node>/.
 # The default single PostgreSQL is untouched: this is a second, separate database service.
 #
-#   coordinator 127.0.0.1:55450 (BELFRY_CITUS_PORT), workers 55451 and 55452 (the next ports)
+#   coordinator 127.0.0.1:55460 (BELFRY_CITUS_PORT), workers 55461 and 55462 (the next ports)
 #   database belfry, role belfry/belfry on each; the citus extension in that database on each,
 #   the workers registered on the coordinator (citus_set_coordinator_host, citus_add_node).
 #
@@ -13,7 +13,7 @@
 # password, and a superuser password generated at the first start.
 
 CITUS_DIR="$LOCAL_DIR/citus"
-CITUS_PORT="${BELFRY_CITUS_PORT:-55450}"
+CITUS_PORT="${BELFRY_CITUS_PORT:-55460}"
 CITUS_NODES=(coordinator worker1 worker2)
 CITUS_PASSFILE="$CITUS_DIR/pgpass"
 

@@ -619,7 +619,13 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
       .Add("kInsertLayoutSql", q::kInsertLayoutSql, {"120"}, Routing::kReferenceWrite, Use::kAllowed,
            "`belfry migrate`: records the shard layout in belfry_meta", cluster)
       .Add("kInsertShardStatesSql", q::kInsertShardStatesSql, {"120"}, Routing::kShardPerRow, Use::kAllowed,
-           "`belfry migrate`: one shard_state row per shard", cluster, {}, {F::kShard});
+           "`belfry migrate`: one shard_state row per shard", cluster, {}, {F::kShard})
+      .Add("kCitusDistributeExistsSql", q::kCitusDistributeExistsSql, {}, Routing::kNoTable, Use::kRouted, "",
+           cluster)
+      .Add("kCitusDistributeSql", q::kCitusDistributeSql, {}, Routing::kNoTable, Use::kAllowed,
+           "`belfry migrate`: a PL/pgSQL function that distributes the tables once on Citus (DDL, through the "
+           "coordinator) and returns at once on a plain PostgreSQL",
+           cluster);
   return c.Take();
 }
 
