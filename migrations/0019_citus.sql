@@ -1,9 +1,9 @@
 -- belfry schema, version 19: the tables on a Citus cluster (issue 36, docs/scale-out.md, "Tables").
 -- belfry_citus_distribute() distributes them when the database has the citus extension, and does
 -- nothing on a plain PostgreSQL. `belfry migrate` calls it after every run, so a database that was
--- migrated as plain PostgreSQL moves to Citus by `CREATE EXTENSION citus`, adding the workers, and
--- `belfry migrate` again (docs/scale-out.md, "Moving a database to Citus"). Idempotent: a table
--- already in Citus's metadata is left as it is.
+-- migrated as plain PostgreSQL would move to Citus by `CREATE EXTENSION citus`, adding the workers,
+-- and `belfry migrate` again (not yet tried: docs/scale-out.md, "The local Citus cluster"). It runs
+-- in one transaction, so once `jobs` is distributed everything is, and it returns at once.
 --   jobs, shard_state, cron_slots      distributed by shard, one co-location group
 --   job_stats, executions, backfills,  distributed by job_id, a second group: they have no shard
 --   trigger_delivery_errors            column yet
@@ -15,10 +15,7 @@ CREATE FUNCTION belfry_citus_distribute(shard_groups int DEFAULT 4) RETURNS text
 DECLARE
   t text;
 BEGIN
-  IF NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') THEN
-    RETURN 'plain PostgreSQL';
-  END IF;
-  IF to_regclass('pg_dist_partition') IS NULL THEN
+  IF to_regclass('pg_dist_partition') IS NULL THEN  -- no citus extension
     RETURN 'plain PostgreSQL';
   END IF;
   IF EXISTS (SELECT FROM pg_dist_partition WHERE logicalrelid = 'jobs'::regclass) THEN

@@ -118,3 +118,13 @@ test_jobs() {
   ((n >= 6)) || n=6
   printf '%s\n' "$n"
 }
+
+# Citus in Debian's PostgreSQL 15 (third_party/citus): scripts/setup --citus builds this version,
+# scripts/local-stack citus-up needs it. True when the extension is installed and its library names
+# this version ("Citus 13.2.2").
+CITUS_VERSION=13.2.2
+citus_installed() {
+  local lib=/usr/lib/postgresql/15/lib/citus.so control=/usr/share/postgresql/15/extension/citus.control
+  [[ -f "$lib" && -f "$control" ]] || return 1
+  grep -aq "Citus $CITUS_VERSION" "$lib"
+}

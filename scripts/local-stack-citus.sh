@@ -50,10 +50,6 @@ max_wal_senders = 20
 CONF
 }
 
-citus_installed() {
-  [[ -f /usr/lib/postgresql/15/lib/citus.so && -f /usr/share/postgresql/15/extension/citus.control ]]
-}
-
 citus_write_passfile() {
   mkdir -p "$CITUS_DIR"
   local su_pw=""
@@ -106,10 +102,8 @@ SQL
 }
 
 citus_up() {
-  citus_installed || die "Citus is not installed into PostgreSQL 15: run scripts/setup --citus"
-  citus_write_passfile
   local node port
-  for node in "${CITUS_NODES[@]}"; do citus_node_start "$node"; done
+  for node in "${CITUS_NODES[@]}"; do citus_node_up "$node"; done
   citus_super_sql coordinator -c "SELECT citus_set_coordinator_host('$HOST', $CITUS_PORT)" >/dev/null \
     || die "citus: citus_set_coordinator_host failed"
   for node in "${CITUS_NODES[@]:1}"; do
@@ -149,9 +143,9 @@ citus_down() {
   fi
 }
 
-# One node up again (citus-start NODE, after citus-stop or citus-kill: the fault runs).
+# One node up (citus-up for each; citus-start NODE after citus-stop or citus-kill: the fault runs).
 citus_node_up() {
-  citus_installed || die "Citus is not installed into PostgreSQL 15: run scripts/setup --citus"
+  citus_installed || die "Citus $CITUS_VERSION is not installed into PostgreSQL 15: run scripts/setup --citus"
   citus_write_passfile
   citus_node_start "$1"
 }
