@@ -94,8 +94,10 @@ citus_node_start() {  # node
     pg_wait_ready
     psql -X -Atq -v ON_ERROR_STOP=1 -h "$PG_SOCK_DIR" -p "$PG_PORT" -U postgres -d belfry >/dev/null <<SQL \
       || die "citus $1: could not set up the citus extension in database belfry"
-ALTER ROLE postgres PASSWORD '$CITUS_SU_PASSWORD';
 CREATE EXTENSION IF NOT EXISTS citus;
+-- Each node sets its own password: not propagated, so a node restarts while another is down.
+SET citus.enable_ddl_propagation = off;
+ALTER ROLE postgres PASSWORD '$CITUS_SU_PASSWORD';
 CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
 SQL
   )

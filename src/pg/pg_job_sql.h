@@ -14,9 +14,11 @@
 
 // The timestamptz of `ms` epoch milliseconds. Whole seconds go through to_timestamp, where
 // seconds * 1e6 is exact in a double; the naive ms * interval '1 millisecond' is not beyond ~2255.
-// Only pure time intervals are added, so the session's TimeZone plays no part.
+// The milliseconds are added to the UTC wall time (timestamp + interval), not to the timestamptz:
+// every function here is IMMUTABLE (timestamptz + interval is STABLE), which Citus requires of
+// functions given a column in an UPDATE (docs/scale-out.md). The session's TimeZone plays no part.
 #define BELFRY_MS_TO_TIMESTAMPTZ(ms) \
-  "(to_timestamp((" ms ") / 1000) + ((" ms ") % 1000) * interval '1 millisecond')"
+  "timezone('UTC', timezone('UTC', to_timestamp((" ms ") / 1000)) + ((" ms ") % 1000) * interval '1 millisecond')"
 // The epoch milliseconds of timestamptz `t` (extract returns numeric, so this is exact).
 #define BELFRY_TS_TO_MS(t) "floor(extract(epoch FROM " t ") * 1000)::bigint"
 

@@ -51,6 +51,10 @@ inline constexpr const char kReadLayoutSql[] = "SELECT value FROM belfry_meta WH
 inline constexpr const char kShareLayoutName[] = "belfry_share_layout";
 inline constexpr const char kShareLayoutSql[] = "SELECT value FROM belfry_meta WHERE key = 'layout' FOR SHARE";
 
+// Whether the database is a Citus coordinator: PgSession reads it at every connect.
+inline constexpr const char kCitusInstalledSql[] =
+    "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')";
+
 inline constexpr const char kGetShardCountName[] = "belfry_get_shard_count";
 inline constexpr const char kGetShardCountSql[] = "SELECT value FROM belfry_meta WHERE key = 'shard_count'";
 

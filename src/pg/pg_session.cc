@@ -1,5 +1,9 @@
 #include "pg/pg_session.h"
 
+#include <pqxx/nontransaction>
+
+#include "pg/pg_schema_queries.h"
+
 namespace belfry {
 
 PgSession::PgSession(PgConninfo conninfo, std::shared_ptr<const std::vector<PreparedStatement>> statements)
@@ -16,6 +20,7 @@ Status PgSession::Connect(const char* context) {
   try {
     auto conn = std::make_unique<pqxx::connection>(conninfo_.str());
     for (const PreparedStatement& s : *statements_) conn->prepare(s.name, s.sql);
+    citus_ = pqxx::nontransaction(*conn).exec(pg_queries::kCitusInstalledSql)[0][0].as<bool>();
     conn_ = std::move(conn);
     return Status::Ok();
   } catch (const std::exception& e) {

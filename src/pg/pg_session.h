@@ -50,12 +50,19 @@ class PgSession final {
 
   void Disconnect();
 
+  // Whether the connected database is a Citus coordinator (the citus extension is installed),
+  // read at every connect. The stores then send the statements that Citus cannot run across
+  // shards one shard at a time (docs/scale-out.md, "Statements changed for Citus").
+  // REQUIRES: called inside Run().
+  bool citus() const { return citus_; }
+
  private:
   Status Connect(const char* context);
 
   const PgConninfo conninfo_;
   const std::shared_ptr<const std::vector<PreparedStatement>> statements_;
   std::unique_ptr<pqxx::connection> conn_;
+  bool citus_ = false;
 };
 
 }  // namespace belfry

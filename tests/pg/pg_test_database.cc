@@ -19,6 +19,7 @@
 
 #include "core/shard_hash.h"
 #include "pg/migrator.h"
+#include "test_servers.h"
 
 namespace belfry {
 
@@ -46,16 +47,16 @@ std::unique_ptr<PgTestDatabase> PgTestDatabase::Create(std::string* error) {
   std::random_device rd;
   const std::string name = "belfry_t_" + std::to_string(::getpid()) + "_" +
                            std::to_string(std::uniform_int_distribution<uint32_t>()(rd));
+  std::shared_ptr<const TestServers> servers = TestServers::ForUrl(server_url, error);
+  if (servers == nullptr) return nullptr;
   try {
-    pqxx::connection conn(server_url);
-    pqxx::nontransaction txn(conn);
-    txn.exec("CREATE DATABASE " + txn.quote_name(name));
+    servers->CreateDatabase(name, "");
   } catch (const std::exception& e) {
     *error = std::string("cannot create test database on $BELFRY_DATABASE_URL: ") + e.what();
     return nullptr;
   }
   return std::unique_ptr<PgTestDatabase>(
-      new PgTestDatabase(server_url, name, WithDatabaseName(server_url, name)));
+      new PgTestDatabase(server_url, std::move(servers), name, WithDatabaseName(server_url, name)));
 }
 
 namespace {
@@ -97,7 +98,8 @@ struct TemplateName {
 // crash mid-migration never leaves a half-migrated template behind. Templates made more than a
 // day ago for other migrations are dropped on the way.
 // Returns the template's name, or "" and sets *error.
-std::string SharedMigratedTemplate(const std::string& server_url, int32_t shard_count, std::string* error) {
+std::string SharedMigratedTemplate(const std::string& server_url, const TestServers& servers, int32_t shard_count,
+                                   std::string* error) {
   char hash[17];
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(MigrationsHash()));
   const std::string prefix = std::string("belfry_tmpl_") + hash + "_" + std::to_string(shard_count) + "_";
@@ -118,32 +120,32 @@ std::string SharedMigratedTemplate(const std::string& server_url, int32_t shard_
       }
       const size_t last = name.rfind('_');
       const int64_t day = std::strtoll(name.c_str() + last + 1, nullptr, 10);
-      if (day > 0 && day < today - 1) txn.exec("DROP DATABASE IF EXISTS " + txn.quote_name(name) + " WITH (FORCE)");
+      if (day > 0 && day < today - 1) servers.DropDatabase(name);
     }
     if (!found.empty()) return found;
 
     const std::string scratch = "belfry_tmpl_building_" + std::to_string(::getpid());
-    txn.exec("DROP DATABASE IF EXISTS " + txn.quote_name(scratch) + " WITH (FORCE)");
-    txn.exec("CREATE DATABASE " + txn.quote_name(scratch));
+    servers.DropDatabase(scratch);
+    servers.CreateDatabase(scratch, "");
     const Status st = Migrate(WithDatabaseName(server_url, scratch), MigrationsDir(), shard_count);
     if (!st.ok()) {
-      txn.exec("DROP DATABASE IF EXISTS " + txn.quote_name(scratch) + " WITH (FORCE)");
+      servers.DropDatabase(scratch);
       *error = "migrating the test template failed: " + st.ToString();
       return "";
     }
     const std::string name = prefix + std::to_string(today);
+    // No connections: a session left on a template would make every clone of it fail.
+    servers.SealTemplate(scratch);
     // The migrator's backend may still be exiting; RENAME refuses a database in use.
     for (int attempt = 0;; ++attempt) {
       try {
-        txn.exec("ALTER DATABASE " + txn.quote_name(scratch) + " RENAME TO " + txn.quote_name(name));
+        servers.RenameDatabase(scratch, name);
         break;
       } catch (const std::exception&) {
         if (attempt >= 50) throw;
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     }
-    // No connections: a session left on a template would make every clone of it fail.
-    txn.exec("ALTER DATABASE " + txn.quote_name(name) + " WITH ALLOW_CONNECTIONS false");
     return name;
   } catch (const std::exception& e) {
     *error = std::string("cannot build the migrated test template: ") + e.what();
@@ -156,13 +158,15 @@ std::string SharedMigratedTemplate(const std::string& server_url, int32_t shard_
 std::unique_ptr<PgTestDatabase> PgTestDatabase::CreateMigrated(int32_t shard_count, std::string* error) {
   const char* server_url = std::getenv("BELFRY_DATABASE_URL");
   if (server_url == nullptr || *server_url == '\0') return Create(error);  // sets the error
+  std::shared_ptr<const TestServers> servers = TestServers::ForUrl(server_url, error);
+  if (servers == nullptr) return nullptr;
   static std::mutex mu;
   static auto* templates = new std::map<int32_t, std::string>();
   std::string tmpl;
   {
     std::lock_guard<std::mutex> lock(mu);
     std::string& t = (*templates)[shard_count];
-    if (t.empty()) t = SharedMigratedTemplate(server_url, shard_count, error);
+    if (t.empty()) t = SharedMigratedTemplate(server_url, *servers, shard_count, error);
     tmpl = t;
   }
   if (tmpl.empty()) return nullptr;
@@ -170,25 +174,23 @@ std::unique_ptr<PgTestDatabase> PgTestDatabase::CreateMigrated(int32_t shard_cou
   const std::string name = "belfry_t_" + std::to_string(::getpid()) + "_" +
                            std::to_string(std::uniform_int_distribution<uint32_t>()(rd));
   try {
-    pqxx::connection conn(server_url);
-    pqxx::nontransaction txn(conn);
-    txn.exec("CREATE DATABASE " + txn.quote_name(name) + " TEMPLATE " + txn.quote_name(tmpl));
+    servers->CreateDatabase(name, tmpl);
   } catch (const std::exception& e) {
     *error = std::string("cannot clone the migrated test template ") + tmpl + ": " + e.what();
     return nullptr;
   }
-  return std::unique_ptr<PgTestDatabase>(new PgTestDatabase(server_url, name, WithDatabaseName(server_url, name)));
+  return std::unique_ptr<PgTestDatabase>(
+      new PgTestDatabase(server_url, std::move(servers), name, WithDatabaseName(server_url, name)));
 }
 
-PgTestDatabase::PgTestDatabase(std::string server_url, std::string name, std::string url)
-    : server_url_(std::move(server_url)), name_(std::move(name)), url_(std::move(url)) {}
+PgTestDatabase::PgTestDatabase(std::string server_url, std::shared_ptr<const TestServers> servers,
+                               std::string name, std::string url)
+    : server_url_(std::move(server_url)), servers_(std::move(servers)), name_(std::move(name)), url_(std::move(url)) {}
 
 PgTestDatabase::~PgTestDatabase() {
   conn_.reset();
   try {
-    pqxx::connection conn(server_url_);
-    pqxx::nontransaction txn(conn);
-    txn.exec("DROP DATABASE IF EXISTS " + txn.quote_name(name_) + " WITH (FORCE)");
+    servers_->DropDatabase(name_);
   } catch (const std::exception&) {
     // Best effort: a leftover belfry_t_* database is harmless and easy to spot.
   }

@@ -1,6 +1,8 @@
 // PgTestDatabase: a throwaway database for one test suite, on the server named by the
 // BELFRY_DATABASE_URL environment variable (`scripts/local-stack env` prints it). Integration
-// tests require that server: a missing variable is an error, never a skip.
+// tests require that server: a missing variable is an error, never a skip. When that server is a
+// Citus coordinator, each test database is made on the coordinator and every worker
+// (test_servers.h), so the same tests run on a Citus cluster (the `citus` label, docs/testing.md).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,8 @@
 #include <string>
 
 namespace belfry {
+
+class TestServers;
 
 class PgTestDatabase final {
  public:
@@ -35,9 +39,11 @@ class PgTestDatabase final {
   pqxx::result Exec(const std::string& sql);
 
  private:
-  PgTestDatabase(std::string server_url, std::string name, std::string url);
+  PgTestDatabase(std::string server_url, std::shared_ptr<const TestServers> servers, std::string name,
+                 std::string url);
 
   const std::string server_url_;
+  const std::shared_ptr<const TestServers> servers_;
   const std::string name_;
   const std::string url_;
   std::unique_ptr<pqxx::connection> conn_;
