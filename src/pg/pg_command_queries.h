@@ -60,6 +60,7 @@ inline constexpr const char kUpsertStageExistsName[] = "belfry_upsert_stage_exis
 inline constexpr const char kUpsertStageExistsSql[] =
     "SELECT to_regclass('pg_temp.belfry_upsert_stage') IS NOT NULL";
 
+// $1 (here, in the update and in kSetPausedSql's $2): the transaction's now() (PgJobStore::txn_now_).
 // Returns the rows it created, as BELFRY_JOB_COLUMNS: the audit trail's after of a create, which
 // needs neither a read before nor one after (issue 34).
 // Prepared per session, after the staging table exists (PgJobStore::ApplyActions).
@@ -73,11 +74,11 @@ inline constexpr const char kInsertStagedJobsSql[] =
     "SELECT a.id, a.shard, a.interval_minutes, a.offset_minutes, a.owner, a.topic, a.key, a.details,"
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.start_ms") ", " BELFRY_MS_TO_TIMESTAMPTZ("a.end_ms") ","
     " a.priority, COALESCE(a.paused, false), a.src_partition, a.src_offset,"
-    " " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ", " BELFRY_RUN_MINUTE ", a.scheduled_for_ms,"
+    " " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ", " BELFRY_RUN_MINUTE_AT("$1::timestamptz") ", a.scheduled_for_ms,"
     " a.max_retries, a.retry_initial_ms, a.retry_multiplier, a.retry_max_ms, a.cron_expr, a.time_zone,"
     " a.offset_pinned,"
     " CASE WHEN a.paused THEN NULLIF(a.pause_reason, '') END, CASE WHEN a.paused THEN NULLIF(a.pause_actor, '') END,"
-    " CASE WHEN a.paused THEN now() END,"
+    " CASE WHEN a.paused THEN $1::timestamptz END,"
     " a.max_fires, 0, " BELFRY_MS_TO_TIMESTAMPTZ("a.fires_from_ms") ", " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_end_ms") ","
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_start_ms") ", a.labels::jsonb "
     "FROM belfry_upsert_stage AS a"
@@ -111,11 +112,11 @@ inline constexpr const char kUpdateStagedJobsSql[] =
     "   WHEN a.paused IS NOT NULL OR a.replace_fresh THEN NULL ELSE j.pause_reason END,"
     " pause_actor = CASE WHEN a.paused THEN NULLIF(a.pause_actor, '')"
     "   WHEN a.paused IS NOT NULL OR a.replace_fresh THEN NULL ELSE j.pause_actor END,"
-    " paused_at = CASE WHEN a.paused THEN CASE WHEN j.paused THEN j.paused_at ELSE now() END"
+    " paused_at = CASE WHEN a.paused THEN CASE WHEN j.paused THEN j.paused_at ELSE $1::timestamptz END"
     "   WHEN a.paused IS NOT NULL OR a.replace_fresh THEN NULL ELSE j.paused_at END,"
     " src_partition = a.src_partition, src_offset = a.src_offset,"
     " run_at = " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ","
-    " run_minute = " BELFRY_RUN_MINUTE ","
+    " run_minute = " BELFRY_RUN_MINUTE_AT("$1::timestamptz") ","
     " scheduled_for_ms = a.scheduled_for_ms,"
     " max_retries = a.max_retries, retry_initial_ms = a.retry_initial_ms,"
     " retry_multiplier = a.retry_multiplier, retry_max_ms = a.retry_max_ms,"
@@ -126,8 +127,8 @@ inline constexpr const char kUpdateStagedJobsSql[] =
     " requested_end_at = " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_end_ms") ","
     " requested_start_at = " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_start_ms") ","
     " labels = a.labels::jsonb,"  // migration 0013"
-    " created_at = CASE WHEN a.replace_fresh THEN now() ELSE j.created_at END,"
-    " updated_at = now() "
+    " created_at = CASE WHEN a.replace_fresh THEN $1::timestamptz ELSE j.created_at END,"
+    " updated_at = $1::timestamptz "
     "FROM belfry_upsert_stage AS a"
     BELFRY_FIRING_SHARD_STATE_JOIN
     "WHERE j.shard = a.shard AND j.id = a.id"
@@ -204,8 +205,8 @@ inline constexpr const char kSetPausedSql[] =
     " src_offset = CASE WHEN a.src_partition < 0 THEN j.src_offset ELSE a.src_offset END,"
     " pause_reason = CASE WHEN a.paused THEN NULLIF(a.reason, '') END,"
     " pause_actor = CASE WHEN a.paused THEN NULLIF(a.actor, '') END,"
-    " paused_at = CASE WHEN NOT a.paused THEN NULL WHEN j.paused THEN j.paused_at ELSE now() END,"
-    " updated_at = now() "
+    " paused_at = CASE WHEN NOT a.paused THEN NULL WHEN j.paused THEN j.paused_at ELSE $2::timestamptz END,"
+    " updated_at = $2::timestamptz "
     "FROM json_to_recordset($1::json) AS a(id text, shard smallint, paused boolean, src_partition int,"
     " src_offset bigint, reason text, actor text, ts bigint) "
     "JOIN jobs AS o ON o.shard = a.shard AND o.id = a.id "

@@ -1,11 +1,13 @@
 #include "pg/pg_job_change_log.h"
 
+#include <algorithm>
 #include <iterator>
 #include <optional>
 #include <pqxx/result>
 #include <pqxx/stream_to>
 
 #include "core/job_change.h"
+#include "pg/array_literal.h"
 #include "pg/copy_row.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_job_change_queries.h"
@@ -46,15 +48,36 @@ void JobChangeLog::MarkCreated(StoredJob job) {
 
 void JobChangeLog::MarkDeleted(int32_t shard, const std::string& id) { deleted_.insert(Key{shard, id}); }
 
-JobChangeLog::Snapshots JobChangeLog::Read(pqxx::transaction_base& txn, const char* statement, size_t from) const {
+JobChangeLog::Snapshots JobChangeLog::Read(pqxx::transaction_base& txn, bool lock, size_t from) const {
   Snapshots out;
   if (from >= entries_.size()) return out;
+  auto add_rows = [&](const pqxx::result& rows) {
+    for (const pqxx::row& row : rows) {
+      StoredJob job = StoredJobFromRow(row);
+      Key key{job.spec.shard, job.spec.id};
+      out.insert_or_assign(std::move(key), std::move(job));
+    }
+  };
+  // A job created or deleted here has nothing to read: not there before, or not there after.
+  auto unread = [&](const Key& key) { return created_.count(key) == 0 && deleted_.count(key) == 0; };
+  if (citus_) {
+    std::map<int32_t, std::vector<std::string>> ids_by_shard;  // (shard, id) order: the lock order
+    for (size_t i = from; i < entries_.size(); ++i) {
+      if (unread(entries_[i].first)) ids_by_shard[entries_[i].first.first].push_back(entries_[i].first.second);
+    }
+    for (auto& [shard, ids] : ids_by_shard) {
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      add_rows(txn.exec_prepared(lock ? pg_queries::kLockJobsInShardName : pg_queries::kReadJobsInShardName,
+                                 shard, ArrayLiteral(ids)));
+    }
+    return out;
+  }
   JsonArrayChunks keys;
   bool any = false;
   for (size_t i = from; i < entries_.size(); ++i) {
     const Key& key = entries_[i].first;
-    // A job created or deleted here has nothing to read: not there before, or not there after.
-    if (created_.count(key) > 0 || deleted_.count(key) > 0) continue;
+    if (!unread(key)) continue;
     any = true;
     keys.BeginObject();
     keys.String("id", key.second);
@@ -62,25 +85,20 @@ JobChangeLog::Snapshots JobChangeLog::Read(pqxx::transaction_base& txn, const ch
     keys.EndObject();
   }
   if (!any) return out;
-  for (const std::string& chunk : keys.Finish()) {
-    for (const pqxx::row& row : txn.exec_prepared(statement, chunk)) {
-      StoredJob job = StoredJobFromRow(row);
-      Key key{job.spec.shard, job.spec.id};
-      out.insert_or_assign(std::move(key), std::move(job));
-    }
-  }
+  const char* statement = lock ? pg_queries::kLockJobsByKeysName : pg_queries::kReadJobsByKeysName;
+  for (const std::string& chunk : keys.Finish()) add_rows(txn.exec_prepared(statement, chunk));
   return out;
 }
 
 void JobChangeLog::ReadBefore(pqxx::transaction_base& txn, bool lock) {
-  Snapshots read = Read(txn, lock ? pg_queries::kLockJobsByKeysName : pg_queries::kReadJobsByKeysName, read_before_);
+  Snapshots read = Read(txn, lock, read_before_);
   read_before_ = entries_.size();
   before_.merge(read);  // a job read before keeps its first snapshot
 }
 
 int64_t JobChangeLog::RecordAfter(pqxx::transaction_base& txn) {
   if (entries_.empty()) return 0;
-  Snapshots after = Read(txn, pg_queries::kReadJobsByKeysName);
+  Snapshots after = Read(txn, /*lock=*/false);
   for (const auto& [key, job] : created_) after.insert_or_assign(key, job);
   auto find = [](const Snapshots& s, const Key& k) {
     const auto it = s.find(k);

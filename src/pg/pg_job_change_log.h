@@ -21,6 +21,11 @@ namespace belfry {
 
 class JobChangeLog final {
  public:
+  // `citus`: the database is a Citus coordinator (PgSession::citus). Citus locks rows only in a
+  // statement that reaches one shard, so the locking read runs once per belfry shard there
+  // (kLockJobsInShardSql), where PostgreSQL runs one statement for the whole batch.
+  explicit JobChangeLog(bool citus = false) : citus_(citus) {}
+
   // A change that job `id` of `shard` may get. `context` carries op, actor, reason, bulk_id and
   // source. A context with detail_json is a fire (a trigger or backfill that stored rows): it is
   // recorded whenever the job exists, with the job as both before and after; any other change is
@@ -51,7 +56,9 @@ class JobChangeLog final {
   using Key = std::pair<int32_t, std::string>;
   using Snapshots = std::map<Key, StoredJob>;
   // The jobs of entries_[from..] as they are now.
-  Snapshots Read(pqxx::transaction_base& txn, const char* statement, size_t from = 0) const;
+  Snapshots Read(pqxx::transaction_base& txn, bool lock, size_t from = 0) const;
+
+  const bool citus_;
 
   std::vector<std::pair<Key, JobChange>> entries_;
   Snapshots before_;

@@ -20,7 +20,9 @@
 #define BELFRY_MS_TO_TIMESTAMPTZ(ms) \
   "timezone('UTC', timezone('UTC', to_timestamp((" ms ") / 1000)) + ((" ms ") % 1000) * interval '1 millisecond')"
 // The epoch milliseconds of timestamptz `t` (extract returns numeric, so this is exact).
-#define BELFRY_TS_TO_MS(t) "floor(extract(epoch FROM " t ") * 1000)::bigint"
+// Through the UTC wall time: extract from a timestamp is IMMUTABLE, from a timestamptz STABLE, and
+// Citus allows no STABLE function in a modification's RETURNING (docs/scale-out.md).
+#define BELFRY_TS_TO_MS(t) "floor(extract(epoch FROM timezone('UTC', " t ")) * 1000)::bigint"
 
 #define BELFRY_STRINGIFY_(x) #x
 #define BELFRY_STRINGIFY(x) BELFRY_STRINGIFY_(x)
@@ -47,10 +49,12 @@ inline constexpr const char kLockShardStatesSql[] =
   " LEFT JOIN shard_state AS ss ON ss.shard = a.placement_shard"     \
   " LEFT JOIN shard_state AS sn ON sn.shard = a.shard AND a.cutover_minute IS NOT NULL "
 
-#define BELFRY_NEXT_MINUTE_OF(s) \
-  "GREATEST(" s ".fired_through + 1, CASE WHEN " s ".claim_until > now() THEN " s ".claim_through + 1 END)"
-#define BELFRY_SHARD_NEXT_MINUTE BELFRY_NEXT_MINUTE_OF("ss")
-#define BELFRY_STORED_SHARD_NEXT_MINUTE BELFRY_NEXT_MINUTE_OF("sn")
+// `now`: the statement's now(), or the transaction's as a parameter where Citus would refuse now()
+// inside a CASE (a modification: PgJobStore::txn_now_).
+#define BELFRY_NEXT_MINUTE_AT(s, now) \
+  "GREATEST(" s ".fired_through + 1, CASE WHEN " s ".claim_until > " now " THEN " s ".claim_through + 1 END)"
+#define BELFRY_SHARD_NEXT_MINUTE BELFRY_NEXT_MINUTE_AT("ss", "now()")
+#define BELFRY_STORED_SHARD_NEXT_MINUTE BELFRY_NEXT_MINUTE_AT("sn", "now()")
 
 // A minute `x` placed by the progress of the row that fires the planned minute, `ss`. When that
 // was the old layout's row and `x` reached the cut-over, the new row fires it: `x` moves on by
@@ -66,11 +70,12 @@ inline constexpr const char kLockShardStatesSql[] =
 // (Like a retry's GREATEST(run_minute, next minute), but only a next minute within late_limit;
 // GREATEST ignores the NULL of one that is not.)
 #define BELFRY_WITHIN_LATE_LIMIT(next) "CASE WHEN " next " <= a.late_limit THEN " next " END"
-#define BELFRY_RUN_MINUTE                                                                               \
+#define BELFRY_RUN_MINUTE_AT(now)                                                                       \
   "CASE WHEN a.run_minute IS NULL THEN NULL ELSE "                                                      \
-  BELFRY_ACROSS_CUTOVER("GREATEST(a.run_minute, " BELFRY_WITHIN_LATE_LIMIT(BELFRY_SHARD_NEXT_MINUTE) ")", \
-                        BELFRY_WITHIN_LATE_LIMIT(BELFRY_STORED_SHARD_NEXT_MINUTE))                      \
+  BELFRY_ACROSS_CUTOVER("GREATEST(a.run_minute, " BELFRY_WITHIN_LATE_LIMIT(BELFRY_NEXT_MINUTE_AT("ss", now)) ")", \
+                        BELFRY_WITHIN_LATE_LIMIT(BELFRY_NEXT_MINUTE_AT("sn", now)))                      \
   " END"
+#define BELFRY_RUN_MINUTE BELFRY_RUN_MINUTE_AT("now()")
 
 // Column order is decoded by PgJobStore's row reader; keep the two in step.
 #define BELFRY_JOB_COLUMNS                                                                                 \
@@ -109,6 +114,15 @@ inline constexpr const char kReadJobsByKeysSql[] = BELFRY_READ_JOBS_BY_KEYS(BELF
 inline constexpr const char kLockJobsByKeysName[] = "belfry_lock_jobs_by_keys";
 inline constexpr const char kLockJobsByKeysSql[] =
     BELFRY_READ_JOBS_BY_KEYS(BELFRY_JOB_COLUMNS) " ORDER BY shard, id FOR UPDATE";
+
+// Citus (JobChangeLog): the same, one belfry shard at a time, which Citus routes to one shard.
+// $1 shard, $2 text[] of ids.
+inline constexpr const char kReadJobsInShardName[] = "belfry_read_jobs_in_shard";
+inline constexpr const char kReadJobsInShardSql[] =
+    "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE shard = $1::smallint AND id = ANY ($2::text[])";
+inline constexpr const char kLockJobsInShardName[] = "belfry_lock_jobs_in_shard";
+inline constexpr const char kLockJobsInShardSql[] =
+    "SELECT " BELFRY_JOB_COLUMNS " FROM jobs WHERE shard = $1::smallint AND id = ANY ($2::text[]) ORDER BY id FOR UPDATE";
 
 // A job_stats row, decoded by JobStatsFromRow (pg_rows.h). Left defined: pg_execution_queries.h
 // selects the same columns.

@@ -46,6 +46,7 @@ Status PgJobStore::LoadLayout(pqxx::transaction_base& txn, bool lock) {
   StatusOr<ShardLayout> layout = ParseShardLayout(r[0][0].as<std::string>());
   if (!layout.ok()) return layout.status();
   layout_ = *layout;
+  txn_now_ = lock ? r[0][1].as<std::string>() : std::string();
   return Status::Ok();
 }
 

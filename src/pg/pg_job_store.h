@@ -144,6 +144,10 @@ class PgJobStore final : public JobStore {
   PgDueQueryStream due_stream_;
   std::unique_ptr<PgStandbyReader> standby_;  // null without a standby
   ShardLayout layout_;  // as of the last LoadLayout
+  // The write transaction's now() (timestamptz text), read by the last LoadLayout(txn, true) and
+  // passed to the statements that would call now() inside a CASE, which Citus refuses in a
+  // modification (docs/scale-out.md). "" after a read-only LoadLayout.
+  std::string txn_now_;
 };
 
 }  // namespace belfry

@@ -78,10 +78,10 @@ JobChange BulkChange(const BulkOp& op, std::string detail_json = {}) {
   return c;
 }
 
-// What one page did to its jobs: how many it changed. Adds each job it may change to `changes`
+// What one page did to its jobs: how many it changed (`txn_now`: PgJobStore::txn_now_). Adds each job it may change to `changes`
 // (the step records them all once its pages are done).
 int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int32_t shard,
-                      const pqxx::result& page, EpochMs now, const ShardLayout& layout,
+                      const pqxx::result& page, EpochMs now, const std::string& txn_now, const ShardLayout& layout,
                       const TimeZoneDatabase& time_zones, JobChangeLog* changes) {
   namespace q = pg_queries;
   const BulkOp& op = state.op;
@@ -134,7 +134,7 @@ int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int
     if (op.op == CommandOp::kDelete) {
       changed += DeleteJobsAndTheirRows(txn, chunk, changes);
     } else {
-      RestartFireLimits(txn, txn.exec_prepared(q::kSetPausedName, chunk), layout, time_zones);
+      RestartFireLimits(txn, txn.exec_prepared(q::kSetPausedName, chunk, txn_now), layout, time_zones);
     }
   }
   return op.op == CommandOp::kDelete ? changed : n;
@@ -194,7 +194,7 @@ StatusOr<std::optional<BulkOpState>> PgJobStore::RunBulkStep(int32_t max_jobs, E
     int64_t changed = 0;
     int64_t budget = page_limit;
     int32_t shards = 0;
-    JobChangeLog changes;  // the audit trail of every page of the step
+    JobChangeLog changes(session_.citus());  // the audit trail of every page of the step
     while (!pos.finished && budget > 0 && shards < kBulkShardsPerStep) {
       const int32_t shard = pos.shard;
       if (state.op.dry_run) {
@@ -208,7 +208,7 @@ StatusOr<std::optional<BulkOpState>> PgJobStore::RunBulkStep(int32_t max_jobs, E
             txn.exec_prepared(q::kBulkPageName, shard, pos.after_id, OwnerParam(state.op.selector),
                               LabelsParam(state.op.selector), static_cast<int32_t>(limit));
         matched += static_cast<int64_t>(page.size());
-        changed += ApplyBulkPage(txn, state, shard, page, now, layout_, time_zones_, &changes);
+        changed += ApplyBulkPage(txn, state, shard, page, now, txn_now_, layout_, time_zones_, &changes);
         budget -= static_cast<int64_t>(page.size());
         const std::string last = page.empty() ? std::string() : page.back()[0].as<std::string>();
         pos = NextBulkWalkPosition(shard, last, page.size(), static_cast<size_t>(limit), stored_shards);

@@ -209,7 +209,7 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
     // before the insert, and a job's row is always locked before a shard's (as a bulk step
     // does), so such a batch reads every job first, as before.
     const bool insert_first = params.one_shot_shards.empty();
-    JobChangeLog changes;
+    JobChangeLog changes(session_.citus());
     std::map<std::pair<int32_t, std::string>, const JobAction*> by_key;
     for (const JobAction& a : actions) by_key.emplace(std::make_pair(ActionShard(a, layout_), a.id), &a);
     auto read_before_the_rest = [&] {
@@ -235,7 +235,7 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
         txn.exec_prepared(q::kLockShardStatesName, params.one_shot_shards);
       }
       if (params.any_calendar_slots) txn.exec_prepared(q::kRegisterStagedZonesName);
-      for (const pqxx::row& row : txn.exec_prepared(q::kInsertStagedJobsName)) {
+      for (const pqxx::row& row : txn.exec_prepared(q::kInsertStagedJobsName, txn_now_)) {
         StoredJob job = StoredJobFromRow(row);
         const auto it = by_key.find({job.spec.shard, job.spec.id});
         if (insert_first && it != by_key.end()) {
@@ -246,7 +246,7 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
       }
       if (insert_first) read_before_the_rest();
       // Step 2 finds nothing to replace when step 1 created every staged job (a bulk load).
-      if (changes.created_count() < params.upserts.size()) txn.exec_prepared(q::kUpdateStagedJobsName);
+      if (changes.created_count() < params.upserts.size()) txn.exec_prepared(q::kUpdateStagedJobsName, txn_now_);
       // A job's cron_slots follow its row: replaced for every row this batch wrote (a job that
       // was a slot-planned cron job may now be anything else), created for cron jobs.
       txn.exec_prepared(q::kDeleteStagedSlotsName);
@@ -256,7 +256,7 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
     }
     for (const std::string& chunk : params.deletes) DeleteJobsAndTheirRows(txn, chunk, &changes);
     for (const std::string& chunk : params.set_paused) {
-      RestartFireLimits(txn, txn.exec_prepared(pg_queries::kSetPausedName, chunk), layout_, time_zones_);
+      RestartFireLimits(txn, txn.exec_prepared(pg_queries::kSetPausedName, chunk, txn_now_), layout_, time_zones_);
     }
     changes.RecordAfter(txn);
     txn.commit();

@@ -196,7 +196,7 @@ StatusOr<std::vector<ManualFireResult>> PgJobStore::ApplyManualFires(const std::
                           f.backfill.rate_per_minute, f.source.partition, f.source.offset);
       }
     }
-    JobChangeLog changes;  // the fires that stored rows (a replay stores none)
+    JobChangeLog changes(session_.citus());  // the fires that stored rows (a replay stores none)
     for (size_t i = 0; i < fires.size(); ++i) {
       const ManualFire& f = fires[i];
       if (!results[i].status.ok() || results[i].slots == 0 || f.backfill.dry_run) continue;

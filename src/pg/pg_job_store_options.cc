@@ -26,6 +26,8 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kSetPausedName, q::kSetPausedSql},
       {q::kReadJobsByKeysName, q::kReadJobsByKeysSql},
       {q::kLockJobsByKeysName, q::kLockJobsByKeysSql},
+      {q::kReadJobsInShardName, q::kReadJobsInShardSql},
+      {q::kLockJobsInShardName, q::kLockJobsInShardSql},
       {q::kListJobChangesName, q::kListJobChangesSql},
       {q::kJobChangesSinceName, q::kJobChangesSinceSql},
       {q::kLaterChangesOfJobsName, q::kLaterChangesOfJobsSql},

@@ -49,11 +49,14 @@ inline constexpr const char kInsertLayoutSql[] =
 inline constexpr const char kReadLayoutName[] = "belfry_read_layout";
 inline constexpr const char kReadLayoutSql[] = "SELECT value FROM belfry_meta WHERE key = 'layout'";
 inline constexpr const char kShareLayoutName[] = "belfry_share_layout";
-inline constexpr const char kShareLayoutSql[] = "SELECT value FROM belfry_meta WHERE key = 'layout' FOR SHARE";
+// It returns the transaction's now() too, for the statements of the write that pass it as a
+// parameter: Citus refuses now() inside a CASE in a modification (PgJobStore::txn_now_).
+inline constexpr const char kShareLayoutSql[] =
+    "SELECT value, now()::text FROM belfry_meta WHERE key = 'layout' FOR SHARE";
 
-// Whether the database is a Citus coordinator: PgSession reads it at every connect.
-inline constexpr const char kCitusInstalledSql[] =
-    "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')";
+// Whether the database has Citus (its extension creates pg_dist_partition): PgSession reads it at
+// every connect.
+inline constexpr const char kCitusInstalledSql[] = "SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL";
 
 inline constexpr const char kGetShardCountName[] = "belfry_get_shard_count";
 inline constexpr const char kGetShardCountSql[] = "SELECT value FROM belfry_meta WHERE key = 'shard_count'";

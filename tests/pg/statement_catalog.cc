@@ -340,6 +340,9 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
 
   // ---- The command path: ApplyActions, ApplyManualFires, AcceptBulkOps. ----
   c.Add("kGetShardCountSql", q::kGetShardCountSql, {}, Routing::kLocal, Use::kRouted, "", none)
+      // PgSession, at every connect: whether the database has Citus.
+      .Add("kCitusInstalledSql", q::kCitusInstalledSql, {}, Routing::kNoTable, Use::kRouted, "",
+           {Phase::kTrigger, Phase::kCommand, Phase::kExecutions, Phase::kClusterWide})
       // The shard layout record (docs/resharding.md): read in every transaction that names a
       // stored shard, FOR SHARE in writes; belfry_meta is a reference table on Citus.
       .Add("kShareLayoutSql", q::kShareLayoutSql, {}, Routing::kLocal, Use::kRouted, "", command)
@@ -364,9 +367,9 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
            "sent only in batches holding slot-planned calendar jobs, and writes a row only for a zone never "
            "seen",
            command, upsert_stage)
-      .Add("kInsertStagedJobsSql", q::kInsertStagedJobsSql, {}, Routing::kShardPerRow, Use::kKnownGap, stage,
+      .Add("kInsertStagedJobsSql", q::kInsertStagedJobsSql, {"2026-01-01 00:00:00+00"}, Routing::kShardPerRow, Use::kKnownGap, stage,
            command, upsert_stage)
-      .Add("kUpdateStagedJobsSql", q::kUpdateStagedJobsSql, {}, Routing::kShardPerRow, Use::kKnownGap, stage,
+      .Add("kUpdateStagedJobsSql", q::kUpdateStagedJobsSql, {"2026-01-01 00:00:00+00"}, Routing::kShardPerRow, Use::kKnownGap, stage,
            command, newer_upsert_stage)
       .Add("kDeleteStagedSlotsSql", q::kDeleteStagedSlotsSql, {}, Routing::kShardPerRow, Use::kKnownGap,
            stage, command, upsert_stage)
@@ -378,7 +381,8 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
            command)
       .Add("kSetPausedSql", q::kSetPausedSql,
            {OneRow(f.job,
-                   R"(,"paused":true,"src_partition":0,"src_offset":1000000,"reason":"","actor":"","ts":0)")},
+                   R"(,"paused":true,"src_partition":0,"src_offset":1000000,"reason":"","actor":"","ts":0)"),
+            "2026-01-01 00:00:00+00"},
            Routing::kShardPerRow, Use::kKnownGap, batch, command)
       .Add("kReadJobsByKeysSql", q::kReadJobsByKeysSql, {OneRow(f.job)}, Routing::kShardPerRow,
            Use::kKnownGap, batch + "; the audit trail's after-image and the resumed limited jobs", command)
@@ -388,6 +392,11 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
                "; the audit trail's before-image, locked: Citus runs SELECT ... FOR UPDATE in single-shard "
                "queries only",
            command)
+      // On Citus (PgSession::citus), the same reads one belfry shard at a time: routed.
+      .Add("kReadJobsInShardSql", q::kReadJobsInShardSql, {S, "{" + f.job + "}"}, Routing::kOneShard,
+           Use::kRouted, "", none)
+      .Add("kLockJobsInShardSql", q::kLockJobsInShardSql, {S, "{" + f.job + "}"}, Routing::kOneShard,
+           Use::kRouted, "", none)
       .Add("kSetFireLimitsSql", q::kSetFireLimitsSql,
            {OneRow(f.job, R"(,"fires_before":0,"fires_from":0,"start":null,"end":null)")},
            Routing::kShardPerRow, Use::kKnownGap, batch, command)
