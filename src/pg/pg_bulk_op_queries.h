@@ -1,6 +1,7 @@
 // The SQL of bulk operations (docs/bulk-operations.md, migration 0014): recording them, walking
 // their jobs, and reading their state. The job changes themselves reuse the command path's
-// statements (pg_command_queries.h: kSetPausedSql, kDeleteJobsAndTheirRowsSql; pg_manual_fire_queries.h: kInsertManualRowsSql).
+// statements (pg_command_queries.h: kSetPausedSql, kDeleteJobsAndTheirRowsSql;
+// pg_job_sql.h: kLockPlacingShardStatesSql; pg_manual_fire_queries.h: kInsertManualRowsSql).
 #pragma once
 
 #include "pg/pg_job_sql.h"  // BELFRY_TS_TO_MS
@@ -39,7 +40,8 @@ inline constexpr const char kClaimBulkOpSql[] =
   " AND (" labels "::jsonb IS NULL OR (labels @> " labels "::jsonb AND labels <> '{}'::jsonb))"
 
 // A page of the walk: up to $5 matching jobs of shard $1 with ids after $2, in id order, locked
-// against the command path until the step commits.
+// against the command path until the step commits. `shard = $1` reaches one shard, so Citus runs
+// its FOR UPDATE as it is (a router query).
 inline constexpr const char kBulkPageName[] = "belfry_bulk_page";
 inline constexpr const char kBulkPageSql[] =
     "SELECT id, paused FROM jobs WHERE shard = $1::smallint AND id > $2::text" BELFRY_BULK_SELECTOR_SQL("$3", "$4")

@@ -25,7 +25,9 @@ namespace belfry::pg_queries {
 // inside the transaction that applies one batch. Created on first use in each session (a
 // temporary table cannot live in migrations/); belfry_upsert_stage_exists checks for it.
 inline constexpr const char kUpsertStageTable[] = "belfry_upsert_stage";
-// The COPY column order; PgJobStore writes each row's fields in this order.
+// The COPY column order; PgJobStore writes each row's fields in this order. The last three place
+// a one-shot (BELFRY_RUN_MINUTE; pg_job_sql.h, "Rows placed by a shard's progress"); NULL for
+// other jobs.
 // clang-format off
 inline constexpr const char* kUpsertStageColumns[] = {
     "id", "shard", "interval_minutes", "offset_minutes", "keep_offset", "owner", "topic", "key",
@@ -34,7 +36,7 @@ inline constexpr const char* kUpsertStageColumns[] = {
     "retry_initial_ms", "retry_multiplier", "retry_max_ms", "cron_expr", "time_zone", "cron_codes",
     "hour_mask", "dom_mask", "month_mask", "dow_mask", "day_or", "offset_pinned", "pause_reason",
     "pause_actor", "max_fires", "fires_from_ms", "requested_end_ms", "requested_start_ms",
-    "labels", "placement_shard", "cutover_minute"};
+    "labels", "placement_next_minute", "stored_next_minute", "cutover_minute"};
 // clang-format on
 inline constexpr const char kCreateUpsertStageSql[] =
     "CREATE TEMPORARY TABLE belfry_upsert_stage (id text, shard smallint, interval_minutes int,"
@@ -45,16 +47,22 @@ inline constexpr const char kCreateUpsertStageSql[] =
     " retry_multiplier double precision, retry_max_ms bigint, cron_expr text, time_zone text,"
     " cron_codes int[], hour_mask int, dom_mask int, month_mask int, dow_mask int, day_or boolean,"
     " offset_pinned boolean, pause_reason text, pause_actor text, max_fires int, fires_from_ms bigint,"
-    " requested_end_ms bigint, requested_start_ms bigint, labels text, placement_shard smallint,"
-    " cutover_minute bigint) ON COMMIT DELETE ROWS";
+    " requested_end_ms bigint, requested_start_ms bigint, labels text, placement_next_minute bigint,"
+    " stored_next_minute bigint, cutover_minute bigint) ON COMMIT DELETE ROWS";
 
 // Run (SET LOCAL: this transaction only) before the staged statements. The staging table's row
 // count is known to the planner (json_to_recordset's was a fixed guess of 100), and for a batch
 // of thousands it prefers a hash join over a sequential scan of jobs: work proportional to the
 // whole table on every batch (EXPLAIN ANALYZE, 4000 staged upserts against 20k jobs: 510 ms,
 // against 232 ms for the nested loop; the scan grows with the table, the probes do not).
+// On Citus the batch's statements run one connection per worker (multi_shard_modify_mode
+// sequential): the slots' insert reads the jobs rows that the staged insert wrote, and Citus
+// refuses a statement that reads placements a previous one modified over several connections
+// ("cannot perform query with placements that were modified over multiple connections"). On a
+// plain PostgreSQL the setting is an unused placeholder.
 inline constexpr const char kStagedJoinSettingsSql[] =
-    "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off";
+    "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off;"
+    " SET LOCAL citus.multi_shard_modify_mode = sequential";
 
 inline constexpr const char kUpsertStageExistsName[] = "belfry_upsert_stage_exists";
 inline constexpr const char kUpsertStageExistsSql[] =
@@ -74,15 +82,14 @@ inline constexpr const char kInsertStagedJobsSql[] =
     "SELECT a.id, a.shard, a.interval_minutes, a.offset_minutes, a.owner, a.topic, a.key, a.details,"
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.start_ms") ", " BELFRY_MS_TO_TIMESTAMPTZ("a.end_ms") ","
     " a.priority, COALESCE(a.paused, false), a.src_partition, a.src_offset,"
-    " " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ", " BELFRY_RUN_MINUTE_AT("$1::timestamptz") ", a.scheduled_for_ms,"
+    " " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ", " BELFRY_RUN_MINUTE ", a.scheduled_for_ms,"
     " a.max_retries, a.retry_initial_ms, a.retry_multiplier, a.retry_max_ms, a.cron_expr, a.time_zone,"
     " a.offset_pinned,"
     " CASE WHEN a.paused THEN NULLIF(a.pause_reason, '') END, CASE WHEN a.paused THEN NULLIF(a.pause_actor, '') END,"
     " CASE WHEN a.paused THEN $1::timestamptz END,"
     " a.max_fires, 0, " BELFRY_MS_TO_TIMESTAMPTZ("a.fires_from_ms") ", " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_end_ms") ","
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_start_ms") ", a.labels::jsonb "
-    "FROM belfry_upsert_stage AS a"
-    BELFRY_FIRING_SHARD_STATE_JOIN
+    "FROM belfry_upsert_stage AS a "
     "ORDER BY a.shard, a.id "  // one partition after another: ~30% faster than id order
     "ON CONFLICT (id, shard) DO NOTHING "
     "RETURNING " BELFRY_JOB_COLUMNS;
@@ -116,7 +123,7 @@ inline constexpr const char kUpdateStagedJobsSql[] =
     "   WHEN a.paused IS NOT NULL OR a.replace_fresh THEN NULL ELSE j.paused_at END,"
     " src_partition = a.src_partition, src_offset = a.src_offset,"
     " run_at = " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ","
-    " run_minute = " BELFRY_RUN_MINUTE_AT("$1::timestamptz") ","
+    " run_minute = " BELFRY_RUN_MINUTE ","
     " scheduled_for_ms = a.scheduled_for_ms,"
     " max_retries = a.max_retries, retry_initial_ms = a.retry_initial_ms,"
     " retry_multiplier = a.retry_multiplier, retry_max_ms = a.retry_max_ms,"
@@ -129,18 +136,20 @@ inline constexpr const char kUpdateStagedJobsSql[] =
     " labels = a.labels::jsonb,"  // migration 0013"
     " created_at = CASE WHEN a.replace_fresh THEN $1::timestamptz ELSE j.created_at END,"
     " updated_at = $1::timestamptz "
-    "FROM belfry_upsert_stage AS a"
-    BELFRY_FIRING_SHARD_STATE_JOIN
+    "FROM belfry_upsert_stage AS a "
     "WHERE j.shard = a.shard AND j.id = a.id"
     " AND NOT (j.src_partition = a.src_partition AND j.src_offset >= a.src_offset)";
 
 // Calendar jobs (migration 0006, docs/calendar-schedules.md). Step 0 of an upsert: number the
-// zones of the staged slot-planned cron jobs that are new to cron_zones.
+// zones of the staged slot-planned cron jobs that are new to cron_zones. The stage is read in a
+// subquery and the zones known already are left out by an anti-join: Citus joins a coordinator
+// table (the stage) with a reference table only through a subquery, and runs no correlated
+// subquery (NOT EXISTS) over one.
 inline constexpr const char kRegisterStagedZonesName[] = "belfry_register_staged_zones";
 inline constexpr const char kRegisterStagedZonesSql[] =
     "INSERT INTO cron_zones (name) "
-    "SELECT DISTINCT a.time_zone FROM belfry_upsert_stage AS a"
-    " WHERE a.cron_codes IS NOT NULL AND NOT EXISTS (SELECT 1 FROM cron_zones AS z WHERE z.name = a.time_zone) "
+    "SELECT DISTINCT a.time_zone FROM (SELECT time_zone FROM belfry_upsert_stage WHERE cron_codes IS NOT NULL) AS a"
+    " LEFT JOIN cron_zones AS z ON z.name = a.time_zone WHERE z.name IS NULL "
     "ORDER BY 1 "
     "ON CONFLICT (name) DO NOTHING";
 
@@ -174,8 +183,12 @@ inline constexpr const char kInsertStagedSlotsSql[] =
 // ranges and last delivery error; a job that is gone (deleted now, or absent already) loses them
 // (its slots from cron_slots, migration 0006; its ranges, 0011; its delivery error, 0017: a new
 // job of the same id starts with none). Its scheduled retries (rows of migration 0004, in its
-// shard) are cancelled either way. Every part reads the statement's one snapshot, so "gone" is
-// "deleted by this statement, or not there before it"; one round trip, whatever the batch holds.
+// shard) are cancelled either way. On PostgreSQL every part reads the statement's one snapshot, so
+// "gone" is "deleted by this statement, or not there before it"; one round trip, whatever the
+// batch holds. Citus runs each part as a step of its own, so there "gone" may read jobs after the
+// delete: the deleted ones (twice) and those not there, the same jobs, which the deletes that use
+// it do not mind. "Not there" is an anti-join, not NOT EXISTS: Citus runs no
+// correlated subquery over a CTE.
 inline constexpr const char kDeleteJobsAndTheirRowsName[] = "belfry_delete_jobs_and_their_rows";
 inline constexpr const char kDeleteJobsAndTheirRowsSql[] =
     "WITH a AS MATERIALIZED ("
@@ -183,7 +196,7 @@ inline constexpr const char kDeleteJobsAndTheirRowsSql[] =
     " d AS (DELETE FROM jobs AS j USING a WHERE j.shard = a.shard AND j.id = a.id"
     "   AND NOT (j.src_partition = a.src_partition AND j.src_offset > a.src_offset) RETURNING j.id, j.shard),"
     " gone AS MATERIALIZED (SELECT id, shard FROM d UNION ALL"
-    "   SELECT a.id, a.shard FROM a WHERE NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.shard = a.shard AND j.id = a.id)),"
+    "   SELECT a.id, a.shard FROM a LEFT JOIN jobs AS j ON j.shard = a.shard AND j.id = a.id WHERE j.id IS NULL),"
     " r AS (DELETE FROM jobs AS j USING a WHERE j.shard = a.shard AND j.retry_of = a.id),"
     " b AS (DELETE FROM backfills AS b USING gone AS g WHERE b.job_id = g.id),"
     " e AS (DELETE FROM trigger_delivery_errors AS e USING gone AS g WHERE e.job_id = g.id),"

@@ -108,6 +108,13 @@ inline constexpr const char kCountCronZonesSql[] = BELFRY_COUNT_CRON_ZONES;
 // The tick's snapshot begins with that count, in the same round trip (issue 34): one simple-query
 // message of two statements, whose result is the count's.
 inline constexpr const char kBeginTickSnapshotSql[] = "BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ; " BELFRY_COUNT_CRON_ZONES;
+// `belfry explain`'s snapshot: the same, with Citus's local execution off. On Citus the zone count
+// reads the coordinator's own placement of the reference table (local execution), after which
+// Citus refuses the parallel execution that EXPLAIN ANALYZE of the due statements needs. On a
+// plain PostgreSQL the setting is an unused placeholder.
+inline constexpr const char kBeginExplainSnapshotSql[] =
+    "BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ; SET LOCAL citus.enable_local_execution = off; "
+    BELFRY_COUNT_CRON_ZONES;
 #undef BELFRY_COUNT_CRON_ZONES
 inline constexpr const char kListCronZonesSql[] = "SELECT id, name FROM cron_zones ORDER BY id";
 // The slot-planned calendar jobs of the zones this process's tz database lacks, per zone: a tick

@@ -200,8 +200,8 @@ StatusOr<DueStatements> BuildDueStatements(const DueQuery& q, bool with_calendar
   return out;
 }
 
-Status PgDueQueryStream::BeginAndRefreshZones(bool* any) {
-  PgResultPtr res(PQexec(conn_, pg_queries::kBeginTickSnapshotSql));
+Status PgDueQueryStream::BeginAndRefreshZones(const char* begin_sql, bool* any) {
+  PgResultPtr res(PQexec(conn_, begin_sql));
   if (res == nullptr || PQresultStatus(res.get()) != PGRES_TUPLES_OK) {
     return ResultError(res.get(), "due query: begin and zones");
   }
@@ -228,7 +228,8 @@ Status PgDueQueryStream::BeginAndRefreshZones(bool* any) {
   return Status::Ok();
 }
 
-Status PgDueQueryStream::InSnapshot(const DueQuery& q, const std::function<Status(const DueStatements&)>& body) {
+Status PgDueQueryStream::InSnapshot(const DueQuery& q, const char* begin_sql,
+                                    const std::function<Status(const DueStatements&)>& body) {
   if (StatusOr<std::string> phases = PhaseArrayLiteral(q); !phases.ok()) return phases.status();
   if (Status st = Connect(); !st.ok()) return st;
   // All statements in one read-only transaction, each through its own cursor, on one snapshot
@@ -237,7 +238,7 @@ Status PgDueQueryStream::InSnapshot(const DueQuery& q, const std::function<Statu
   Status status;
   try {
     bool any_zone = false;
-    status = BeginAndRefreshZones(&any_zone);
+    status = BeginAndRefreshZones(begin_sql, &any_zone);
     if (conn_ == nullptr) return status;
     if (status.ok()) {
       StatusOr<DueStatements> statements = BuildDueStatements(q, any_zone, zones_);
@@ -281,7 +282,7 @@ Status PgDueQueryStream::ReportUnknownZones(const DueStatements& statements) {
 }
 
 Status PgDueQueryStream::ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn) {
-  return InSnapshot(q, [&](const DueStatements& statements) {
+  return InSnapshot(q, pg_queries::kBeginTickSnapshotSql, [&](const DueStatements& statements) {
     for (const pg_queries::DueCursor* cursor : statements.cursors) {
       if (Status st = RunCursor(*cursor, statements, q, fn); !st.ok()) return st;
     }
@@ -291,7 +292,7 @@ Status PgDueQueryStream::ForEachDueJob(const DueQuery& q, const std::function<vo
 
 StatusOr<std::string> PgDueQueryStream::ExplainDueQuery(const DueQuery& q) {
   std::string plan;
-  Status st = InSnapshot(q, [&](const DueStatements& statements) {
+  Status st = InSnapshot(q, pg_queries::kBeginExplainSnapshotSql, [&](const DueStatements& statements) {
     std::vector<const char*> values;
     for (size_t i = 0; i < statements.values.size(); ++i) {
       plan += "-- $" + std::to_string(i + 1) + " = " + statements.values[i] + " (" + statements.names[i] + ")\n";

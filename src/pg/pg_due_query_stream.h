@@ -92,13 +92,15 @@ class PgDueQueryStream final {
   const std::vector<UnknownZone>& unknown_zones() const { return unknown_zones_; }
 
  private:
-  // Begins the tick's transaction and, in the same round trip, counts cron_zones; re-reads them
+  // Begins the tick's transaction with `begin_sql` (kBeginTickSnapshotSql, or
+  // kBeginExplainSnapshotSql) and, in the same round trip, counts cron_zones; re-reads them
   // when that count differs from what this stream knows. Sets *any to whether there are zones.
-  Status BeginAndRefreshZones(bool* any);
+  Status BeginAndRefreshZones(const char* begin_sql, bool* any);
   // Begins the tick's transaction, reads the zones, builds q's statements and runs `body` on
   // them, then commits (rolls back after an error). Counts the jobs of unknown zones first.
   // REQUIRES: body does not throw, or the connection is closed and the exception propagates.
-  Status InSnapshot(const DueQuery& q, const std::function<Status(const DueStatements&)>& body);
+  Status InSnapshot(const DueQuery& q, const char* begin_sql,
+                    const std::function<Status(const DueStatements&)>& body);
   // Inside the open transaction: reports the slot-planned jobs of unknown_zones_ in q's stored
   // shards to on_unknown_zone_. Does nothing without a handler or without unknown zones.
   Status ReportUnknownZones(const DueStatements& statements);

@@ -1,7 +1,7 @@
 // The SQL of PgExecutionStore (src/pg/pg_execution_store.cc): named constants, $n parameters.
 #pragma once
 
-#include "pg/pg_job_sql.h"  // BELFRY_MS_TO_TIMESTAMPTZ, BELFRY_TS_TO_MS, BELFRY_ACROSS_CUTOVER, BELFRY_SHARD_NEXT_MINUTE, kLockShardStates
+#include "pg/pg_job_sql.h"  // BELFRY_MS_TO_TIMESTAMPTZ, BELFRY_TS_TO_MS, BELFRY_ACROSS_CUTOVER, BELFRY_NEXT_MINUTE_AT
 
 
 namespace belfry::pg_queries {
@@ -61,12 +61,20 @@ inline constexpr const char kLockJobStatsName[] = "belfry_lock_job_stats";
 inline constexpr const char kLockJobStatsSql[] =
     "SELECT " BELFRY_STATS_COLUMNS
     " FROM job_stats WHERE job_id = ANY ($1::text[]) ORDER BY job_id FOR UPDATE";
+// Citus (PgSession::citus): the same, one job at a time, in job id order. Citus locks rows only in
+// a statement that reaches one shard, and job_stats is distributed by job_id (migration 0019).
+// $1 = job id.
+inline constexpr const char kLockJobStatsOfJobName[] = "belfry_lock_job_stats_of_job";
+inline constexpr const char kLockJobStatsOfJobSql[] =
+    "SELECT " BELFRY_STATS_COLUMNS " FROM job_stats WHERE job_id = $1 FOR UPDATE";
 
 inline constexpr const char kGetJobStatsName[] = "belfry_get_job_stats";
 inline constexpr const char kGetJobStatsSql[] =
     "SELECT " BELFRY_STATS_COLUMNS " FROM job_stats WHERE job_id = $1";
 
-// Writes the staged folded counters (whole rows) over job_stats.
+// Writes the staged folded counters (whole rows) over job_stats. updated_at is the transaction's
+// now(), set by the SELECT and taken from EXCLUDED: Citus allows only IMMUTABLE functions in the
+// DO UPDATE SET of an insert into a distributed table.
 inline constexpr const char kUpsertStagedJobStatsName[] = "belfry_upsert_staged_job_stats";
 inline constexpr const char kUpsertStagedJobStatsSql[] =
     "INSERT INTO job_stats AS s (job_id, last_status, last_scheduled_for_ms, last_attempt, last_error,"
@@ -81,7 +89,7 @@ inline constexpr const char kUpsertStagedJobStatsSql[] =
     " last_error = EXCLUDED.last_error, last_finished_at = EXCLUDED.last_finished_at,"
     " consecutive_failures = EXCLUDED.consecutive_failures, total_succeeded = EXCLUDED.total_succeeded,"
     " total_failed = EXCLUDED.total_failed,"
-    " last_success_scheduled_for_ms = EXCLUDED.last_success_scheduled_for_ms, updated_at = now()";
+    " last_success_scheduled_for_ms = EXCLUDED.last_success_scheduled_for_ms, updated_at = EXCLUDED.updated_at";
 
 // ---- Retries (docs/executions.md, "Retries"). ------------------------------------------------
 
@@ -93,9 +101,24 @@ inline constexpr const char kRetryTargetsSql[] =
     " retry_initial_ms, retry_multiplier, retry_max_ms "
     "FROM jobs WHERE id = ANY ($1::text[]) AND NOT paused AND max_retries > 0 AND attempt = 0";
 
+// The shard layout record (NULL without one: the config's layout is the rule) and the
+// transaction's now(), as text, at which the placement compares claims (LockPlacingShardStates,
+// pg_job_writes.h: Citus would evaluate a now() of that statement on the worker). One row always.
+// On Citus belfry_meta is a reference table with a placement on the coordinator, so this runs
+// there, in the transaction (as kShareLayoutSql for PgJobStore::txn_now_).
+inline constexpr const char kReadLayoutAndNowName[] = "belfry_read_layout_and_now";
+inline constexpr const char kReadLayoutAndNowSql[] =
+    "SELECT (SELECT value FROM belfry_meta WHERE key = 'layout'), now()::text";
+
 // $1 = JSON array of planned retries. A retry is placed in its planned minute, or later when its
 // shard has already fired that minute or a live claim may already have queried it (the claim's
-// claim_through), so that no firing can miss it. Returns the rows actually inserted: a repeat
+// claim_through), so that no firing can miss it: placement_next_minute is the next minute of the
+// row that fires the planned minute (FiringShardRow), and during a reshard's cut-over
+// (cutover_minute, NULL otherwise) stored_next_minute is the stored shard's, which fires the
+// minutes from the cut-over on (BELFRY_ACROSS_CUTOVER; docs/resharding.md). Both as
+// kLockPlacingShardStatesSql (pg_job_sql.h) read them, with the rows held until the
+// commit; NULL when unset. The insert joins no shard_state: on Citus a join of shard_state on
+// values of the JSON parameter is not co-located. Returns the rows actually inserted: a repeat
 // (same id: same job, slot and attempt) inserts nothing.
 inline constexpr const char kInsertRetriesName[] = "belfry_insert_retries";
 inline constexpr const char kInsertRetriesSql[] =
@@ -103,14 +126,12 @@ inline constexpr const char kInsertRetriesSql[] =
     " src_partition, src_offset, run_at, run_minute, scheduled_for_ms, attempt, retry_of) "
     "SELECT a.id, a.shard, a.interval_minutes, 0, a.owner, a.topic, a.key, a.details, a.priority, -1, -1,"
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ","
-    " " BELFRY_ACROSS_CUTOVER("GREATEST(a.run_minute, " BELFRY_SHARD_NEXT_MINUTE ")",
-                              BELFRY_STORED_SHARD_NEXT_MINUTE) ","
+    " " BELFRY_ACROSS_CUTOVER("GREATEST(a.run_minute, a.placement_next_minute)", "a.stored_next_minute") ","
     " a.scheduled_for_ms, a.attempt, a.retry_of "
     "FROM json_to_recordset($1::json) AS a(id text, shard smallint, interval_minutes int, owner text,"
     " topic text, key text, details text, priority int, run_at_ms bigint, run_minute bigint,"
-    " scheduled_for_ms bigint, attempt int, retry_of text, placement_shard smallint,"
-    " cutover_minute bigint) "
-    BELFRY_FIRING_SHARD_STATE_JOIN
+    " scheduled_for_ms bigint, attempt int, retry_of text, placement_next_minute bigint,"
+    " cutover_minute bigint, stored_next_minute bigint) "
     "ON CONFLICT DO NOTHING "
     "RETURNING id";
 

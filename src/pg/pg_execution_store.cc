@@ -20,7 +20,7 @@
 #include "pg/copy_row.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_execution_queries.h"
-#include "pg/pg_schema_queries.h"
+#include "pg/pg_placing_shard_states.h"
 #include "pg/pg_rows.h"
 
 namespace belfry {
@@ -31,12 +31,15 @@ std::vector<PreparedStatement> ExecutionStatements() {
   return {
       {q::kExecutionStagesExistName, q::kExecutionStagesExistSql},
       {q::kLockJobStatsName, q::kLockJobStatsSql},
+      {q::kLockJobStatsOfJobName, q::kLockJobStatsOfJobSql},
       {q::kGetJobStatsName, q::kGetJobStatsSql},
       {q::kListExecutionsName, q::kListExecutionsSql},
       {q::kListExecutionsAfterName, q::kListExecutionsAfterSql},
       {q::kMaintainExecutionPartitionsName, q::kMaintainExecutionPartitionsSql},
       {q::kRetryTargetsName, q::kRetryTargetsSql},
-      {q::kLockShardStatesName, q::kLockShardStatesSql},
+      {q::kReadLayoutAndNowName, q::kReadLayoutAndNowSql},
+      {q::kLockPlacingShardStatesName, q::kLockPlacingShardStatesSql},
+      {q::kLockPlacingShardStateName, q::kLockPlacingShardStateSql},
       {q::kInsertRetriesName, q::kInsertRetriesSql},
       {q::kSupersedeRetriesName, q::kSupersedeRetriesSql},
   };
@@ -163,13 +166,22 @@ StatusOr<ExecutionApplyResult> PgExecutionStore::ApplyReports(const std::vector<
       if (r.status != ExecutionStatus::kRunning) terminal[r.job_id].push_back(r);
     }
     if (!terminal.empty()) {
-      std::vector<std::string_view> terminal_ids;
-      terminal_ids.reserve(terminal.size());
-      for (const auto& [id, unused] : terminal) terminal_ids.push_back(id);
       std::map<std::string, JobStats> current;
-      for (const pqxx::row& row : txn.exec_prepared(q::kLockJobStatsName, ArrayLiteral(terminal_ids))) {
-        JobStats s = JobStatsFromRow(row);
-        current.emplace(s.job_id, std::move(s));
+      const auto add_rows = [&](const pqxx::result& rows) {
+        for (const pqxx::row& row : rows) {
+          JobStats s = JobStatsFromRow(row);
+          current.emplace(s.job_id, std::move(s));
+        }
+      };
+      if (session_.citus()) {
+        // One job a statement, in id order (terminal's): Citus locks rows only in single-shard
+        // statements, and job_stats is distributed by job_id.
+        for (const auto& [id, unused] : terminal) add_rows(txn.exec_prepared(q::kLockJobStatsOfJobName, id));
+      } else {
+        std::vector<std::string_view> terminal_ids;
+        terminal_ids.reserve(terminal.size());
+        for (const auto& [id, unused] : terminal) terminal_ids.push_back(id);
+        add_rows(txn.exec_prepared(q::kLockJobStatsName, ArrayLiteral(terminal_ids)));
       }
       // The latest success of each job that has ever failed: only such a job can have retries
       // to supersede (a retry row is written only in the transaction that counts its failure,
@@ -239,19 +251,27 @@ void PgExecutionStore::ApplyRetries(pqxx::work& txn, const std::vector<Execution
   // The retries' minutes follow the database's shard layout, which a reshard changes under a
   // running node (docs/resharding.md); the config's is the rule when there is no record.
   RetryRules rules = retry_rules_;
-  const pqxx::result layout = txn.exec(pg_queries::kReadLayoutSql);
-  if (!layout.empty() && !layout[0][0].is_null()) {
-    if (StatusOr<ShardLayout> l = ParseShardLayout(layout[0][0].as<std::string>()); l.ok()) rules.layout = *l;
+  const pqxx::row layout = txn.exec_prepared1(pg_queries::kReadLayoutAndNowName);
+  if (!layout[0].is_null()) {
+    if (StatusOr<ShardLayout> l = ParseShardLayout(layout[0].as<std::string>()); l.ok()) rules.layout = *l;
   }
+  const std::string txn_now = layout[1].as<std::string>();
   const RetryPlanning planning = PlanRetries(fresh, targets, latest_success, rules, clock_.NowMs());
   result->retries_too_late += planning.too_late;
   if (planning.retries.empty()) return;
 
   std::set<int32_t> shards;
+  for (const ScheduledRetry& s : planning.retries) {
+    for (int32_t row : PlacingShardRows(rules.layout, s.target->shard)) shards.insert(row);
+  }
+  // Held until the commit: no firing can claim those shards between this read and the commit, so a
+  // firing either is visible to the placement or sees the committed row.
+  PlacingShardProgress next_minute;
+  LockPlacingShardStates(txn, session_.citus(), txn_now, std::vector<int32_t>(shards.begin(), shards.end()),
+                         &next_minute);
+  const std::optional<int64_t> cutover_minute = PendingCutoverMinute(rules.layout);
   JsonArrayChunks retries;
   for (const ScheduledRetry& s : planning.retries) {
-    const int32_t placement = FiringShardRow(rules.layout, s.run_minute, s.target->shard);
-    for (int32_t row : PlacingShardRows(rules.layout, s.target->shard)) shards.insert(row);
     retries.BeginObject();
     retries.String("id", s.row_id);
     retries.Int("shard", s.target->shard);
@@ -266,11 +286,12 @@ void PgExecutionStore::ApplyRetries(pqxx::work& txn, const std::vector<Execution
     retries.Int("scheduled_for_ms", s.scheduled_for_ms);
     retries.Int("attempt", s.attempt);
     retries.String("retry_of", s.target->id);
-    retries.Int("placement_shard", placement);
-    retries.OptionalInt("cutover_minute", PendingCutoverMinute(rules.layout));
+    retries.OptionalInt("placement_next_minute",
+                        NextMinuteOf(next_minute, FiringShardRow(rules.layout, s.run_minute, s.target->shard)));
+    retries.OptionalInt("cutover_minute", cutover_minute);
+    retries.OptionalInt("stored_next_minute", cutover_minute ? NextMinuteOf(next_minute, s.target->shard) : std::nullopt);
     retries.EndObject();
   }
-  txn.exec_prepared(pg_queries::kLockShardStatesName, ArrayLiteral(shards));  // sorted: a fixed lock order
   for (const std::string& chunk : retries.Finish()) {
     result->retries_scheduled += txn.exec_prepared(pg_queries::kInsertRetriesName, chunk).affected_rows();
   }

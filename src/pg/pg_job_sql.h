@@ -29,53 +29,59 @@
 
 namespace belfry::pg_queries {
 
-// $1 = smallint[] of shards, sorted (a fixed lock order). Taken before rows are placed by the
-// shard's progress (one-shot commands, retries) and held until commit: no firing can claim those
-// shards between the placement read and the commit, so a firing either is visible to the
-// placement (fired_through, or a live claim's claim_through) or sees the committed row.
-inline constexpr const char kLockShardStatesName[] = "belfry_lock_shard_states";
-inline constexpr const char kLockShardStatesSql[] =
-    "SELECT shard FROM shard_state WHERE shard = ANY ($1::smallint[]) ORDER BY shard FOR SHARE";
+// ---- Rows placed by a shard's progress: one-shot commands, manual fires, retries. -------------
+// Such a row goes to its planned minute, or, when the shard that fires that minute has fired it
+// or a live claim may have queried it, to that shard's next minute. The writer first locks the
+// placing shard_state rows (PlacingShardRows, core/shard_layout.h) FOR SHARE until its commit,
+// and reads each one's next minute in the same statement: no firing can claim those shards
+// between that read and the commit, so a firing either is visible to the placement (fired_through,
+// or a live claim's claim_through) or sees the committed row. The rows then carry the minutes as
+// values (placement_next_minute, stored_next_minute): held rows cannot move, so that is what a
+// join inside the insert would read. Citus refuses that join (issue 36): the shard_state row is
+// found by a value of the row (its placement shard), not by the distribution column it is joined
+// on (docs/scale-out.md). LockPlacingShardStates (pg_placing_shard_states.h) sends them.
 
-// The first minute a new row of a shard can still be fired in: after what it has fired and after
-// what a live claim covers (that firing's query may already have run). NULL when neither is set.
-// Left defined at the end of this file: pg_execution_queries.h uses it too.
-// The shard_state row whose progress places a one-shot row: a.placement_shard, the row that
-// fires its minute (FiringShardRow, core/shard_layout.h: the stored shard, except while a
-// reshard's old layout fires that minute, when the old shard does; docs/resharding.md).
-// During a cut-over (a.cutover_minute, NULL otherwise) the row of the stored shard, a.shard,
-// fires the minutes from the cut-over on: `sn`.
-#define BELFRY_FIRING_SHARD_STATE_JOIN                               \
-  " LEFT JOIN shard_state AS ss ON ss.shard = a.placement_shard"     \
-  " LEFT JOIN shard_state AS sn ON sn.shard = a.shard AND a.cutover_minute IS NOT NULL "
-
-// `now`: the statement's now(), or the transaction's as a parameter where Citus would refuse now()
-// inside a CASE (a modification: PgJobStore::txn_now_).
+// The first minute a new row of shard_state row `s` can still be fired in: after what it has
+// fired and after what a live claim covers (that firing's query may already have run). NULL when
+// neither is set. `now`: the transaction's now(), as a parameter (PgJobStore::txn_now_), not the
+// statement's: on Citus a router query's now() is the worker's, in a transaction of its own.
 #define BELFRY_NEXT_MINUTE_AT(s, now) \
   "GREATEST(" s ".fired_through + 1, CASE WHEN " s ".claim_until > " now " THEN " s ".claim_through + 1 END)"
-#define BELFRY_SHARD_NEXT_MINUTE BELFRY_NEXT_MINUTE_AT("ss", "now()")
-#define BELFRY_STORED_SHARD_NEXT_MINUTE BELFRY_NEXT_MINUTE_AT("sn", "now()")
 
-// A minute `x` placed by the progress of the row that fires the planned minute, `ss`. When that
-// was the old layout's row and `x` reached the cut-over, the new row fires it: `x` moves on by
-// that row's progress too (`y`), so that a row is never stored in a minute its firing shard has
-// already fired (docs/resharding.md).
+// $1 = smallint[] of shards, sorted (a fixed lock order); $2 = the transaction's now(). Returns
+// each row's shard and next minute.
+#define BELFRY_LOCK_PLACING_SHARD_STATES(where) \
+  "SELECT shard, " BELFRY_NEXT_MINUTE_AT("ss", "$2::timestamptz") " FROM shard_state AS ss WHERE " where
+inline constexpr const char kLockPlacingShardStatesName[] = "belfry_lock_placing_shard_states";
+inline constexpr const char kLockPlacingShardStatesSql[] =
+    BELFRY_LOCK_PLACING_SHARD_STATES("shard = ANY ($1::smallint[]) ORDER BY shard FOR SHARE");
+// Citus (PgSession::citus): the same for one shard, $1. Citus locks rows only in a statement that
+// reaches one shard, so LockPlacingShardStates sends this once per shard, in shard order.
+inline constexpr const char kLockPlacingShardStateName[] = "belfry_lock_placing_shard_state";
+inline constexpr const char kLockPlacingShardStateSql[] =
+    BELFRY_LOCK_PLACING_SHARD_STATES("shard = $1::smallint FOR SHARE");
+#undef BELFRY_LOCK_PLACING_SHARD_STATES
+
+// A minute `x` placed by the progress of the row that fires the planned minute (the placement
+// row, placement_next_minute). During a cut-over (a.cutover_minute, NULL otherwise), when that
+// was the old layout's row and `x` reached the cut-over, the stored shard's row fires it: `x`
+// moves on by that row's progress too (`y`, from stored_next_minute), so that a row is never
+// stored in a minute its firing shard has already fired (docs/resharding.md).
 #define BELFRY_ACROSS_CUTOVER(x, y) \
   "CASE WHEN a.cutover_minute IS NOT NULL AND " x " >= a.cutover_minute THEN GREATEST(" x ", " y ") ELSE " x " END"
 
 // A one-shot's run_minute: the action's, unless its shard has fired that minute, or is firing it,
 // by the time the command is applied, and the shard's next minute is within the action's
-// late_limit (see OneShotPlacement); NULL for interval jobs. ApplyActions holds the shards' rows
-// (kLockShardStates) from before this read until the commit.
-// (Like a retry's GREATEST(run_minute, next minute), but only a next minute within late_limit;
-// GREATEST ignores the NULL of one that is not.)
+// late_limit (see OneShotPlacement); NULL for interval jobs. (Like a retry's GREATEST(run_minute,
+// next minute), but only a next minute within late_limit; GREATEST ignores the NULL of one that
+// is not.) Reads a.run_minute, a.late_limit, a.placement_next_minute, a.stored_next_minute and
+// a.cutover_minute.
 #define BELFRY_WITHIN_LATE_LIMIT(next) "CASE WHEN " next " <= a.late_limit THEN " next " END"
-#define BELFRY_RUN_MINUTE_AT(now)                                                                       \
-  "CASE WHEN a.run_minute IS NULL THEN NULL ELSE "                                                      \
-  BELFRY_ACROSS_CUTOVER("GREATEST(a.run_minute, " BELFRY_WITHIN_LATE_LIMIT(BELFRY_NEXT_MINUTE_AT("ss", now)) ")", \
-                        BELFRY_WITHIN_LATE_LIMIT(BELFRY_NEXT_MINUTE_AT("sn", now)))                      \
+#define BELFRY_RUN_MINUTE                                                                                  \
+  "CASE WHEN a.run_minute IS NULL THEN NULL ELSE "                                                         \
+  BELFRY_ACROSS_CUTOVER("GREATEST(a.run_minute, " BELFRY_WITHIN_LATE_LIMIT("a.placement_next_minute") ")", \
+                        BELFRY_WITHIN_LATE_LIMIT("a.stored_next_minute"))                                  \
   " END"
-#define BELFRY_RUN_MINUTE BELFRY_RUN_MINUTE_AT("now()")
 
 // Column order is decoded by PgJobStore's row reader; keep the two in step.
 #define BELFRY_JOB_COLUMNS                                                                                 \

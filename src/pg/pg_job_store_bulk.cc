@@ -9,7 +9,6 @@
 
 #include "core/bulk_walk.h"
 #include "core/shard_layout.h"
-#include "pg/array_literal.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_bulk_op_queries.h"
 #include "pg/pg_command_queries.h"
@@ -78,9 +77,10 @@ JobChange BulkChange(const BulkOp& op, std::string detail_json = {}) {
   return c;
 }
 
-// What one page did to its jobs: how many it changed (`txn_now`: PgJobStore::txn_now_). Adds each job it may change to `changes`
-// (the step records them all once its pages are done).
-int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int32_t shard,
+// What one page did to its jobs: how many it changed (`txn_now`: PgJobStore::txn_now_; `citus`:
+// PgSession::citus). Adds each job it may change to `changes` (the step records them all once its
+// pages are done).
+int64_t ApplyBulkPage(pqxx::transaction_base& txn, bool citus, const BulkOpState& state, int32_t shard,
                       const pqxx::result& page, EpochMs now, const std::string& txn_now, const ShardLayout& layout,
                       const TimeZoneDatabase& time_zones, JobChangeLog* changes) {
   namespace q = pg_queries;
@@ -95,9 +95,10 @@ int64_t ApplyBulkPage(pqxx::transaction_base& txn, const BulkOpState& state, int
       f.source = SourcePosition{op.source.partition, op.source.offset, now};
     }
     if (fires.empty()) return 0;
-    txn.exec_prepared(q::kLockShardStatesName, ArrayLiteral(PlacingShardRows(layout, shard)));
+    PlacingShardProgress progress;
+    LockPlacingShardStates(txn, citus, txn_now, PlacingShardRows(layout, shard), &progress);
     std::vector<ManualFireResult> results(fires.size());
-    ApplyTriggersSetBased(txn, fires, layout, &results);  // the jobs are locked: all found
+    ApplyTriggersSetBased(txn, fires, layout, progress, &results);  // the jobs are locked: all found
     int64_t stored = 0;
     for (size_t i = 0; i < results.size(); ++i) {
       stored += results[i].slots;
@@ -208,7 +209,8 @@ StatusOr<std::optional<BulkOpState>> PgJobStore::RunBulkStep(int32_t max_jobs, E
             txn.exec_prepared(q::kBulkPageName, shard, pos.after_id, OwnerParam(state.op.selector),
                               LabelsParam(state.op.selector), static_cast<int32_t>(limit));
         matched += static_cast<int64_t>(page.size());
-        changed += ApplyBulkPage(txn, state, shard, page, now, txn_now_, layout_, time_zones_, &changes);
+        changed += ApplyBulkPage(txn, session_.citus(), state, shard, page, now, txn_now_, layout_,
+                                 time_zones_, &changes);
         budget -= static_cast<int64_t>(page.size());
         const std::string last = page.empty() ? std::string() : page.back()[0].as<std::string>();
         pos = NextBulkWalkPosition(shard, last, page.size(), static_cast<size_t>(limit), stored_shards);

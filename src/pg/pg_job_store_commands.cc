@@ -19,6 +19,7 @@
 #include "pg/pg_job_sql.h"
 #include "pg/pg_job_writes.h"
 #include "pg/pg_rows.h"
+#include "pg/pg_placing_shard_states.h"
 
 namespace belfry {
 namespace {
@@ -26,10 +27,10 @@ namespace {
 // One row of the upsert staging table, as COPY text fields in kUpsertStageColumns order.
 using StageRow = CopyRow<std::size(pg_queries::kUpsertStageColumns)>;
 
-// `shard`: the job's stored shard (ActionShard), not spec.shard; `placement_shard`: the
-// shard_state row that places a one-shot (FiringShardRow); `cutover_minute`: PendingCutoverMinute.
-StageRow UpsertStageRow(const JobAction& a, int32_t shard, int32_t placement_shard,
-                        std::optional<int64_t> cutover_minute) {
+// `shard`: the job's stored shard (ActionShard), not spec.shard; `progress`: the placing
+// shard_state rows of a one-shot, held (LockPlacingShardStates); unused for other jobs.
+StageRow UpsertStageRow(const JobAction& a, int32_t shard, const ShardLayout& layout,
+                        const PlacingShardProgress& progress) {
   const JobSpec& s = a.spec;
   StageRow row;
   size_t c = 0;  // kUpsertStageColumns order
@@ -86,14 +87,20 @@ StageRow UpsertStageRow(const JobAction& a, int32_t shard, int32_t placement_sha
   row.SetOptionalInt(c++, s.max_fires ? s.requested_end_at : std::nullopt);
   row.SetOptionalInt(c++, s.max_fires ? s.requested_start_at : std::nullopt);
   row.Set(c++, s.labels_json.empty() ? std::string("{}") : s.labels_json);  // migration 0013
-  row.SetInt(c++, placement_shard);
-  row.SetOptionalInt(c++, cutover_minute);
+  if (s.one_shot()) {
+    const std::optional<int64_t> cutover_minute = PendingCutoverMinute(layout);
+    row.SetOptionalInt(c++, NextMinuteOf(progress, FiringShardRow(layout, s.run_minute, shard)));
+    row.SetOptionalInt(c++, cutover_minute ? NextMinuteOf(progress, shard) : std::nullopt);
+    row.SetOptionalInt(c++, cutover_minute);
+  } else {
+    for (int i = 0; i < 3; ++i) row.SetNull(c++);
+  }
   return row;
 }
 
 struct ActionParams {
-  std::vector<StageRow> upserts;  // in (shard, id) order
-  std::string one_shot_shards;    // smallint[] literal of the one-shot upserts' shards; "" if none
+  std::vector<std::pair<int32_t, const JobAction*>> upserts;  // (stored shard, action), in (shard, id) order
+  std::vector<int32_t> one_shot_shards;  // the shard_state rows that place the one-shot upserts, sorted
   bool any_calendar_slots = false;  // some upsert is a slot-planned cron job
   std::vector<std::string> deletes;
   std::vector<std::string> set_paused;
@@ -147,8 +154,7 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, const Shar
     switch (a->kind) {
       case JobAction::Kind::kUpsert:
       {
-        const int32_t placement = FiringShardRow(layout, a->spec.run_minute, shard);
-        params.upserts.push_back(UpsertStageRow(*a, shard, placement, PendingCutoverMinute(layout)));
+        params.upserts.emplace_back(shard, a);
         params.any_calendar_slots |= a->spec.calendar_slots();
         if (a->spec.one_shot()) {
           for (int32_t row : PlacingShardRows(layout, shard)) one_shot_rows.insert(row);
@@ -179,11 +185,7 @@ ActionParams BuildActionParams(const std::vector<JobAction>& actions, const Shar
   }
   params.deletes = deletes.Finish();
   params.set_paused = set_paused.Finish();
-  for (int32_t row : one_shot_rows) {
-    params.one_shot_shards += params.one_shot_shards.empty() ? "{" : ",";
-    params.one_shot_shards += std::to_string(row);
-  }
-  if (!params.one_shot_shards.empty()) params.one_shot_shards += '}';
+  params.one_shot_shards.assign(one_shot_rows.begin(), one_shot_rows.end());
   return params;
 }
 
@@ -220,20 +222,19 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
     };
     if (!insert_first) read_before_the_rest();
     if (!params.upserts.empty()) {
+      // One-shots are placed by their shard's progress (BELFRY_RUN_MINUTE): hold those shards'
+      // rows from that read until the commit, so that no firing claims a minute between.
+      PlacingShardProgress progress;
+      LockPlacingShardStates(txn, session_.citus(), txn_now_, params.one_shot_shards, &progress);
       if (!txn.exec_prepared(q::kUpsertStageExistsName)[0][0].as<bool>()) txn.exec(q::kCreateUpsertStageSql);
       {
         pqxx::stream_to stage(
             txn, q::kUpsertStageTable,
             std::vector<std::string>(std::begin(q::kUpsertStageColumns), std::end(q::kUpsertStageColumns)));
-        for (const StageRow& row : params.upserts) stage << row.Fields();
+        for (const auto& [shard, a] : params.upserts) stage << UpsertStageRow(*a, shard, layout_, progress).Fields();
         stage.complete();
       }
       txn.exec(q::kStagedJoinSettingsSql);
-      // One-shots are placed by their shard's progress (BELFRY_RUN_MINUTE): hold those shards'
-      // rows from before that read until the commit, so that no firing claims a minute between.
-      if (!params.one_shot_shards.empty()) {
-        txn.exec_prepared(q::kLockShardStatesName, params.one_shot_shards);
-      }
       if (params.any_calendar_slots) txn.exec_prepared(q::kRegisterStagedZonesName);
       for (const pqxx::row& row : txn.exec_prepared(q::kInsertStagedJobsName, txn_now_)) {
         StoredJob job = StoredJobFromRow(row);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <pqxx/result>
 #include <pqxx/transaction>
+#include <stdexcept>
 #include <unordered_set>
 #include <utility>
 
@@ -16,6 +17,7 @@
 #include "pg/pg_job_sql.h"
 #include "pg/pg_job_writes.h"
 #include "pg/pg_manual_fire_queries.h"
+#include "pg/pg_rows.h"
 
 namespace belfry {
 namespace {
@@ -78,7 +80,8 @@ struct RowToStore {
 
 // Stores the rows (one set-based statement per chunk); returns the ids that were new.
 std::unordered_set<std::string> InsertManualRows(pqxx::transaction_base& txn, const std::vector<RowToStore>& rows,
-                                                 const ShardLayout& layout) {
+                                                 const ShardLayout& layout, const PlacingShardProgress& progress) {
+  const std::optional<int64_t> cutover_minute = PendingCutoverMinute(layout);
   JsonArrayChunks chunks;
   for (const RowToStore& r : rows) {
     chunks.BeginObject();
@@ -91,8 +94,10 @@ std::unordered_set<std::string> InsertManualRows(pqxx::transaction_base& txn, co
     chunks.Int("scheduled_for_ms", r.row->scheduled_for_ms);
     chunks.Int("src_partition", r.source.partition);
     chunks.Int("src_offset", r.source.offset);
-    chunks.Int("placement_shard", FiringShardRow(layout, r.row->run_minute, r.shard));
-    chunks.OptionalInt("cutover_minute", PendingCutoverMinute(layout));
+    chunks.OptionalInt("placement_next_minute",
+                       NextMinuteOf(progress, FiringShardRow(layout, r.row->run_minute, r.shard)));
+    if (cutover_minute) chunks.OptionalInt("stored_next_minute", NextMinuteOf(progress, r.shard));
+    chunks.OptionalInt("cutover_minute", cutover_minute);
     chunks.EndObject();
   }
   std::unordered_set<std::string> inserted;
@@ -107,7 +112,8 @@ std::unordered_set<std::string> InsertManualRows(pqxx::transaction_base& txn, co
 }  // namespace
 
 std::vector<size_t> ApplyTriggersSetBased(pqxx::transaction_base& txn, const std::vector<ManualFire>& fires,
-                                          const ShardLayout& layout, std::vector<ManualFireResult>* results) {
+                                          const ShardLayout& layout, const PlacingShardProgress& progress,
+                                          std::vector<ManualFireResult>* results) {
   std::vector<size_t> rest;
   std::vector<size_t> triggers;
   JsonArrayChunks lookups;
@@ -148,7 +154,8 @@ std::vector<size_t> ApplyTriggersSetBased(pqxx::transaction_base& txn, const std
     stored.push_back(i);
   }
   for (size_t k = 0; k < rows.size(); ++k) rows[k].row = &planned[k];  // `planned` no longer grows
-  std::unordered_set<std::string> inserted = rows.empty() ? std::unordered_set<std::string>() : InsertManualRows(txn, rows, layout);
+  std::unordered_set<std::string> inserted =
+      rows.empty() ? std::unordered_set<std::string>() : InsertManualRows(txn, rows, layout, progress);
   for (size_t k = 0; k < planned.size(); ++k) {
     // Two triggers of one job in the same millisecond are one row: the first of them stored it.
     (*results)[stored[k]].slots = inserted.erase(planned[k].row_id) > 0 ? 1 : 0;
@@ -172,24 +179,24 @@ StatusOr<std::vector<ManualFireResult>> PgJobStore::ApplyManualFires(const std::
     }
     std::sort(shards.begin(), shards.end());
     shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
-    txn.exec_prepared(pg_queries::kLockShardStatesName, ArrayLiteral(shards));
-    for (size_t i : ApplyTriggersSetBased(txn, fires, layout_, &results)) {
+    PlacingShardProgress progress;
+    LockPlacingShardStates(txn, session_.citus(), txn_now_, shards, &progress);
+    for (size_t i : ApplyTriggersSetBased(txn, fires, layout_, progress, &results)) {
       const ManualFire& f = fires[i];
       const std::optional<StoredJob> job = ReadJobInTxn(txn, f.id, layout_);
       ManualPlan plan = PlanManualFire(txn, f, job, layout_, time_zones_);
       results[i] = plan.result;
       if (!plan.result.status.ok() || f.backfill.dry_run) continue;
-      for (int32_t row : PlacingShardRows(layout_, job->spec.shard)) {
-        if (!std::binary_search(shards.begin(), shards.end(), row)) {  // stored under another shard
-          txn.exec_prepared(pg_queries::kLockShardStatesName, ArrayLiteral(std::vector<int32_t>{row}));
-        }
-      }
+      // A job stored under another shard: its rows too, after the others (held ones are skipped).
+      LockPlacingShardStates(txn, session_.citus(), txn_now_, PlacingShardRows(layout_, job->spec.shard),
+                             &progress);
       std::vector<RowToStore> rows;
       rows.reserve(plan.rows.size());
       for (const ManualRow& row : plan.rows) {
         rows.push_back(RowToStore{&row, job->spec.id, job->spec.shard, f.source, row.run_minute - plan.rows.front().run_minute});
       }
-      const int64_t inserted = rows.empty() ? 0 : static_cast<int64_t>(InsertManualRows(txn, rows, layout_).size());
+      const int64_t inserted =
+          rows.empty() ? 0 : static_cast<int64_t>(InsertManualRows(txn, rows, layout_, progress).size());
       results[i].slots = inserted;
       if (f.kind == ManualFire::Kind::kBackfill) {
         txn.exec_prepared(pg_queries::kRecordBackfillName, f.id, f.backfill.from_ms, f.backfill.to_ms, inserted,

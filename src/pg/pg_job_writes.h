@@ -1,5 +1,6 @@
 // The job writes that the command path (pg_job_store.cc) and the bulk operations' steps
-// (pg_job_store_bulk.cc) share: one implementation of each, defined in pg_job_store.cc.
+// (pg_job_store_bulk.cc) share: one implementation of each (pg_job_writes.cc; the manual rows'
+// in pg_job_store_manual_fires.cc).
 #pragma once
 
 #include <cstddef>
@@ -7,14 +8,14 @@
 #include <optional>
 #include <pqxx/result>
 #include <pqxx/transaction_base>
-
-#include "belfry/shard_layout.h"
 #include <string>
 #include <vector>
 
 #include "belfry/command.h"
 #include "belfry/job.h"
+#include "belfry/shard_layout.h"
 #include "core/time_zone_database.h"
+#include "pg/pg_placing_shard_states.h"
 
 namespace belfry {
 
@@ -42,8 +43,10 @@ void RestartFireLimits(pqxx::transaction_base& txn, const pqxx::result& resumed,
 // statement finds those jobs, one stores all their rows, whatever the number of triggers. Sets
 // their results and returns the indexes of the fires it left to the one-by-one path (backfills,
 // and triggers of jobs not found in their shard: unknown, or stored under another shard count).
-// REQUIRES: the caller holds the fires' shards' shard_state rows (kLockShardStates).
+// REQUIRES: `progress` holds the fires' shards' placing rows (LockPlacingShardStates of
+// PlacingShardRows(layout, StoredShard(id, layout))).
 std::vector<size_t> ApplyTriggersSetBased(pqxx::transaction_base& txn, const std::vector<ManualFire>& fires,
-                                          const ShardLayout& layout, std::vector<ManualFireResult>* results);
+                                          const ShardLayout& layout, const PlacingShardProgress& progress,
+                                          std::vector<ManualFireResult>* results);
 
 }  // namespace belfry

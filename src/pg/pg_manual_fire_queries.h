@@ -25,14 +25,19 @@ inline constexpr const char kJobsInTheirShardsSql[] =
     "SELECT j.id FROM json_to_recordset($1::json) AS a(id text, shard smallint) "
     "JOIN jobs AS j ON j.shard = a.shard AND j.id = a.id";
 
+
 // $1 = JSON array of ManualRows, each naming its job and the job's shard: one-shot rows copied from the job's row
 // (topic, key, details, priority, owner, interval), derived ids, retry_of = the job. A row goes
 // to its planned minute, or, when the shard is past it (or a live claim may have queried it) by
 // the time it is stored: a trigger to the shard's next minute while that is within its
 // late_limit (else it stays in its past minute and never fires: BELFRY_RUN_MINUTE, the one-shots'
 // rule); a backfill row
-// (late_limit < 0) to the next minute plus its step, which keeps the backfill's pace. The caller
-// holds the shard's shard_state row (kLockShardStates). Returns the ids it inserted.
+// (late_limit < 0) to the next minute plus its step, which keeps the backfill's pace. The shard's
+// next minute is the row's placement_next_minute: that of the shard_state row that fires its
+// planned minute (FiringShardRow), read by kLockPlacingShardStates (pg_job_sql.h), which the
+// caller holds until the commit. During a cut-over
+// (cutover_minute set) stored_next_minute is that of the stored shard's row (the join's `sn`).
+// Returns the ids it inserted.
 inline constexpr const char kInsertManualRowsName[] = "belfry_insert_manual_rows";
 inline constexpr const char kInsertManualRowsSql[] =
     "INSERT INTO jobs (id, shard, interval_minutes, offset_minutes, owner, topic, key, details, priority,"
@@ -40,17 +45,15 @@ inline constexpr const char kInsertManualRowsSql[] =
     "SELECT a.id, j.shard, j.interval_minutes, 0, j.owner, j.topic, j.key, j.details, j.priority,"
     " a.src_partition, a.src_offset, " BELFRY_MS_TO_TIMESTAMPTZ("a.scheduled_for_ms") ","
     " CASE WHEN a.late_limit < 0 THEN "
-    BELFRY_ACROSS_CUTOVER("GREATEST(a.run_minute, " BELFRY_SHARD_NEXT_MINUTE " + a.step)",
-                          BELFRY_STORED_SHARD_NEXT_MINUTE " + a.step")
+    BELFRY_ACROSS_CUTOVER("GREATEST(a.run_minute, a.placement_next_minute + a.step)",
+                          "a.stored_next_minute + a.step")
     "  ELSE " BELFRY_RUN_MINUTE " END,"
     " a.scheduled_for_ms, j.id "
     "FROM json_to_recordset($1::json) AS a(id text, job_id text, shard smallint, run_minute bigint,"
     " late_limit bigint, step bigint, scheduled_for_ms bigint, src_partition int, src_offset bigint,"
-    " placement_shard smallint, cutover_minute bigint) "
+    " placement_next_minute bigint, stored_next_minute bigint, cutover_minute bigint) "
     "JOIN jobs AS j ON j.shard = a.shard AND j.id = a.job_id "
-    BELFRY_FIRING_SHARD_STATE_JOIN
     "ON CONFLICT DO NOTHING "
     "RETURNING id";
-
 
 }  // namespace belfry::pg_queries

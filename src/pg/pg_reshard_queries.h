@@ -24,12 +24,30 @@ inline constexpr const char kHasShardPartitionSql[] =
 // that change).
 inline constexpr const char kIdsInShardSql[] = "SELECT id FROM jobs WHERE shard = $1::smallint";
 
-// $1 new shard, $2 old shard, $3 ids (text[]). A cross-partition update: PostgreSQL deletes each
-// row from the old partition and inserts it into the new one.
+// Every column of jobs but id, shard and the generated phase, in one list for the move's DELETE
+// and INSERT. A migration that adds a column to jobs adds it here
+// (PgReshardTest.TheMoveCopiesEveryColumn checks this list against the catalog).
+#define BELFRY_RESHARD_MOVED_JOB_COLUMNS                                                                          \
+  "interval_minutes, offset_minutes, owner, topic, key, details, start_at, end_at, priority, paused, "           \
+  "src_partition, src_offset, created_at, updated_at, run_at, run_minute, scheduled_for_ms, max_retries, "       \
+  "retry_initial_ms, retry_multiplier, retry_max_ms, attempt, retry_of, cron_expr, time_zone, offset_pinned, " \
+  "pause_reason, pause_actor, paused_at, max_fires, fires_before, fires_from, requested_end_at, "               \
+  "requested_start_at, labels"
+#define BELFRY_RESHARD_MOVED_SLOT_COLUMNS "key, job_id, hour_mask, dom_mask, month_mask, dow_mask, day_or"
+
+// $1 new shard, $2 old shard, $3 ids (text[]). The move of a row to another shard: a DELETE ...
+// RETURNING and an INSERT of what it returned under the new shard, in one statement. Not an
+// UPDATE of shard: Citus refuses to change a distribution column ("modifying the partition value
+// of rows is not allowed"); PostgreSQL runs a cross-partition UPDATE as a delete and an insert
+// anyway. Returns the rows inserted.
 inline constexpr const char kMoveJobsSql[] =
-    "UPDATE jobs SET shard = $1::smallint WHERE shard = $2::smallint AND id = ANY ($3::text[])";
+    "WITH moved AS (DELETE FROM jobs WHERE shard = $2::smallint AND id = ANY ($3::text[]) RETURNING id, "
+    BELFRY_RESHARD_MOVED_JOB_COLUMNS ") INSERT INTO jobs (id, shard, " BELFRY_RESHARD_MOVED_JOB_COLUMNS
+    ") SELECT id, $1::smallint, " BELFRY_RESHARD_MOVED_JOB_COLUMNS " FROM moved";
 inline constexpr const char kMoveCronSlotsSql[] =
-    "UPDATE cron_slots SET shard = $1::smallint WHERE shard = $2::smallint AND job_id = ANY ($3::text[])";
+    "WITH moved AS (DELETE FROM cron_slots WHERE shard = $2::smallint AND job_id = ANY ($3::text[]) RETURNING "
+    BELFRY_RESHARD_MOVED_SLOT_COLUMNS ") INSERT INTO cron_slots (shard, " BELFRY_RESHARD_MOVED_SLOT_COLUMNS
+    ") SELECT $1::smallint, " BELFRY_RESHARD_MOVED_SLOT_COLUMNS " FROM moved";
 
 // $1 first new shard, $2 last, $3 the watermark (cut-over minute - 1).
 inline constexpr const char kInsertNewShardStatesSql[] =

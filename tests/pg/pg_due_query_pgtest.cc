@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <regex>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -21,6 +22,14 @@
 
 namespace belfry {
 namespace {
+
+// Whether `plan` scans partition `name` of jobs: on Citus, a worker's shard of it, named
+// <partition>_<Citus shard id>.
+bool ScansPartition(const std::string& plan, const std::string& name) {
+  return plan.find(" on " + name + " ") != std::string::npos ||
+         std::regex_search(plan, std::regex(" on " + name + "_[0-9]+ "));
+}
+
 
 constexpr int32_t kShardCount = 120;
 constexpr int64_t kTickMs = 500;
@@ -307,11 +316,24 @@ TEST_F(PgDueQueryTest, ExplainReadsOnlyTheShardsPartition) {
   StatusOr<std::string> plan =
       store_->ExplainDueQuery(DueQuery{3, kMinute, kMinute, kTickMs, TermsForMinute(kIntervals, kMinute)});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_NE(plan->find(" on jobs_shard_003 "), std::string::npos) << *plan;
+  EXPECT_TRUE(ScansPartition(*plan, "jobs_shard_003")) << *plan;
+  EXPECT_NE(plan->find("Execution Time"), std::string::npos) << *plan;
+  if (db().Exec("SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL")[0][0].as<bool>()) {
+    // On Citus each statement goes to the one worker that holds shard 3 (a router query). Its
+    // EXPLAIN ANALYZE runs the worker's statement through worker_save_query_explain_analyze,
+    // which plans it without the parameter's value, so the worker's plan lists every partition
+    // co-located there: which partitions the tick itself reads is not what explain shows there.
+    size_t tasks = 0;
+    for (size_t at = plan->find("Task Count: "); at != std::string::npos; at = plan->find("Task Count: ", at + 1)) {
+      EXPECT_EQ(plan->compare(at, 13, "Task Count: 1"), 0) << *plan;
+      ++tasks;
+    }
+    EXPECT_EQ(tasks, 3u) << *plan;  // priority > 0, = 0 and < 0
+    return;
+  }
   for (const char* other : {"jobs_shard_002", "jobs_shard_004", "jobs_shard_default", "Append"}) {
     EXPECT_EQ(plan->find(other), std::string::npos) << other << " in\n" << *plan;
   }
-  EXPECT_NE(plan->find("Execution Time"), std::string::npos) << *plan;
 }
 
 // `belfry explain` shows the query the tick runs: the statements and parameters of
@@ -342,7 +364,7 @@ TEST_F(PgDueQueryTest, ExplainShowsTheTicksCalendarBranchAndStoredShards) {
   EXPECT_NE(plan->find("cron_slots"), std::string::npos) << *plan;             // the calendar branch
   EXPECT_NE(plan->find("{3,123}"), std::string::npos) << *plan;                // the stored shards bound
   EXPECT_NE(plan->find("jobs_shard_default"), std::string::npos) << *plan;     // shard 123's rows
-  EXPECT_NE(plan->find(" on jobs_shard_003 "), std::string::npos) << *plan;
+  EXPECT_TRUE(ScansPartition(*plan, "jobs_shard_003")) << *plan;
   EXPECT_NE(plan->find("Execution Time"), std::string::npos) << *plan;
 
   // What explain ran is what the tick runs: the same rows come back from the same statements.

@@ -98,13 +98,16 @@ TEST_F(PgExecutionStoreTest, HistoryPaginatesNewestFirst) {
 
 constexpr int64_t kDayMs = 86'400'000;
 
-// The partition each stored report of `job` is in, by scheduledFor.
+// The partition each stored report of `job` is in, by scheduledFor: each partition of executions
+// read by name (not tableoid, which on Citus names the worker's shard of the partition).
 std::map<EpochMs, std::string> PartitionsOf(PgTestDatabase& db, const std::string& job) {
   std::map<EpochMs, std::string> out;
-  for (const auto& row :
-       db.Exec("SELECT scheduled_for_ms, tableoid::regclass::text FROM executions WHERE job_id = '" + job +
-               "'")) {
-    out[row[0].as<int64_t>()] = row[1].as<std::string>();
+  for (const auto& partition : db.Exec("SELECT inhrelid::regclass::text FROM pg_inherits"
+                                       " WHERE inhparent = 'executions'::regclass")) {
+    const std::string name = partition[0].as<std::string>();
+    for (const auto& row : db.Exec("SELECT scheduled_for_ms FROM " + name + " WHERE job_id = '" + job + "'")) {
+      out[row[0].as<int64_t>()] = name;
+    }
   }
   return out;
 }

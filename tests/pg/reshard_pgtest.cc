@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "pg/migrator.h"
 #include "pg/pg_job_store.h"
 #include "pg/pg_reshard.h"
+#include "pg/pg_reshard_queries.h"
 
 namespace belfry {
 namespace {
@@ -169,6 +171,74 @@ TEST_F(PgReshardTest, EachJobIsSeenOnceByItsOldShardHoweverFarTheMoveHasGone) {
   StatusOr<ShardLayout> again = reshard_->CutOver(kMinute * 60'000 + 90'000, 120'000);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->cutover_minute, kMinute + 3);
+}
+
+// The move rewrites each moving row as a DELETE and an INSERT (Citus cannot UPDATE a distribution
+// column), so it names every column: the lists in pg_reshard_queries.h must be the tables' own
+// (all but the key columns and the generated phase), and a moved row must come out equal to what
+// went in, every column but shard, in jobs and in cron_slots.
+TEST_F(PgReshardTest, TheMoveCopiesEveryColumn) {
+  const auto listed = [](const std::string& columns, std::vector<std::string> head) {
+    std::istringstream in(columns);
+    for (std::string c; std::getline(in, c, ',');) head.push_back(c.substr(c.find_first_not_of(' ')));
+    return head;
+  };
+  const auto catalog = [&](const std::string& table) {
+    std::vector<std::string> out;
+    for (const pqxx::row& r : db().Exec("SELECT attname FROM pg_attribute WHERE attrelid = '" + table +
+                                        "'::regclass AND attnum > 0 AND NOT attisdropped AND attgenerated = ''"
+                                        " ORDER BY attnum")) {
+      out.push_back(r[0].as<std::string>());
+    }
+    return out;
+  };
+  EXPECT_EQ(listed(BELFRY_RESHARD_MOVED_JOB_COLUMNS, {"id", "shard"}), catalog("jobs"));
+  EXPECT_EQ(listed(BELFRY_RESHARD_MOVED_SLOT_COLUMNS, {"shard"}), catalog("cron_slots"));
+
+  // Two rows of old shard 7 that move to 127, between them every column off its default: a
+  // calendar job with its slot, and a retry row.
+  std::vector<std::string> ids;
+  for (int i = 0; ids.size() < 2; ++i) {
+    const std::string candidate = "cols-" + std::to_string(i);
+    if (ShardForId(candidate, 120) == 7 && ShardForId(candidate, 240) == 127) ids.push_back(candidate);
+  }
+  const std::string common =
+      "7, 'owner-a', 'topic-a', 'key-a', '{\"d\": 1}', '2026-01-01 00:00:00+00', '2027-01-01 00:00:00+00', 5, true, 3,"
+      " 77, '2026-02-01 00:00:01.5+00', '2026-02-02 00:00:02.25+00', 4, 1500, 1.5, 90000, false, 'why', 'who',"
+      " '2026-02-03 00:00:00+00', 9, 2, '2026-02-04 00:00:00+00', '2026-12-31 00:00:00+00',"
+      " '2026-01-02 00:00:00+00', '{\"team\": \"a\"}'";
+  db().Exec(
+      "INSERT INTO jobs (id, shard, owner, topic, key, details, start_at, end_at, priority, paused, src_partition,"
+      " src_offset, created_at, updated_at, max_retries, retry_initial_ms, retry_multiplier, retry_max_ms,"
+      " offset_pinned, pause_reason, pause_actor, paused_at, max_fires, fires_before, fires_from, requested_end_at,"
+      " requested_start_at, labels, interval_minutes, offset_minutes, cron_expr, time_zone, run_at, run_minute,"
+      " scheduled_for_ms, attempt, retry_of) VALUES"
+      " ('" + ids[0] + "', " + common + ", 0, 0, '0 9 * * MON-FRI', 'Europe/Berlin', NULL, NULL, NULL, 0, NULL),"
+      " ('" + ids[1] + "', " + common + ", 3, 0, NULL, NULL, '2026-03-01 00:00:00+00', " + std::to_string(kMinute) +
+      ", " + std::to_string(kMinute * 60'000 + 3'500) + ", 2, 'parent')");
+  db().Exec("INSERT INTO cron_slots (shard, key, job_id, hour_mask, dom_mask, month_mask, dow_mask, day_or) VALUES"
+            " (7, 4242, '" + ids[0] + "', 512, -2, 8190, 62, true)");
+  const auto rows = [&]() {
+    std::map<std::string, std::string> out;
+    for (const pqxx::row& r : db().Exec("SELECT id, shard, to_jsonb(j) - 'shard' FROM jobs j")) {
+      out["job " + r[0].as<std::string>() + " in " + r[1].as<std::string>()] = r[2].as<std::string>();
+    }
+    for (const pqxx::row& r : db().Exec("SELECT job_id, shard, to_jsonb(c) - 'shard' FROM cron_slots c")) {
+      out["slot " + r[0].as<std::string>() + " in " + r[1].as<std::string>()] = r[2].as<std::string>();
+    }
+    return out;
+  };
+  std::map<std::string, std::string> expected;
+  for (const auto& [k, v] : rows()) expected[k.substr(0, k.rfind(" in ")) + " in 127"] = v;
+  ASSERT_EQ(expected.size(), 3u);
+
+  ASSERT_TRUE(reshard_->Begin(240).ok());
+  for (int s = 0; s < 8; ++s) {
+    StatusOr<int64_t> moved = reshard_->MoveNextShard();
+    ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+    EXPECT_EQ(*moved, s == 7 ? 2 : 0) << s;
+  }
+  EXPECT_EQ(rows(), expected);
 }
 
 // Commands during the move name each job's stored shard by the record they read: an update of a

@@ -3,6 +3,7 @@
 // delete and placement behind a shard's watermark or live claim.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -293,6 +294,58 @@ TEST_F(PgRetryTest, ASuccessSupersedesRetriesButNotBackfillRows) {
     EXPECT_EQ(r.attempt, 0) << r.id;
     EXPECT_NE(r.id.find("#backfill#"), std::string::npos) << r.id;
   }
+}
+
+// Retries placed during a reshard's cut-over C (120 -> 240 shards; docs/resharding.md), as
+// ALateRowMovedPastTheCutOverFollowsTheNewShardsProgress places one-shots: a retry planned before
+// C is placed by the old shard that fires its minute, and once that moves it to C or later, by the
+// progress (fired, or a live claim) of the new shard that fires those minutes.
+TEST_F(PgRetryTest, ARetryMovedPastTheCutOverFollowsTheNewShardsProgress) {
+  const auto id_in = [](int32_t shard240) {
+    for (int i = 0;; ++i) {
+      std::string id = "cut-" + std::to_string(i);
+      if (ShardForId(id, 240) == shard240) return id;
+    }
+  };
+  const std::string moved = id_in(127);  // old shard 7, new shard 127
+  const std::string stays = id_in(8);    // old and new shard 8
+  const int64_t c = kMinute + 1;
+  ShardLayout layout{120, 240, ShardLayout::Phase::kCutover, 119, c};
+  db().Exec("UPDATE belfry_meta SET value = '" + EncodeShardLayout(layout) + "' WHERE key = 'layout'");
+  db().Exec("INSERT INTO shard_state (shard) SELECT s FROM generate_series(120, 239) AS s");
+  db().Exec("UPDATE shard_state SET fired_through = " + std::to_string(c + 1) + " WHERE shard = 7");
+  db().Exec("UPDATE shard_state SET fired_through = " + std::to_string(c + 5) + " WHERE shard = 127");
+  db().Exec("UPDATE shard_state SET fired_through = " + std::to_string(c - 3) + " WHERE shard = 8");
+  Apply({Job(moved, 3, 1), Job(stays, 3, 2)});
+  ASSERT_EQ(db().Exec("SELECT shard FROM jobs WHERE id = '" + moved + "'")[0][0].as<int32_t>(), 127);
+
+  // Both retries are planned for C - 1, whose firing rows are old shards 7 and 8.
+  const EpochMs slot = (c - 2) * 60'000;
+  const EpochMs moved_failed = StoredShardSlotMs(layout, c - 2, 127);
+  const EpochMs stays_failed = StoredShardSlotMs(layout, c - 2, 8);
+  ASSERT_EQ(FirstLayoutMinuteAtOrAfter(layout, moved_failed + 60'000, 127), c - 1);
+  ASSERT_EQ(FirstLayoutMinuteAtOrAfter(layout, stays_failed + 60'000, 8), c - 1);
+  ASSERT_EQ(
+      Report({Failed(moved, slot, 0, moved_failed, 10), Failed(stays, slot, 0, stays_failed, 11)}).retries_scheduled,
+      2);
+  std::map<std::string, int64_t> minute_of;
+  for (const RetryRow& r : Retries()) minute_of[r.id] = r.run_minute;
+  // Old shard 7 fired through C + 1: C + 2, a minute new shard 127 has fired; after its C + 5.
+  EXPECT_EQ(minute_of[RetryRowId(moved, slot, 1)], c + 6);
+  // Shard 8 has fired through C - 3 only: the planned minute, before C.
+  EXPECT_EQ(minute_of[RetryRowId(stays, slot, 1)], c - 1);
+
+  // A live claim of new shard 127 through C + 8 counts as its progress too; an expired one of old
+  // shard 7 does not.
+  db().Exec("UPDATE shard_state SET claim_node = 'n', claim_until = now() + interval '1 hour', claim_through = " +
+            std::to_string(c + 8) + " WHERE shard = 127");
+  db().Exec("UPDATE shard_state SET claim_node = 'n', claim_until = now() - interval '1 second', claim_through = " +
+            std::to_string(c + 20) + " WHERE shard = 7");
+  const EpochMs again_failed = moved_failed - 60'000;  // attempt 2 waits 2 minutes: C - 1 again
+  ASSERT_EQ(FirstLayoutMinuteAtOrAfter(layout, again_failed + 120'000, 127), c - 1);
+  ASSERT_EQ(Report({Failed(moved, slot, 1, again_failed, 12)}).retries_scheduled, 1);
+  for (const RetryRow& r : Retries()) minute_of[r.id] = r.run_minute;
+  EXPECT_EQ(minute_of[RetryRowId(moved, slot, 2)], c + 9);
 }
 
 }  // namespace

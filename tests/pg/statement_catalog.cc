@@ -57,7 +57,7 @@ std::string UpsertStageRow(const F& f, int64_t src_offset) {
          ", 0, 0, false, 'route', 't', '', '{}', NULL, NULL, 0, NULL, false, 0, " + N(src_offset) +
          ", NULL, NULL, 0, NULL, 0, 60000, 2, 3600000, '0 9 * * MON-FRI', 'Europe/Berlin', '{0}', 512, -2, "
          "8190,"
-         " 62, false, true, '', '', NULL, NULL, NULL, NULL, '{}', " + N(F::kShard) + ")";
+         " 62, false, true, '', '', NULL, NULL, NULL, NULL, '{}', NULL, NULL, NULL)";
 }
 
 std::string ExecutionStageRow(const F& f) {
@@ -334,6 +334,9 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
            {Phase::kTrigger, Phase::kClusterWide})
       .Add("PgDueQueryStream: BEGIN", "BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ", {},
            Routing::kNoTable, Use::kRouted, "", {Phase::kTrigger, Phase::kClusterWide})
+      // `belfry explain`'s snapshot (kBeginExplainSnapshotSql) turns Citus's local execution off.
+      .Add("PgDueQueryStream: explain's SET", "SET LOCAL citus.enable_local_execution = off", {},
+           Routing::kNoTable, Use::kRouted, "", {Phase::kClusterWide})
       .Add("COMMIT", "COMMIT", {}, Routing::kNoTable, Use::kRouted, "",
            {Phase::kTrigger, Phase::kCommand, Phase::kExecutions, Phase::kClusterWide})
       .Add("ROLLBACK", "ROLLBACK", {}, Routing::kNoTable, Use::kRouted, "", none);
@@ -346,7 +349,7 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
       // The shard layout record (docs/resharding.md): read in every transaction that names a
       // stored shard, FOR SHARE in writes; belfry_meta is a reference table on Citus.
       .Add("kShareLayoutSql", q::kShareLayoutSql, {}, Routing::kLocal, Use::kRouted, "", command)
-      .Add("kReadLayoutSql", q::kReadLayoutSql, {}, Routing::kLocal, Use::kRouted, "", executions)
+      .Add("kReadLayoutSql", q::kReadLayoutSql, {}, Routing::kLocal, Use::kRouted, "", cluster)
       .Add("kUpsertStageExistsSql", q::kUpsertStageExistsSql, {}, Routing::kNoTable, Use::kRouted, "",
            command)
       .Add("kCreateUpsertStageSql", q::kCreateUpsertStageSql, {}, Routing::kNoTable, Use::kRouted, "",
@@ -354,14 +357,6 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
       .Copy("belfry_upsert_stage", Routing::kLocal, Use::kRouted, "", command)
       .Add("kStagedJoinSettingsSql", q::kStagedJoinSettingsSql, {}, Routing::kNoTable, Use::kRouted, "",
            command)
-      .Add(
-          "kLockShardStatesSql", q::kLockShardStatesSql, {"{" + S + "," + N(F::kOtherShard) + "}"},
-          Routing::kShardSet, Use::kKnownGap,
-          "locks the shard_state rows of the batch's one-shots, manual fires or retries (FOR SHARE, in shard "
-          "order): Citus prunes `shard = ANY($1)` to those shards, one node only when they all live on one; "
-          "and Citus runs SELECT ... FOR SHARE/UPDATE in single-shard queries only, so it must be split per "
-          "shard",
-          {Phase::kCommand, Phase::kExecutions}, {}, {F::kShard, F::kOtherShard})
       .Add("kRegisterStagedZonesSql", q::kRegisterStagedZonesSql, {}, Routing::kReferenceWrite, Use::kAllowed,
            "numbers a time zone new to cron_zones (a reference table: the write goes to every node, in 2PC); "
            "sent only in batches holding slot-planned calendar jobs, and writes a row only for a zone never "
@@ -406,11 +401,24 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
             command)
       .Add("kJobsInTheirShardsSql", q::kJobsInTheirShardsSql, {OneRow(f.job)}, Routing::kShardPerRow,
            Use::kKnownGap, batch + " (the batch's trigger commands)", command)
+      // One-shot commands, manual fires, a bulk trigger's step and retries: the placing shard_state
+      // rows locked with their progress, which the inserts then take with each row.
+      .Add("kLockPlacingShardStatesSql", q::kLockPlacingShardStatesSql,
+           {"{" + S + "," + N(F::kOtherShard) + "}", "2026-01-01 00:00:00+00"}, Routing::kShardSet,
+           Use::kKnownGap,
+           "locks the shard_state rows that place the batch's one-shots, manual rows or retries (FOR SHARE, in shard "
+           "order) and reads their progress: Citus prunes `shard = ANY($1)` to those shards, and runs SELECT "
+           "... FOR SHARE in single-shard queries only; on Citus kLockPlacingShardStateSql instead",
+           {Phase::kCommand, Phase::kExecutions}, {}, {F::kShard, F::kOtherShard})
+      // On Citus (PgSession::citus), the same one shard at a time: routed.
+      .Add("kLockPlacingShardStateSql", q::kLockPlacingShardStateSql, {S, "2026-01-01 00:00:00+00"},
+           Routing::kOneShard, Use::kRouted, "", none)
       .Add("kInsertManualRowsSql", q::kInsertManualRowsSql,
            {R"([{"id":")" + f.job + "#trigger#" + N(F::kMinute * 60'000) + R"(","job_id":")" + f.job +
             R"(","shard":)" + S + R"(,"run_minute":)" + N(F::kMinute + 1) + R"(,"late_limit":)" +
             N(F::kMinute + 15) + R"(,"step":0,"scheduled_for_ms":)" + N(F::kMinute * 60'000) +
-            R"(,"src_partition":1,"src_offset":5,"placement_shard":)" + S + "}]"},
+            R"(,"src_partition":1,"src_offset":5,"placement_next_minute":)" + N(F::kMinute + 1) +
+            R"(,"stored_next_minute":null,"cutover_minute":null}])"},
            Routing::kShardPerRow, Use::kKnownGap,
            batch + " (the rows of the batch's trigger and backfill commands)", command)
       .Add("kGetJobInShardSql", q::kGetJobInShardSql, {f.job, S}, Routing::kOneShard, Use::kRouted, "",
@@ -451,6 +459,10 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
            "job_stats: " + no_shard_column +
                "; FOR UPDATE over several jobs is also single-shard-only on Citus",
            executions)
+      // On Citus (PgSession::citus), the same one job at a time: job_stats is distributed by job_id
+      // there (migration 0019), so each is a router query.
+      .Add("kLockJobStatsOfJobSql", q::kLockJobStatsOfJobSql, {f.job}, Routing::kNoShardColumn, Use::kKnownGap,
+           "job_stats: " + no_shard_column + "; on Citus one statement per job of the batch", none)
       .Add("kUpsertStagedJobStatsSql", q::kUpsertStagedJobStatsSql, {}, Routing::kNoShardColumn,
            Use::kKnownGap, "job_stats: " + no_shard_column, executions, execution_stage)
       .Add("kSupersedeRetriesSql", q::kSupersedeRetriesSql,
@@ -464,13 +476,17 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
            "would "
            "give each one's shard",
            executions)
+      // The retries' placement: the layout and the transaction's now(), the placing shard_state
+      // rows locked with their progress (kLockPlacingShardStatesSql), then the rows.
+      .Add("kReadLayoutAndNowSql", q::kReadLayoutAndNowSql, {}, Routing::kLocal, Use::kRouted, "", executions)
       .Add(
           "kInsertRetriesSql", q::kInsertRetriesSql,
           {R"([{"id":")" + f.job + "#retry#" + slot + R"(#1","shard":)" + S +
            R"(,"interval_minutes":5,"owner":"","topic":"t","key":"k","details":"{}","priority":0,"run_at_ms":)" +
            N(F::kMinute * 60'000 + 120'000) + R"(,"run_minute":)" + N(F::kMinute + 2) +
-           R"(,"scheduled_for_ms":)" + slot + R"(,"attempt":1,"retry_of":")" + f.job + R"(","placement_shard":)" +
-           S + "}]"},
+           R"(,"scheduled_for_ms":)" + slot + R"(,"attempt":1,"retry_of":")" + f.job +
+           R"(","placement_next_minute":)" + N(F::kMinute + 1) +
+           R"(,"cutover_minute":null,"stored_next_minute":null}])"},
           Routing::kShardPerRow, Use::kKnownGap, "the batch of reports spans shards; " + batch, executions);
 
   // ---- Cluster-wide: admin reads, listings, sweeps, the publisher, bulk walks, migrations. ----
