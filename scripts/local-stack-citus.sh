@@ -53,10 +53,13 @@ CONF
 citus_write_passfile() {
   mkdir -p "$CITUS_DIR"
   local su_pw=""
-  [[ -f "$CITUS_PASSFILE" ]] && su_pw="$(awk -F: '$4 == "postgres" { print $5 }' "$CITUS_PASSFILE")"
+  [[ -f "$CITUS_PASSFILE" ]] && su_pw="$(awk -F: '$4 == "postgres" { print $5; exit }' "$CITUS_PASSFILE")"
   [[ -n "$su_pw" ]] || su_pw="$(head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
   umask 077
-  printf '%s:*:*:belfry:belfry\n%s:*:*:postgres:%s\n' "$HOST" "$HOST" "$su_pw" >"$CITUS_PASSFILE"
+  # localhost too: Citus connects to its own node as citus.local_hostname ('localhost'), which a
+  # shard move (citus_move_shard_placement) does.
+  printf '%s:*:*:belfry:belfry\n%s:*:*:postgres:%s\nlocalhost:*:*:belfry:belfry\nlocalhost:*:*:postgres:%s\n' \
+    "$HOST" "$HOST" "$su_pw" "$su_pw" >"$CITUS_PASSFILE"
   umask 022
   chmod 0600 "$CITUS_PASSFILE"
   is_root && chown "$(pg_user)" "$CITUS_DIR" "$CITUS_PASSFILE"
