@@ -106,8 +106,26 @@ SQL
   )
 }
 
+# If another checkout's local stack runs the Citus cluster on these ports (e.g. the CI clone while
+# /work/main's is up), use that cluster, with its data and its password file, as adopt_foreign_pg
+# does for the PostgreSQL: the endpoints are the same, and a password of our own would lock the
+# running nodes out of each other.
+citus_adopt_foreign() {
+  local pid args
+  port_open "$HOST" "$CITUS_PORT" || return 0
+  pid="$(listener_pid "$CITUS_PORT")"
+  [[ -n "$pid" ]] || return 0
+  args="$(proc_args "$pid")"
+  if [[ "$args" =~ -D\ ([^ ]+)/citus/coordinator/data ]] && [[ "${BASH_REMATCH[1]}/citus" != "$CITUS_DIR" ]]; then
+    warn "the Citus cluster on port $CITUS_PORT belongs to another checkout's local stack (${BASH_REMATCH[1]}/citus); using it"
+    CITUS_DIR="${BASH_REMATCH[1]}/citus"
+    CITUS_PASSFILE="$CITUS_DIR/pgpass"
+  fi
+}
+
 citus_up() {
   local node port
+  citus_adopt_foreign
   for node in "${CITUS_NODES[@]}"; do citus_node_up "$node"; done
   citus_super_sql coordinator -c "SELECT citus_set_coordinator_host('$HOST', $CITUS_PORT)" >/dev/null \
     || die "citus: citus_set_coordinator_host failed"
@@ -150,6 +168,7 @@ citus_down() {
 
 # One node up (citus-up for each; citus-start NODE after citus-stop or citus-kill: the fault runs).
 citus_node_up() {
+  citus_adopt_foreign
   citus_installed || die "Citus $CITUS_VERSION is not installed into PostgreSQL 15: run scripts/setup --citus"
   citus_write_passfile
   citus_node_start "$1"
