@@ -48,7 +48,8 @@ inline constexpr const char kCreateUpsertStageSql[] =
     " cron_codes int[], hour_mask int, dom_mask int, month_mask int, dow_mask int, day_or boolean,"
     " offset_pinned boolean, pause_reason text, pause_actor text, max_fires int, fires_from_ms bigint,"
     " requested_end_ms bigint, requested_start_ms bigint, labels text, placement_next_minute bigint,"
-    " stored_next_minute bigint, cutover_minute bigint) ON COMMIT DELETE ROWS";
+    " stored_next_minute bigint, cutover_minute bigint, applied_at timestamptz DEFAULT now())"
+    " ON COMMIT DELETE ROWS";
 
 // Run (SET LOCAL: this transaction only) before the staged statements. The staging table's row
 // count is known to the planner (json_to_recordset's was a fixed guess of 100), and for a batch
@@ -68,7 +69,11 @@ inline constexpr const char kUpsertStageExistsName[] = "belfry_upsert_stage_exis
 inline constexpr const char kUpsertStageExistsSql[] =
     "SELECT to_regclass('pg_temp.belfry_upsert_stage') IS NOT NULL";
 
-// $1 (here, in the update and in kSetPausedSql's $2): the transaction's now() (PgJobStore::txn_now_).
+// a.applied_at (here and in the update) is the transaction's now(), which the stage's COPY fills
+// in (the column's default): Citus refuses now() inside a CASE in a modification. Not a
+// parameter, as kSetPausedSql's $2 is: the staged statements keep none, so PostgreSQL plans each
+// once per connection, where a parameter has it plan the update on 121 partitions (about 12 ms)
+// for each of a connection's first six batches before it settles on a generic plan.
 // Returns the rows it created, as BELFRY_JOB_COLUMNS: the audit trail's after of a create, which
 // needs neither a read before nor one after (issue 34).
 // Prepared per session, after the staging table exists (PgJobStore::ApplyActions).
@@ -86,7 +91,7 @@ inline constexpr const char kInsertStagedJobsSql[] =
     " a.max_retries, a.retry_initial_ms, a.retry_multiplier, a.retry_max_ms, a.cron_expr, a.time_zone,"
     " a.offset_pinned,"
     " CASE WHEN a.paused THEN NULLIF(a.pause_reason, '') END, CASE WHEN a.paused THEN NULLIF(a.pause_actor, '') END,"
-    " CASE WHEN a.paused THEN $1::timestamptz END,"
+    " CASE WHEN a.paused THEN a.applied_at END,"
     " a.max_fires, 0, " BELFRY_MS_TO_TIMESTAMPTZ("a.fires_from_ms") ", " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_end_ms") ","
     " " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_start_ms") ", a.labels::jsonb "
     "FROM belfry_upsert_stage AS a "
@@ -119,7 +124,7 @@ inline constexpr const char kUpdateStagedJobsSql[] =
     "   WHEN a.paused IS NOT NULL OR a.replace_fresh THEN NULL ELSE j.pause_reason END,"
     " pause_actor = CASE WHEN a.paused THEN NULLIF(a.pause_actor, '')"
     "   WHEN a.paused IS NOT NULL OR a.replace_fresh THEN NULL ELSE j.pause_actor END,"
-    " paused_at = CASE WHEN a.paused THEN CASE WHEN j.paused THEN j.paused_at ELSE $1::timestamptz END"
+    " paused_at = CASE WHEN a.paused THEN CASE WHEN j.paused THEN j.paused_at ELSE a.applied_at END"
     "   WHEN a.paused IS NOT NULL OR a.replace_fresh THEN NULL ELSE j.paused_at END,"
     " src_partition = a.src_partition, src_offset = a.src_offset,"
     " run_at = " BELFRY_MS_TO_TIMESTAMPTZ("a.run_at_ms") ","
@@ -134,8 +139,8 @@ inline constexpr const char kUpdateStagedJobsSql[] =
     " requested_end_at = " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_end_ms") ","
     " requested_start_at = " BELFRY_MS_TO_TIMESTAMPTZ("a.requested_start_ms") ","
     " labels = a.labels::jsonb,"  // migration 0013"
-    " created_at = CASE WHEN a.replace_fresh THEN $1::timestamptz ELSE j.created_at END,"
-    " updated_at = $1::timestamptz "
+    " created_at = CASE WHEN a.replace_fresh THEN a.applied_at ELSE j.created_at END,"
+    " updated_at = a.applied_at "
     "FROM belfry_upsert_stage AS a "
     "WHERE j.shard = a.shard AND j.id = a.id"
     " AND NOT (j.src_partition = a.src_partition AND j.src_offset >= a.src_offset)";

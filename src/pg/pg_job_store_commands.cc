@@ -236,7 +236,7 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
       }
       txn.exec(q::kStagedJoinSettingsSql);
       if (params.any_calendar_slots) txn.exec_prepared(q::kRegisterStagedZonesName);
-      for (const pqxx::row& row : txn.exec_prepared(q::kInsertStagedJobsName, txn_now_)) {
+      for (const pqxx::row& row : txn.exec_prepared(q::kInsertStagedJobsName)) {
         StoredJob job = StoredJobFromRow(row);
         const auto it = by_key.find({job.spec.shard, job.spec.id});
         if (insert_first && it != by_key.end()) {
@@ -247,7 +247,7 @@ Status PgJobStore::ApplyActions(const std::vector<JobAction>& actions) {
       }
       if (insert_first) read_before_the_rest();
       // Step 2 finds nothing to replace when step 1 created every staged job (a bulk load).
-      if (changes.created_count() < params.upserts.size()) txn.exec_prepared(q::kUpdateStagedJobsName, txn_now_);
+      if (changes.created_count() < params.upserts.size()) txn.exec_prepared(q::kUpdateStagedJobsName);
       // A job's cron_slots follow its row: replaced for every row this batch wrote (a job that
       // was a slot-planned cron job may now be anything else), created for cron jobs.
       txn.exec_prepared(q::kDeleteStagedSlotsName);

@@ -362,9 +362,9 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
            "sent only in batches holding slot-planned calendar jobs, and writes a row only for a zone never "
            "seen",
            command, upsert_stage)
-      .Add("kInsertStagedJobsSql", q::kInsertStagedJobsSql, {"2026-01-01 00:00:00+00"}, Routing::kShardPerRow, Use::kKnownGap, stage,
+      .Add("kInsertStagedJobsSql", q::kInsertStagedJobsSql, {}, Routing::kShardPerRow, Use::kKnownGap, stage,
            command, upsert_stage)
-      .Add("kUpdateStagedJobsSql", q::kUpdateStagedJobsSql, {"2026-01-01 00:00:00+00"}, Routing::kShardPerRow, Use::kKnownGap, stage,
+      .Add("kUpdateStagedJobsSql", q::kUpdateStagedJobsSql, {}, Routing::kShardPerRow, Use::kKnownGap, stage,
            command, newer_upsert_stage)
       .Add("kDeleteStagedSlotsSql", q::kDeleteStagedSlotsSql, {}, Routing::kShardPerRow, Use::kKnownGap,
            stage, command, upsert_stage)
