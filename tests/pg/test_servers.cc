@@ -1,5 +1,6 @@
 #include "test_servers.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -19,7 +20,17 @@ namespace {
 // (ALTER DATABASE, roles) to the other nodes, which get the same statement from us anyway.
 constexpr const char* kNodeLocalDdl = "SET citus.enable_ddl_propagation = off";
 
-std::string Quote(pqxx::connection& conn, const std::string& name) { return conn.quote_name(name); }
+// SQL quoting of an identifier and of a string literal (standard_conforming_strings, the default).
+std::string Quoted(const std::string& text, char quote) {
+  std::string out(1, quote);
+  for (char c : text) {
+    if (c == quote) out.push_back(quote);
+    out.push_back(c);
+  }
+  return out + quote;
+}
+std::string QuoteIdent(const std::string& name) { return Quoted(name, '"'); }
+std::string QuoteLiteral(const std::string& text) { return Quoted(text, '\''); }
 
 }  // namespace
 
@@ -58,8 +69,11 @@ std::unique_ptr<TestServers> TestServers::ForUrl(const std::string& server_url, 
   return s;
 }
 
-void TestServers::OnEveryNode(const std::string& dbname, const std::vector<std::string>& sqls) const {
-  for (const std::string& su : node_superuser_urls_) {
+void TestServers::OnEveryNode(const std::string& dbname, const std::vector<std::string>& sqls,
+                              bool coordinator_first) const {
+  std::vector<std::string> urls = node_superuser_urls_;
+  if (coordinator_first) std::rotate(urls.rbegin(), urls.rbegin() + 1, urls.rend());
+  for (const std::string& su : urls) {
     pqxx::connection conn(dbname.empty() ? su : WithConninfoOverrides(su, {{"dbname", dbname}}));
     pqxx::nontransaction txn(conn);
     txn.exec("SET client_min_messages = warning");
@@ -68,16 +82,20 @@ void TestServers::OnEveryNode(const std::string& dbname, const std::vector<std::
   }
 }
 
-void TestServers::CreateDatabase(const std::string& name, const std::string& template_name) const {
-  pqxx::connection conn(server_url_);
-  const std::string create = "CREATE DATABASE " + Quote(conn, name) +
-                             (template_name.empty() ? "" : " TEMPLATE " + Quote(conn, template_name));
+void TestServers::OnServers(const std::string& sql, bool coordinator_first) const {
   if (!citus()) {
-    pqxx::nontransaction(conn).exec(create);
+    pqxx::connection conn(server_url_);
+    pqxx::nontransaction(conn).exec(sql);
     return;
   }
-  OnEveryNode("", {create + " OWNER " + Quote(conn, owner_)});
-  if (!template_name.empty()) return;
+  OnEveryNode("", {sql}, coordinator_first);
+}
+
+void TestServers::CreateDatabase(const std::string& name, const std::string& template_name) const {
+  // Owned by the test role: on Citus the superuser creates it.
+  OnServers("CREATE DATABASE " + QuoteIdent(name) +
+            (template_name.empty() ? "" : " TEMPLATE " + QuoteIdent(template_name)) + " OWNER " + QuoteIdent(owner_));
+  if (!citus() || !template_name.empty()) return;
   OnEveryNode(name, {"CREATE EXTENSION citus"});
   pqxx::connection coordinator(WithConninfoOverrides(node_superuser_urls_.back(), {{"dbname", name}}));
   pqxx::nontransaction txn(coordinator);
@@ -86,41 +104,18 @@ void TestServers::CreateDatabase(const std::string& name, const std::string& tem
 }
 
 void TestServers::DropDatabase(const std::string& name) const {
-  pqxx::connection conn(server_url_);
-  const std::string drop = "DROP DATABASE IF EXISTS " + Quote(conn, name) + " WITH (FORCE)";
-  if (!citus()) {
-    pqxx::nontransaction(conn).exec(drop);
-    return;
-  }
-  // The coordinator first: its sessions hold connections to the workers' copies.
-  for (auto it = node_superuser_urls_.rbegin(); it != node_superuser_urls_.rend(); ++it) {
-    pqxx::connection node(*it);
-    pqxx::nontransaction txn(node);
-    txn.exec("SET client_min_messages = warning");
-    txn.exec(kNodeLocalDdl);
-    txn.exec(drop);
-  }
+  // On Citus the coordinator first: its sessions hold connections to the workers' copies.
+  OnServers("DROP DATABASE IF EXISTS " + QuoteIdent(name) + " WITH (FORCE)", /*coordinator_first=*/true);
 }
 
 void TestServers::RenameDatabase(const std::string& from, const std::string& to) const {
-  pqxx::connection conn(server_url_);
-  const std::string rename = "ALTER DATABASE " + Quote(conn, from) + " RENAME TO " + Quote(conn, to);
-  if (!citus()) {
-    pqxx::nontransaction(conn).exec(rename);
-    return;
-  }
-  OnEveryNode("", {rename});
+  OnServers("ALTER DATABASE " + QuoteIdent(from) + " RENAME TO " + QuoteIdent(to));
 }
 
 void TestServers::SealTemplate(const std::string& name) const {
-  pqxx::connection conn(server_url_);
-  const std::string seal = "ALTER DATABASE " + Quote(conn, name) + " WITH ALLOW_CONNECTIONS false";
-  if (!citus()) {
-    pqxx::nontransaction(conn).exec(seal);
-    return;
-  }
-  OnEveryNode("", {seal});
-  const std::string sessions = "FROM pg_stat_activity WHERE datname = " + conn.quote(name);
+  OnServers("ALTER DATABASE " + QuoteIdent(name) + " WITH ALLOW_CONNECTIONS false");
+  if (!citus()) return;
+  const std::string sessions = "FROM pg_stat_activity WHERE datname = " + QuoteLiteral(name);
   OnEveryNode("", {"SELECT pg_terminate_backend(pid) " + sessions});
   for (const std::string& su : node_superuser_urls_) {
     pqxx::connection node(su);

@@ -34,9 +34,13 @@ class TestServers final {
  private:
   TestServers() = default;
 
-  // Runs `sqls` in order on every server (the Citus workers first, then the coordinator), in
-  // database `dbname` ("" for the server URL's own).
-  void OnEveryNode(const std::string& dbname, const std::vector<std::string>& sqls) const;
+  // Runs `sqls` in order on every Citus node, as its superuser, in database `dbname` ("" for the
+  // server URL's own): the workers first, or the coordinator first when `coordinator_first`.
+  void OnEveryNode(const std::string& dbname, const std::vector<std::string>& sqls,
+                   bool coordinator_first = false) const;
+  // Runs `sql` where the test databases live: on the server as the test role, or on every Citus
+  // node (OnEveryNode).
+  void OnServers(const std::string& sql, bool coordinator_first = false) const;
 
   std::string server_url_;
   std::string owner_;  // the test role: owner of every database made on Citus
