@@ -33,7 +33,7 @@ int32_t StoredShard(std::string_view id, const ShardLayout& layout);
 
 // The shard_state row that fires minute `minute` of the jobs stored in `stored_shard`: the
 // stored shard, except while the old layout fires that minute, when the old shard does (the
-// same rule as BELFRY_FIRING_SHARD_STATE_JOIN in src/pg/pg_job_sql.h).
+// rows LockPlacingShardStates locks to place rows: src/pg/pg_job_sql.h).
 int32_t FiringShardRow(const ShardLayout& layout, int64_t minute, int32_t stored_shard);
 
 // The cut-over minute while one is recorded (kCutover), else nullopt: the statements that place
