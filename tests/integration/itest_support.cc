@@ -392,6 +392,20 @@ std::vector<std::string> MakeIds(const std::string& prefix, int n) {
   return out;
 }
 
+std::vector<std::string> MakeIdsPerShard(const std::string& prefix, int per_shard, int32_t shard_count) {
+  std::vector<std::string> out;
+  std::vector<int> in_shard(static_cast<size_t>(shard_count), 0);
+  const size_t want = static_cast<size_t>(per_shard) * static_cast<size_t>(shard_count);
+  for (int i = 0; out.size() < want; ++i) {
+    std::string id = prefix + "-" + std::to_string(i);
+    int& n = in_shard[static_cast<size_t>(ShardForId(id, shard_count))];
+    if (n == per_shard) continue;
+    ++n;
+    out.push_back(std::move(id));
+  }
+  return out;
+}
+
 int64_t ProcessCpuMs(int pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

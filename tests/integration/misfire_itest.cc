@@ -33,7 +33,8 @@
 namespace belfry {
 namespace {
 
-constexpr int kOneMinuteJobs = 1200;  // 10 per shard
+constexpr int kOneMinuteJobsPerShard = 10;  // each shard's k_s is read from these
+constexpr int kOneMinuteJobs = 120 * kOneMinuteJobsPerShard;
 constexpr int kTwoMinuteJobs = 240;
 constexpr int64_t kDownMs = 180'000;
 constexpr int64_t kThresholdMs = 30'000;  // scheduler.misfire_threshold default
@@ -200,7 +201,7 @@ TEST(MisfireTest, EveryNodeDownForThreeMinutesThenEachPolicy) {
   for (PolicyRun& run : runs) {
     const std::string& t = run.world->trigger_topic;
     ASSERT_EQ(PublishUpserts(producer, run.world->commands_topic,
-                             MakeIds(run.world->run_id + "-m1", kOneMinuteJobs), 1, t),
+                             MakeIdsPerShard(run.world->run_id + "-m1", kOneMinuteJobsPerShard, 120), 1, t),
               0u);
     ASSERT_EQ(PublishUpserts(producer, run.world->commands_topic,
                              MakeIds(run.world->run_id + "-m2", kTwoMinuteJobs), 2, t),
