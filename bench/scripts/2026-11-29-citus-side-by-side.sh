@@ -19,6 +19,10 @@
 #     window from /metrics, and `bench/cpu_split` (CPU of each server process: belfry, the broker,
 #     each PostgreSQL server) over the middle of the window.
 #
+# PHASES (default "setup seed ticks crud verify") picks the parts to run; a later run on the
+# databases of an earlier one (KEEP_DB=1 there) sets PHASES="crud verify" and a new RUN (the
+# commands topics and groups are per RUN, so an interrupted run's unapplied commands stay behind).
+#
 # Binaries: BIN, LT, TT (copies of build/belfry, build/bench/belfry-loadtest,
 # build/bench/tick_timer in Release). Run from the repository root with the local stack and the
 # Citus cluster up and nothing else running. Both databases are dropped at the end unless
@@ -31,6 +35,8 @@ BASE_URL=$BELFRY_DATABASE_URL
 BIN=${BIN:-/tmp/cs/belfry} LT=${LT:-/tmp/cs/belfry-loadtest} TT=${TT:-/tmp/cs/tick_timer}
 JOBS=${JOBS:-5000000} DURATION=${DURATION:-5m} TICKS=${TICKS:-600} CRUD=${CRUD:-100000} ROUNDS=${ROUNDS:-2}
 CPU_WINDOW=${CPU_WINDOW:-180}
+PHASES=${PHASES:-setup seed ticks crud verify} RUN=${RUN:-1}
+phase() { [[ " $PHASES " == *" $1 "* ]]; }
 DB=cs_citus
 source bench/scripts/lib-citus.sh
 PLAIN_DB=cs_plain
@@ -40,13 +46,12 @@ export BELFRY_MIGRATIONS_DIR=$PWD/migrations BELFRY_EXECUTIONS_ENABLED=false BEL
 ADMIN=http://$BELFRY_ADMIN_LISTEN
 now() { date -u +%H:%M:%S; }
 log() { echo "$(now) $*" | tee -a $R/run.txt; }
-: > $R/run.txt
 
 NODE=
 start_node() {  # variant scheduler(true|false) log
   BELFRY_DATABASE_URL=${URL[$1]} BELFRY_SCHEDULER_ENABLED=$2 \
-    BELFRY_KAFKA_COMMANDS_TOPIC=$T.$1.commands BELFRY_KAFKA_RESULTS_TOPIC=$T.$1.results \
-    BELFRY_KAFKA_DLQ_TOPIC=$T.$1.dlq BELFRY_KAFKA_CHANGES_TOPIC=$T.$1.changes BELFRY_KAFKA_GROUP_ID=$T.$1 \
+    BELFRY_KAFKA_COMMANDS_TOPIC=$T.$RUN.$1.commands BELFRY_KAFKA_RESULTS_TOPIC=$T.$RUN.$1.results \
+    BELFRY_KAFKA_DLQ_TOPIC=$T.$RUN.$1.dlq BELFRY_KAFKA_CHANGES_TOPIC=$T.$RUN.$1.changes BELFRY_KAFKA_GROUP_ID=$T.$RUN.$1 \
     $BIN serve >> $3 2>&1 &
   NODE=$!
   for _ in $(seq 1 240); do curl -sf $ADMIN/readyz > /dev/null && return 0; sleep 0.5; done
@@ -55,7 +60,7 @@ start_node() {  # variant scheduler(true|false) log
 stop_node() { [[ -n $NODE ]] && { kill -TERM $NODE; wait $NODE; NODE=; }; }
 lt() {  # variant subcommand args...: the harness against the variant's database and topics
   local v=$1; shift
-  $LT "$@" --database-url ${URL[$v]} --commands-topic $T.$v.commands --results-topic $T.$v.results
+  $LT "$@" --database-url ${URL[$v]} --commands-topic $T.$RUN.$v.commands --results-topic $T.$RUN.$v.results
 }
 cleanup() {
   trap - EXIT INT TERM
@@ -64,12 +69,15 @@ cleanup() {
     citus_drop_db
     psql -X -q "$BASE_URL" -c "DROP DATABASE IF EXISTS $PLAIN_DB WITH (FORCE)"
   fi
+  [[ ${KEEP_DB:-0} == 1 ]] && return
   scripts/local-stack kafka-topics --delete --topic "$T\\..*" > /dev/null 2>&1 || echo "deleting the $T.* topics failed"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # ---- 1. databases
+if phase setup; then
+: > $R/run.txt
 log "machine: $(nproc) cores, $(awk '/model name/{$1=$2=$3=""; print; exit}' /proc/cpuinfo), load $(cut -d' ' -f1-3 /proc/loadavg)"
 psql -X -q "$BASE_URL" -c "DROP DATABASE IF EXISTS $PLAIN_DB WITH (FORCE)" -c "CREATE DATABASE $PLAIN_DB" || exit 1
 citus_create_db || { log "citus database failed"; exit 1; }
@@ -78,8 +86,10 @@ for v in plain citus; do
   BELFRY_DATABASE_URL=${URL[$v]} $BIN migrate > $R/migrate-$v.log 2>&1 || { cat $R/migrate-$v.log; exit 1; }
   log "migrate $v: $(echo "$(date +%s.%N) - $t0" | bc) s"
 done
+fi
 
 # ---- 2. seed plain through Kafka, copy the rows into Citus
+if phase seed; then
 start_node plain false $R/belfry-plain-seed.log || exit 1
 lt plain seed --jobs $JOBS --topics 16 --timeout 30m --id-prefix cs- --topic-prefix $T.triggers. \
   > $R/seed-plain.json 2> $R/seed-plain.log
@@ -99,12 +109,14 @@ done
 JOBS_SIZE="SELECT pg_size_pretty(sum(%s(inhrelid))) FROM pg_inherits WHERE inhparent = 'jobs'::regclass"
 log "jobs with their indexes: plain $(psql -X -At "${URL[plain]}" -c "$(printf "$JOBS_SIZE" pg_total_relation_size)")," \
   "Citus $(citus_coord -c "$(printf "$JOBS_SIZE" citus_total_relation_size)")"
+fi
+log "run $RUN, phases: $PHASES; binary $BIN ($(md5sum < $BIN | cut -c1-12))"
 citus_shard_map > $R/shard-map.txt
 W1=$(awk '$2 == 55461 { print $1 }' $R/shard-map.txt | paste -sd,)
 log "belfry shards on worker1: $(tr ',' '\n' <<<"$W1" | wc -l); on worker2: $(awk '$2 == 55462' $R/shard-map.txt | wc -l)"
 
 # ---- 3. the tick query, every node stopped
-for r in $(seq 1 $ROUNDS); do
+phase ticks && for r in $(seq 1 $ROUNDS); do
   order="plain citus citus-w1-coordinator citus-w1-direct"
   (( r % 2 == 0 )) && order="citus-w1-direct citus-w1-coordinator citus plain"
   for k in $order; do
@@ -120,18 +132,19 @@ for r in $(seq 1 $ROUNDS); do
 done
 
 # ---- 4. commands at full speed, scheduler off
-for r in $(seq 1 $ROUNDS); do
+phase crud && for r in $(seq 1 $ROUNDS); do
   order="plain citus"; (( r % 2 == 0 )) && order="citus plain"
   for v in $order; do
     start_node $v false $R/belfry-$v-crud.log || exit 1
-    lt $v crud --commands $CRUD --cleanup --id-prefix cc$r- --topic-prefix $T.crud. > $R/crud-$v-$r.json 2> $R/crud-$v-$r.log
+    lt $v crud --commands $CRUD --cleanup --id-prefix cc$RUN-$r- --topic-prefix $T.crud. \
+      > $R/crud-$v-$RUN-$r.json 2> $R/crud-$v-$RUN-$r.log
     stop_node
-    log "crud $v round $r: $(python3 -c "import json;d=json.load(open('$R/crud-$v-$r.json'));print(d.get('applied_per_s'), 'applied/s')")"
+    log "crud $v run $RUN round $r: $(python3 -c "import json;d=json.load(open('$R/crud-$v-$RUN-$r.json'));print(d.get('applied_per_s'), 'applied/s, timed out:', d.get('timed_out'))")"
   done
 done
 
 # ---- 5. firing, verified
-for v in plain citus; do
+phase verify && for v in plain citus; do
   start_node $v true $R/belfry-$v-verify.log || exit 1
   ( sleep 60; bench/cpu_split $CPU_WINDOW > $R/cpu-$v.json 2>&1 ) &
   CPU=$!

@@ -43,6 +43,9 @@ class SchedulerObserver {
   virtual void OnUnackedRequery(std::string_view reason) { (void)reason; }
   // The catch-up debt of every shard, in shard-minutes still owed, as a catch-up scan read it.
   virtual void OnCatchUpDebt(int64_t owed_minutes) { (void)owed_minutes; }
+  // A catch-up scan could not read the shards' ledger (docs/catch-up.md); the next tick's scan
+  // tries again. Until one succeeds, missed minutes, dead nodes' claims and debts wait.
+  virtual void OnScanFailed(const Status& status) { (void)status; }
   // The catch-up rate in force on this node, triggers/s, after an on-time firing steered it
   // (docs/catch-up.md, "Pacing").
   virtual void OnCatchUpRate(int64_t per_second) { (void)per_second; }

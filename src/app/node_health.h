@@ -81,6 +81,20 @@ class NodeHealth final : public SchedulerObserver {
   }
   void OnUnackedResent(int64_t triggers) override { next_.OnUnackedResent(triggers); }
   void OnUnackedRequery(std::string_view reason) override { next_.OnUnackedRequery(reason); }
+  // Every tick scans while the ledger cannot be read (on Citus, while a worker is down): log the
+  // first failure, then at most one line per 10 s with the count.
+  void OnScanFailed(const Status& status) override {
+    const int64_t n = ++scan_failures_since_log_;
+    const EpochMs now = clock_.NowMs();
+    EpochMs last = last_scan_failure_log_ms_;
+    if (now - last >= 10'000 && last_scan_failure_log_ms_.compare_exchange_strong(last, now)) {
+      scan_failures_since_log_ -= n;
+      spdlog::warn("{} catch-up scan(s) could not read the shard ledger; missed minutes and dead nodes' "
+                   "shards wait for a scan that succeeds: {}",
+                   n, status.ToString());
+    }
+    next_.OnScanFailed(status);
+  }
   void OnReleaseFailed(int32_t shard, const Status& status) override {
     spdlog::warn("releasing the claim of shard {} failed; its lease will expire instead: {}", shard,
                  status.ToString());
@@ -106,6 +120,8 @@ class NodeHealth final : public SchedulerObserver {
   std::atomic<int64_t> debt_minutes_{0};
   std::atomic<int64_t> refused_since_log_{0};
   std::atomic<EpochMs> last_refusal_log_ms_{0};
+  std::atomic<int64_t> scan_failures_since_log_{0};
+  std::atomic<EpochMs> last_scan_failure_log_ms_{0};
   mutable std::mutex shard_failures_mu_;
   std::unordered_map<int32_t, int64_t> shard_failures_;  // guarded by shard_failures_mu_
 };

@@ -293,7 +293,10 @@ void FiringPool::EndDebtLocked(int32_t shard, ShardFirer::Outcome outcome) {
 
 void FiringPool::HandleScan(const Worker& w) {
   StatusOr<std::vector<ShardState>> states = w.ledger->LoadStates();
-  if (!states.ok()) return;  // the next scan retries; the ledger adapter logs the fault
+  if (!states.ok()) {  // the next scan retries
+    if (observer_ != nullptr) observer_->OnScanFailed(states.status());
+    return;
+  }
   const EpochMs now = clock_.NowMs();
   // A fresh database: every shard's schedule starts at the first scan of the first node, so a
   // node that stops before its ticker reached every shard leaves them to the others' catch-up.

@@ -66,6 +66,12 @@ struct MetricsRegistry::Metrics {
                              .Help("Triggers sent to their topic and acknowledged by Kafka.")
                              .Register(*registry)
                              .Add({})),
+        scan_failures(prometheus::BuildCounter()
+                          .Name("belfry_catch_up_scan_failures_total")
+                          .Help("Catch-up scans that could not read the shard ledger; the next tick's "
+                                "scan tries again.")
+                          .Register(*registry)
+                          .Add({})),
         release_failures(prometheus::BuildCounter()
                              .Name("belfry_claim_release_failures_total")
                              .Help("Shard claims whose release failed after a firing that recorded nothing; "
@@ -240,6 +246,7 @@ struct MetricsRegistry::Metrics {
   Counter& skipped_policy;
   Counter& skipped_too_old;
   Counter& firing_failures;
+  Counter& scan_failures;
   Counter& release_failures;
   Histogram& tick_duration;
   Histogram& tick_query;
@@ -309,6 +316,7 @@ void MetricsRegistry::OnMissed(int64_t caught_up, int64_t skipped, int64_t too_o
 
 void MetricsRegistry::OnFiringFailed(int32_t, const Status&) { m_->firing_failures.Increment(); }
 void MetricsRegistry::OnReleaseFailed(int32_t, const Status&) { m_->release_failures.Increment(); }
+void MetricsRegistry::OnScanFailed(const Status&) { m_->scan_failures.Increment(); }
 
 void MetricsRegistry::OnRefusedTopic(std::string_view) { m_->refused_topic_policy.Increment(); }
 

@@ -42,6 +42,7 @@ class MetricsRegistry final : public SchedulerObserver {
   void OnUnackedResent(int64_t triggers) override;
   void OnUnackedRequery(std::string_view reason) override;
   void OnReleaseFailed(int32_t shard, const Status& status) override;
+  void OnScanFailed(const Status& status) override;
   void OnCatchUpDebt(int64_t owed_minutes) override;
   void OnCatchUpRate(int64_t per_second) override;
 

@@ -101,15 +101,6 @@ inline constexpr const char kRetryTargetsSql[] =
     " retry_initial_ms, retry_multiplier, retry_max_ms "
     "FROM jobs WHERE id = ANY ($1::text[]) AND NOT paused AND max_retries > 0 AND attempt = 0";
 
-// The shard layout record (NULL without one: the config's layout is the rule) and the
-// transaction's now(), as text, at which the placement compares claims (LockPlacingShardStates,
-// pg_job_writes.h: Citus would evaluate a now() of that statement on the worker). One row always.
-// On Citus belfry_meta is a reference table with a placement on the coordinator, so this runs
-// there, in the transaction (as kShareLayoutSql for PgJobStore::txn_now_).
-inline constexpr const char kReadLayoutAndNowName[] = "belfry_read_layout_and_now";
-inline constexpr const char kReadLayoutAndNowSql[] =
-    "SELECT (SELECT value FROM belfry_meta WHERE key = 'layout'), now()::text";
-
 // $1 = JSON array of planned retries. A retry is placed in its planned minute, or later when its
 // shard has already fired that minute or a live claim may already have queried it (the claim's
 // claim_through), so that no firing can miss it: placement_next_minute is the next minute of the

@@ -20,6 +20,7 @@
 #include "pg/copy_row.h"
 #include "pg/json_array_chunks.h"
 #include "pg/pg_execution_queries.h"
+#include "pg/pg_schema_queries.h"
 #include "pg/pg_placing_shard_states.h"
 #include "pg/pg_rows.h"
 
@@ -37,6 +38,7 @@ std::vector<PreparedStatement> ExecutionStatements() {
       {q::kListExecutionsAfterName, q::kListExecutionsAfterSql},
       {q::kMaintainExecutionPartitionsName, q::kMaintainExecutionPartitionsSql},
       {q::kRetryTargetsName, q::kRetryTargetsSql},
+      {q::kLockLayoutSharedName, q::kLockLayoutSharedSql},
       {q::kReadLayoutAndNowName, q::kReadLayoutAndNowSql},
       {q::kLockPlacingShardStatesName, q::kLockPlacingShardStatesSql},
       {q::kLockPlacingShardStateName, q::kLockPlacingShardStateSql},
@@ -249,8 +251,10 @@ void PgExecutionStore::ApplyRetries(pqxx::work& txn, const std::vector<Execution
   }
   if (targets.empty()) return;
   // The retries' minutes follow the database's shard layout, which a reshard changes under a
-  // running node (docs/resharding.md); the config's is the rule when there is no record.
+  // running node (docs/resharding.md); the config's is the rule when there is no record. The
+  // retry rows are written under the layout lock, as every command transaction's.
   RetryRules rules = retry_rules_;
+  txn.exec_prepared(pg_queries::kLockLayoutSharedName, pg_queries::kLayoutLockKey);
   const pqxx::row layout = txn.exec_prepared1(pg_queries::kReadLayoutAndNowName);
   if (!layout[0].is_null()) {
     if (StatusOr<ShardLayout> l = ParseShardLayout(layout[0].as<std::string>()); l.ok()) rules.layout = *l;

@@ -39,7 +39,8 @@ Status PgJobStore::RecordDeliveryError(const DeliveryErrorRecord& e) {
 }
 
 Status PgJobStore::LoadLayout(pqxx::transaction_base& txn, bool lock) {
-  const pqxx::result r = txn.exec_prepared(lock ? pg_queries::kShareLayoutName : pg_queries::kReadLayoutName);
+  if (lock) txn.exec_prepared(pg_queries::kLockLayoutSharedName, pg_queries::kLayoutLockKey);
+  const pqxx::result r = txn.exec_prepared(lock ? pg_queries::kReadLayoutAndNowName : pg_queries::kReadLayoutName);
   if (r.empty() || r[0][0].is_null()) {
     return Status::FailedPrecondition("the database records no shard layout: run `belfry migrate`");
   }

@@ -133,8 +133,8 @@ class PgJobStore final : public JobStore {
 
  private:
   // The layout record (belfry_meta; docs/resharding.md), read in every transaction that needs a
-  // stored shard, FOR SHARE when `lock` (a write: a reshard's move of a shard waits for it, and it
-  // for the move): jobs is partitioned by shard, and every write and GetJob names the job's
+  // stored shard, under the layout lock taken shared when `lock` (a write: a reshard's move of a
+  // shard waits for it, and it for the move; kLockLayoutSharedSql): jobs is partitioned by shard, and every write and GetJob names the job's
   // stored shard, StoredShard(id, layout), so that it reads one partition. FailedPrecondition
   // when the database was never migrated.
   Status LoadLayout(pqxx::transaction_base& txn, bool lock);

@@ -29,6 +29,13 @@ StatusOr<ShardLayout> LayoutFrom(const pqxx::result& r) {
   return ParseShardLayout(r[0][0].as<std::string>());
 }
 
+// The layout record of a reshard step, with the layout lock held exclusive until `txn` ends: no
+// command transaction is between its read of the layout and its commit meanwhile.
+StatusOr<ShardLayout> LockLayout(pqxx::transaction_base& txn) {
+  txn.exec_params(q::kLockLayoutExclusiveSql, q::kLayoutLockKey);
+  return LayoutFrom(txn.exec(q::kLockLayoutSql));
+}
+
 // The partition name of a shard, as migration 0005 names them (three digits, more when needed).
 std::string PartitionName(int32_t shard) { return fmt::format("jobs_shard_{:03d}", shard); }
 
@@ -133,7 +140,7 @@ StatusOr<ShardLayout> PgReshard::Begin(int32_t to) {
   StatusOr<ShardLayout> out = Status::Ok();
   Status st = session_.Run("begin reshard", [&](pqxx::connection& conn) {
     pqxx::work txn(conn, "reshard_begin");
-    StatusOr<ShardLayout> locked = LayoutFrom(txn.exec(q::kLockLayoutSql));
+    StatusOr<ShardLayout> locked = LockLayout(txn);
     if (!locked.ok()) return locked.status();
     if (EncodeShardLayout(*locked) != EncodeShardLayout(*current)) {
       return Status::FailedPrecondition("the shard layout changed while the partitions were created; run again");
@@ -155,7 +162,7 @@ StatusOr<int64_t> PgReshard::MoveNextShard() {
   int64_t moved = 0;
   Status st = session_.Run("move shard", [&](pqxx::connection& conn) {
     pqxx::work txn(conn, "reshard_move");
-    StatusOr<ShardLayout> l = LayoutFrom(txn.exec(q::kLockLayoutSql));
+    StatusOr<ShardLayout> l = LockLayout(txn);
     if (!l.ok()) return l.status();
     if (l->phase != ShardLayout::Phase::kMoving || l->moved_through + 1 >= l->from) {
       return Status::FailedPrecondition("no shard is left to move");
@@ -186,7 +193,7 @@ StatusOr<ShardLayout> PgReshard::CutOver(int64_t now_ms, int64_t lead_ms) {
   StatusOr<ShardLayout> out = Status::Ok();
   Status st = session_.Run("cut over", [&](pqxx::connection& conn) {
     pqxx::work txn(conn, "reshard_cutover");
-    StatusOr<ShardLayout> l = LayoutFrom(txn.exec(q::kLockLayoutSql));
+    StatusOr<ShardLayout> l = LockLayout(txn);
     if (!l.ok()) return l.status();
     if (l->phase == ShardLayout::Phase::kCutover) {
       out = *l;

@@ -1,7 +1,8 @@
 // PgReshard: the steps of `belfry reshard --to N` on the database (docs/resharding.md). Each step
-// is one transaction that holds the layout record FOR UPDATE, so it serialises with the command
-// transactions that read it FOR SHARE, and each can be run again after a failure: the record
-// says where the reshard stands.
+// is one transaction that holds the layout lock exclusive (an advisory lock, kLayoutLockKey) and
+// the layout record FOR UPDATE, so it serialises with the command transactions, which hold the
+// lock shared while they read the record and write, and each can be run again after a failure:
+// the record says where the reshard stands.
 #pragma once
 
 #include <cstdint>

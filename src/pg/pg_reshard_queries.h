@@ -4,8 +4,9 @@
 
 namespace belfry::pg_queries {
 
-// The layout record, locked against command transactions (which read it FOR SHARE) while a
-// reshard step changes it.
+// A reshard step takes the layout lock exclusive (kLayoutLockKey, pg_schema_queries.h: command
+// transactions hold it shared), then reads the record FOR UPDATE, which also orders two steps.
+inline constexpr const char kLockLayoutExclusiveSql[] = "SELECT pg_advisory_xact_lock($1::bigint)";
 inline constexpr const char kLockLayoutSql[] = "SELECT value FROM belfry_meta WHERE key = 'layout' FOR UPDATE";
 // $1 the record.
 inline constexpr const char kWriteLayoutSql[] = "UPDATE belfry_meta SET value = $1 WHERE key = 'layout'";

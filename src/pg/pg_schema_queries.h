@@ -43,16 +43,33 @@ inline constexpr const char kInsertLayoutSql[] =
     "INSERT INTO belfry_meta (key, value) VALUES ('layout', json_build_object('from', $1::int)::text) "
     "ON CONFLICT (key) DO NOTHING";
 
-// The layout record, read by the job store in each transaction that names a stored shard; FOR
-// SHARE in writes, so a reshard's move of a shard (which holds it FOR UPDATE) and a write wait
-// for each other (docs/resharding.md).
+// The layout record, read by the job store in each transaction that names a stored shard
+// (docs/resharding.md).
 inline constexpr const char kReadLayoutName[] = "belfry_read_layout";
 inline constexpr const char kReadLayoutSql[] = "SELECT value FROM belfry_meta WHERE key = 'layout'";
-inline constexpr const char kShareLayoutName[] = "belfry_share_layout";
-// It returns the transaction's now() too, for the statements of the write that pass it as a
-// parameter: Citus refuses now() inside a CASE in a modification (PgJobStore::txn_now_).
-inline constexpr const char kShareLayoutSql[] =
-    "SELECT value, now()::text FROM belfry_meta WHERE key = 'layout' FOR SHARE";
+
+// The layout lock, ASCII "belfryly": a write takes it shared for its transaction
+// (kLockLayoutSharedSql) before it reads the record, and a reshard step takes it exclusive
+// (kLockLayoutExclusiveSql, pg_reshard_queries.h) before it changes the record, so a reshard's
+// move of a shard and a write wait for each other. The write's read of the record is a statement
+// of its own after the lock, so that it sees what a reshard step committed while it waited.
+// An advisory lock, not a row lock on the record: on Citus belfry_meta is a reference table, whose
+// row lock needs every node, so no command applied while any worker was down (docs/scale-out.md).
+// An advisory lock is the coordinator's alone, where every belfry session's transaction runs.
+inline constexpr long long kLayoutLockKey = 0x62656c6672796c79LL;
+inline constexpr const char kLockLayoutSharedName[] = "belfry_lock_layout_shared";
+inline constexpr const char kLockLayoutSharedSql[] = "SELECT pg_advisory_xact_lock_shared($1::bigint)";
+
+// The layout record (NULL without one: the config's layout is the rule) and the transaction's
+// now(), as text: a write reads it after kLockLayoutSharedSql and passes the now() to the
+// statements that would call now() inside a CASE, which Citus refuses in a modification
+// (PgJobStore::txn_now_); the retries place by it (LockPlacingShardStates, pg_job_writes.h: Citus
+// would evaluate a now() of that statement on the worker). One row always. On Citus belfry_meta is
+// a reference table with a placement on the coordinator, and the subquery's form keeps now() out
+// of the routed statement, so both run there, in the transaction.
+inline constexpr const char kReadLayoutAndNowName[] = "belfry_read_layout_and_now";
+inline constexpr const char kReadLayoutAndNowSql[] =
+    "SELECT (SELECT value FROM belfry_meta WHERE key = 'layout'), now()::text";
 
 // Whether the database has Citus (its extension creates pg_dist_partition): PgSession reads it at
 // every connect.

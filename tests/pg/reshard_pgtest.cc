@@ -3,10 +3,15 @@
 // during the move, which must see each job of an old shard once however far the move has gone.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
+#include <pqxx/connection>
+#include <pqxx/transaction>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/calendar_schedule.h"
@@ -18,6 +23,7 @@
 #include "pg/pg_job_store.h"
 #include "pg/pg_reshard.h"
 #include "pg/pg_reshard_queries.h"
+#include "pg/pg_schema_queries.h"
 
 namespace belfry {
 namespace {
@@ -288,6 +294,49 @@ TEST_F(PgReshardTest, CommandsDuringTheMoveFindTheirJobsWhereTheRecordSays) {
   del.source = SourcePosition{1, 2000, 0};
   ASSERT_TRUE(store_->ApplyActions({del}).ok());
   EXPECT_EQ(db().Exec("SELECT count(*) FROM jobs WHERE id = '" + moved_id + "'")[0][0].as<int64_t>(), 0);
+}
+
+// A reshard step holds the layout lock exclusive while it moves a shard and records it; a command
+// for a new job of that shard waits, then stores it where the committed record says (the new
+// shard), never in the old partition behind the move.
+TEST_F(PgReshardTest, ACommandWaitsForAReshardStepAndWritesUnderTheRecordItCommits) {
+  ASSERT_TRUE(reshard_->Begin(240).ok());
+  StatusOr<ShardLayout> l = reshard_->Read();
+  ASSERT_TRUE(l.ok());
+  ASSERT_EQ(l->moved_through, -1);
+  std::string id;
+  for (int i = 0; id.empty(); ++i) {
+    const std::string candidate = "lock-" + std::to_string(i);
+    if (ShardForId(candidate, 120) == 0 && ShardForId(candidate, 240) == 120) id = candidate;
+  }
+  // The step, by hand: shard 0 has no rows, so moving it is only recording it.
+  pqxx::connection step_conn(db().url());
+  pqxx::work step(step_conn);
+  step.exec_params("SELECT pg_advisory_xact_lock($1::bigint)", pg_queries::kLayoutLockKey);
+  ShardLayout moved = *l;
+  moved.moved_through = 0;
+  step.exec_params("UPDATE belfry_meta SET value = $1 WHERE key = 'layout'", EncodeShardLayout(moved));
+
+  JobAction a;
+  a.kind = JobAction::Kind::kUpsert;
+  a.id = id;
+  a.spec.id = id;
+  a.spec.interval_minutes = 1;
+  a.spec.shard = ShardForId(id, 120);
+  a.spec.topic = "t";
+  a.source = SourcePosition{0, 1, 0};
+  std::atomic<bool> applied{false};
+  Status applied_status = Status::Ok();
+  std::thread command([&] {
+    applied_status = store_->ApplyActions({a});
+    applied = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_FALSE(applied) << "the command applied while a reshard step held the layout lock";
+  step.commit();
+  command.join();
+  ASSERT_TRUE(applied_status.ok()) << applied_status.ToString();
+  EXPECT_EQ(StoredShards().at(id), 120) << "stored behind the move, in old shard 0";
 }
 
 // A node's config names the shard count of a new database; once a reshard has begun, the record

@@ -347,8 +347,12 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
       .Add("kCitusInstalledSql", q::kCitusInstalledSql, {}, Routing::kNoTable, Use::kRouted, "",
            {Phase::kTrigger, Phase::kCommand, Phase::kExecutions, Phase::kClusterWide})
       // The shard layout record (docs/resharding.md): read in every transaction that names a
-      // stored shard, FOR SHARE in writes; belfry_meta is a reference table on Citus.
-      .Add("kShareLayoutSql", q::kShareLayoutSql, {}, Routing::kLocal, Use::kRouted, "", command)
+      // stored shard; a write first takes the layout lock shared (an advisory lock, on the
+      // coordinator), then reads the record with now(); belfry_meta is a reference table on Citus.
+      .Add("kLockLayoutSharedSql", q::kLockLayoutSharedSql, {N(q::kLayoutLockKey)}, Routing::kNoTable,
+           Use::kRouted, "", {Phase::kCommand, Phase::kExecutions})
+      .Add("kReadLayoutAndNowSql", q::kReadLayoutAndNowSql, {}, Routing::kLocal, Use::kRouted, "",
+           {Phase::kCommand, Phase::kExecutions})
       .Add("kReadLayoutSql", q::kReadLayoutSql, {}, Routing::kLocal, Use::kRouted, "", cluster)
       .Add("kUpsertStageExistsSql", q::kUpsertStageExistsSql, {}, Routing::kNoTable, Use::kRouted, "",
            command)
@@ -476,9 +480,9 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
            "would "
            "give each one's shard",
            executions)
-      // The retries' placement: the layout and the transaction's now(), the placing shard_state
-      // rows locked with their progress (kLockPlacingShardStatesSql), then the rows.
-      .Add("kReadLayoutAndNowSql", q::kReadLayoutAndNowSql, {}, Routing::kLocal, Use::kRouted, "", executions)
+      // The retries' placement: the layout lock and the layout with the transaction's now()
+      // (above), the placing shard_state rows locked with their progress
+      // (kLockPlacingShardStatesSql), then the rows.
       .Add(
           "kInsertRetriesSql", q::kInsertRetriesSql,
           {R"([{"id":")" + f.job + "#retry#" + slot + R"(#1","shard":)" + S +
