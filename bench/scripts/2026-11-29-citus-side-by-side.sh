@@ -15,7 +15,8 @@
 #     worker plans the same statement from its copy of Citus's metadata and runs it locally);
 #  4. `crud --commands CRUD --cleanup` (create 50 / update 30 / delete 20, at full speed) with the
 #     scheduler off, ROUNDS rounds alternating;
-#  5. `verify --duration DURATION` with the scheduler on, the node's peak RSS, the tick query per
+#  5. `verify --duration DURATION` with the scheduler on (VERIFY_VARIANTS, default "plain citus";
+#     citus-coordinator is Citus with citus.tick_on_workers off: run 3 compares the two), the node's peak RSS, the tick query per
 #     window from /metrics, and `bench/cpu_split` (CPU of each server process: belfry, the broker,
 #     each PostgreSQL server) over the middle of the window.
 #
@@ -48,8 +49,12 @@ now() { date -u +%H:%M:%S; }
 log() { echo "$(now) $*" | tee -a $R/run.txt; }
 
 NODE=
+db_of() { [[ $1 == plain ]] && echo plain || echo citus; }
 start_node() {  # variant scheduler(true|false) log
-  BELFRY_DATABASE_URL=${URL[$1]} BELFRY_SCHEDULER_ENABLED=$2 \
+  # citus: the tick query straight to the worker (citus.tick_on_workers, the default since run 3);
+  # citus-coordinator: every tick through the coordinator.
+  local on_workers=true; [[ $1 == citus-coordinator ]] && on_workers=false
+  BELFRY_DATABASE_URL=${URL[$(db_of $1)]} BELFRY_SCHEDULER_ENABLED=$2 BELFRY_CITUS_TICK_ON_WORKERS=$on_workers \
     BELFRY_KAFKA_COMMANDS_TOPIC=$T.$RUN.$1.commands BELFRY_KAFKA_RESULTS_TOPIC=$T.$RUN.$1.results \
     BELFRY_KAFKA_DLQ_TOPIC=$T.$RUN.$1.dlq BELFRY_KAFKA_CHANGES_TOPIC=$T.$RUN.$1.changes BELFRY_KAFKA_GROUP_ID=$T.$RUN.$1 \
     $BIN serve >> $3 2>&1 &
@@ -60,7 +65,7 @@ start_node() {  # variant scheduler(true|false) log
 stop_node() { [[ -n $NODE ]] && { kill -TERM $NODE; wait $NODE; NODE=; }; }
 lt() {  # variant subcommand args...: the harness against the variant's database and topics
   local v=$1; shift
-  $LT "$@" --database-url ${URL[$v]} --commands-topic $T.$RUN.$v.commands --results-topic $T.$RUN.$v.results
+  $LT "$@" --database-url ${URL[$(db_of $v)]} --commands-topic $T.$RUN.$v.commands --results-topic $T.$RUN.$v.results
 }
 cleanup() {
   trap - EXIT INT TERM
@@ -144,7 +149,7 @@ phase crud && for r in $(seq 1 $ROUNDS); do
 done
 
 # ---- 5. firing, verified
-phase verify && for v in plain citus; do
+phase verify && for v in ${VERIFY_VARIANTS:-plain citus}; do
   start_node $v true $R/belfry-$v-verify.log || exit 1
   ( sleep 60; bench/cpu_split $CPU_WINDOW > $R/cpu-$v.json 2>&1 ) &
   CPU=$!

@@ -122,6 +122,15 @@ struct StandbyConfig {
   bool admin_reads = false;     // the admin API reads from the standby (the primary if it is down)
 };
 
+// On a Citus cluster (docs/scale-out.md): each tick query goes straight to the worker that holds
+// its shard instead of through the coordinator (database_url), unless a standby is configured.
+// Ignored on a plain PostgreSQL.
+struct CitusConfig {
+  bool tick_on_workers = true;
+  int64_t worker_retry_after_ms = 5000;    // after a worker failed, the coordinator serves this long
+  int64_t worker_map_refresh_ms = 60'000;  // how long a shard's worker is remembered
+};
+
 struct LogConfig {
   std::string level = "info";
   std::string format = "text";  // text | json
@@ -137,6 +146,7 @@ struct Config {
   ExecutionsConfig executions;
   AdminConfig admin;
   StandbyConfig standby;
+  CitusConfig citus;
   LogConfig log;
 };
 

@@ -390,6 +390,13 @@ const std::vector<Section>& Sections() {
               DurationKey("retry_after", &StandbyConfig::retry_after_ms, 0, 10 * kMinute),
               BoolKey("admin_reads", &StandbyConfig::admin_reads),
           }),
+      MakeSection<CitusConfig>(
+          "citus", [](Config* c) { return &c->citus; },
+          {
+              BoolKey("tick_on_workers", &CitusConfig::tick_on_workers),
+              DurationKey("worker_retry_after", &CitusConfig::worker_retry_after_ms, 0, 10 * kMinute),
+              DurationKey("worker_map_refresh", &CitusConfig::worker_map_refresh_ms, kSecond, 24 * 60 * kMinute),
+          }),
       MakeSection<LogConfig>("log", [](Config* c) { return &c->log; },
                              {
                                  StringKey("level", &LogConfig::level),

@@ -258,6 +258,7 @@ int RunServe(const Config& cfg) {
   std::optional<StandbyRoutes> standby_routes;
   PgJobStoreOptions tick_stores = rules.job_stores;
   tick_stores.standby = rules.tick_standby;
+  tick_stores.worker_tick = rules.tick_workers;  // on Citus, without a standby
   if (!tick_stores.standby.url.empty()) {
     standby_routes.emplace(metrics.registry());
     tick_stores.standby.on_route = [&standby_routes](const DueQueryRoute& route) {

@@ -49,6 +49,8 @@ struct ServeRules final {
   // The tick queries' hot standby (docs/hot-standby.md); url empty: none. on_route is left unset:
   // the caller counts the routes.
   const StandbyOptions tick_standby;
+  // On Citus, the scheduler workers' tick queries straight to the shard's worker (citus.*).
+  const WorkerTickOptions tick_workers;
   // The admin API's read sessions' connection string: the primary's, or with standby.admin_reads
   // the standby's falling back to the primary, with admin.statement_timeout and the generic plan
   // set for every session. Not ok when the URLs cannot be combined or parsed.

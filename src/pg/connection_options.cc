@@ -134,4 +134,31 @@ std::string WithConnectTimeout(const std::string& database_url) {
   return out;
 }
 
+std::string WithConninfoOverrides(const std::string& url,
+                                  const std::vector<std::pair<std::string, std::string>>& overrides) {
+  std::string out;
+  auto add = [&](const std::string& k, const char* v) {
+    if (!out.empty()) out.push_back(' ');
+    out += k + "=";
+    AppendQuoted(&out, v);
+  };
+  StatusOr<ConninfoPtr> options = ParseConninfo(url, "url");
+  if (options.ok()) {
+    for (const PQconninfoOption* o = options->get(); o->keyword != nullptr; ++o) {
+      bool overridden = false;
+      for (const auto& [k, v] : overrides) overridden |= k == o->keyword;
+      if (!overridden && o->val != nullptr) add(o->keyword, o->val);
+    }
+  }
+  for (const auto& [k, v] : overrides) add(k, v.c_str());
+  return out;
+}
+
+std::string ConninfoValue(const std::string& url, const std::string& keyword, const std::string& fallback) {
+  StatusOr<ConninfoPtr> options = ParseConninfo(url, "url");
+  if (!options.ok()) return fallback;
+  const char* v = ValueOf(options->get(), keyword);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+
 }  // namespace belfry

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "belfry/status.h"
 
@@ -44,5 +46,14 @@ class PgConninfo final {
 };
 
 StatusOr<std::string> PreferStandbyConninfo(const std::string& standby_url, const std::string& primary_url);
+
+// `url` (a URI or keyword=value string) as a keyword=value string with `overrides` replacing (or
+// adding) those keywords: a Citus worker reached with belfry's URL (PgWorkerTickRouter), a test's
+// superuser URL. An unparseable `url` contributes nothing.
+std::string WithConninfoOverrides(const std::string& url,
+                                  const std::vector<std::pair<std::string, std::string>>& overrides);
+
+// The value of `keyword` in `url`, or `fallback` when it is absent or empty.
+std::string ConninfoValue(const std::string& url, const std::string& keyword, const std::string& fallback);
 
 }  // namespace belfry

@@ -18,7 +18,10 @@ PgJobStore::PgJobStore(const PgJobStoreOptions& options)
       session_(options.database, options.statements),
       due_stream_(options.database, time_zones_),
       standby_(options.standby.url.empty() ? nullptr
-                                           : std::make_unique<PgStandbyReader>(options.standby, time_zones_)) {}
+                                           : std::make_unique<PgStandbyReader>(options.standby, time_zones_)),
+      workers_(!options.standby.url.empty() || !options.worker_tick.enabled
+                   ? nullptr
+                   : std::make_unique<PgWorkerTickRouter>(options.database, options.worker_tick, time_zones_)) {}
 
 PgJobStore::PgJobStore(const std::string& database_url, StandbyOptions standby, const TimeZoneDatabase& time_zones)
     : PgJobStore(MakePgJobStoreOptions(database_url, std::move(standby), time_zones)) {}
@@ -27,6 +30,7 @@ PgJobStore::~PgJobStore() = default;
 
 Status PgJobStore::ForEachDueJob(const DueQuery& q, const std::function<void(const DueJob&)>& fn) {
   if (standby_ != nullptr) return standby_->ForEachDueJob(q, fn, due_stream_);
+  if (workers_ != nullptr) return workers_->ForEachDueJob(q, fn, due_stream_);
   return due_stream_.ForEachDueJob(q, fn);
 }
 
@@ -56,6 +60,7 @@ StatusOr<std::string> PgJobStore::ExplainDueQuery(const DueQuery& q) { return du
 void PgJobStore::SetUnknownZoneHandler(const PgDueQueryStream::UnknownZoneHandler& handler) {
   due_stream_.SetUnknownZoneHandler(handler);
   if (standby_ != nullptr) standby_->SetUnknownZoneHandler(handler);
+  if (workers_ != nullptr) workers_->SetUnknownZoneHandler(handler);
 }
 
 }  // namespace belfry

@@ -143,6 +143,7 @@ class PgJobStore final : public JobStore {
   PgSession session_;
   PgDueQueryStream due_stream_;
   std::unique_ptr<PgStandbyReader> standby_;  // null without a standby
+  std::unique_ptr<PgWorkerTickRouter> workers_;  // null with a standby, or when not asked for
   ShardLayout layout_;  // as of the last LoadLayout
   // The write transaction's now() (timestamptz text), read by the last LoadLayout(txn, true) and
   // passed to the statements that would call now() inside a CASE, which Citus refuses in a

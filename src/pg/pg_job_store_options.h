@@ -13,6 +13,7 @@
 #include "pg/connection_options.h"
 #include "pg/pg_session.h"
 #include "pg/pg_standby_reader.h"
+#include "pg/pg_worker_tick_router.h"
 #include "tzdb/system_time_zone_database.h"
 
 namespace belfry {
@@ -25,6 +26,9 @@ struct PgJobStoreOptions {
   std::shared_ptr<const std::vector<PreparedStatement>> statements;
   // The tick query's hot standby (docs/hot-standby.md); url empty: none.
   StandbyOptions standby;
+  // On Citus, the tick query straight to the worker that holds the shard (PgWorkerTickRouter),
+  // when there is no standby. Off here: only the scheduler's stores turn it on.
+  WorkerTickOptions worker_tick{.enabled = false};
   // Calendar jobs' zones (the tick's terms, fire limits, backfills, re-plans). Not null; outlives
   // every store built from these options.
   const TimeZoneDatabase* time_zones;

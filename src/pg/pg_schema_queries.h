@@ -75,6 +75,14 @@ inline constexpr const char kReadLayoutAndNowSql[] =
 // every connect.
 inline constexpr const char kCitusInstalledSql[] = "SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL";
 
+// On Citus: the host and port of the worker that holds belfry shard $1 (its shard group: jobs,
+// shard_state and the co-located tables), for the tick query sent straight there
+// (PgWorkerTickRouter). No row when the table is not distributed.
+inline constexpr const char kCitusWorkerOfShardSql[] =
+    "SELECT n.nodename, n.nodeport::text FROM pg_dist_placement pl JOIN pg_dist_node n ON n.groupid = pl.groupid "
+    "WHERE pl.shardid = get_shard_id_for_distribution_column('shard_state', $1::smallint) "
+    "AND n.noderole = 'primary' AND n.isactive LIMIT 1";
+
 inline constexpr const char kGetShardCountName[] = "belfry_get_shard_count";
 inline constexpr const char kGetShardCountSql[] = "SELECT value FROM belfry_meta WHERE key = 'shard_count'";
 

@@ -5,14 +5,10 @@
 #include <utility>
 
 #include "pg/connection_options.h"
+#include "pg/steady_ms.h"
 
 namespace belfry {
 namespace {
-
-int64_t SteadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // How long a read sleeps between two looks at the standby's replay position. Streaming
 // replication on a LAN applies a commit in well under a millisecond to a few milliseconds.

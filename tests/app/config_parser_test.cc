@@ -348,6 +348,12 @@ std::map<std::string, KeyCase> KeyCases() {
       {"standby.admin_reads",
        {"true", "true", [](const Config& c) { EXPECT_TRUE(c.standby.admin_reads); },
         {{"standby.url", "postgresql://s/b"}}}},
+      {"citus.tick_on_workers",
+       {"false", "false", [](const Config& c) { EXPECT_FALSE(c.citus.tick_on_workers); }}},
+      {"citus.worker_retry_after",
+       {"2s", "2s", [](const Config& c) { EXPECT_EQ(c.citus.worker_retry_after_ms, 2000); }}},
+      {"citus.worker_map_refresh",
+       {"5m", "5m", [](const Config& c) { EXPECT_EQ(c.citus.worker_map_refresh_ms, 300'000); }}},
       {"log.level", {"debug", "debug", [](const Config& c) { EXPECT_EQ(c.log.level, "debug"); }}},
       {"log.format", {"json", "json", [](const Config& c) { EXPECT_EQ(c.log.format, "json"); }}},
   };

@@ -1,32 +1,14 @@
 #include "local_superuser.h"
 
 #include <dirent.h>
-#include <libpq-fe.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <vector>
 
 namespace belfry {
 namespace {
-
-using ConninfoPtr = std::unique_ptr<PQconninfoOption, decltype(&PQconninfoFree)>;
-
-ConninfoPtr Parse(const std::string& url) {
-  char* error = nullptr;
-  ConninfoPtr options(PQconninfoParse(url.c_str(), &error), &PQconninfoFree);
-  if (error != nullptr) PQfreemem(error);
-  return options;
-}
-
-std::string Quoted(const std::string& v) {
-  std::string out = "'";
-  for (char c : v) {
-    if (c == '\'' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  return out + "'";
-}
 
 // The Unix socket directory of the PostgreSQL server listening on `port` on this machine: the
 // fifth line of postmaster.pid in the data directory (-D) of a running postgres process.
@@ -57,31 +39,6 @@ std::optional<std::string> SocketDirectoryOfPort(const std::string& port) {
 }
 
 }  // namespace
-
-std::string WithConninfoOverrides(const std::string& url,
-                                  const std::vector<std::pair<std::string, std::string>>& overrides) {
-  ConninfoPtr options = Parse(url);
-  std::string out;
-  auto add = [&](const std::string& k, const std::string& v) {
-    if (!out.empty()) out.push_back(' ');
-    out += k + "=" + Quoted(v);
-  };
-  for (const PQconninfoOption* o = options.get(); o != nullptr && o->keyword != nullptr; ++o) {
-    bool overridden = false;
-    for (const auto& [k, v] : overrides) overridden |= k == o->keyword;
-    if (!overridden && o->val != nullptr) add(o->keyword, o->val);
-  }
-  for (const auto& [k, v] : overrides) add(k, v);
-  return out;
-}
-
-std::string ConninfoValue(const std::string& url, const std::string& keyword, const std::string& fallback) {
-  ConninfoPtr options = Parse(url);
-  for (const PQconninfoOption* o = options.get(); o != nullptr && o->keyword != nullptr; ++o) {
-    if (keyword == o->keyword && o->val != nullptr && *o->val != '\0') return o->val;
-  }
-  return fallback;
-}
 
 std::optional<std::string> LocalSuperuserUrl(const std::string& url, const std::string& dbname,
                                              bool allow_env_override, std::string* error) {

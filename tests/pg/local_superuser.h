@@ -8,18 +8,10 @@
 
 #include <optional>
 #include <string>
-#include <utility>
-#include <vector>
+
+#include "pg/connection_options.h"  // WithConninfoOverrides, ConninfoValue
 
 namespace belfry {
-
-// `url` (a URI or keyword=value string) as a keyword=value string with `overrides` replacing (or
-// adding) those keywords.
-std::string WithConninfoOverrides(const std::string& url,
-                                  const std::vector<std::pair<std::string, std::string>>& overrides);
-
-// The value of `keyword` in `url`, or `fallback` when it is absent or empty.
-std::string ConninfoValue(const std::string& url, const std::string& keyword, const std::string& fallback);
 
 // A superuser connection string for database `dbname` on the server that `url` reaches. With
 // `allow_env_override`, BELFRY_PG_SUPERUSER_URL wins when set. nullopt and *error when no local
