@@ -26,12 +26,12 @@ struct PgJobStoreOptions {
   std::shared_ptr<const std::vector<PreparedStatement>> statements;
   // The tick query's hot standby (docs/hot-standby.md); url empty: none.
   StandbyOptions standby;
-  // On Citus, the tick query straight to the worker that holds the shard (PgWorkerTickRouter),
-  // when there is no standby. Off here: only the scheduler's stores turn it on.
-  WorkerTickOptions worker_tick{.enabled = false};
   // Calendar jobs' zones (the tick's terms, fire limits, backfills, re-plans). Not null; outlives
   // every store built from these options.
   const TimeZoneDatabase* time_zones;
+  // On Citus, the tick query straight to the worker that holds the shard (PgWorkerTickRouter),
+  // when there is no standby. Off here: only the scheduler's stores turn it on.
+  WorkerTickOptions worker_tick{.enabled = false};
 };
 
 // The options of stores connecting to `database_url`, with the statement list built here.

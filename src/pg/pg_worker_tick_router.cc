@@ -43,6 +43,7 @@ std::optional<std::string> PgWorkerTickRouter::WorkerOf(int32_t shard) {
         metadata_.reset();
         return std::nullopt;
       }
+      spdlog::debug("Citus: tick queries go straight to the worker that holds each shard (citus.tick_on_workers)");
     }
     const pqxx::result r = txn.exec_params(pg_queries::kCitusWorkerOfShardSql, shard);
     if (r.empty()) return std::nullopt;  // not distributed (yet): the coordinator knows
