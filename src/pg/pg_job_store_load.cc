@@ -48,6 +48,7 @@ StatusOr<LoadGroups> PgJobStore::ReadLoadGroups(const LoadGroupQuery& query) {
     // A full read of the jobs takes seconds at millions of jobs (2.7 s at 6.4M), beyond the admin
     // sessions' statement_timeout (2 s by default): this transaction gets its own bound.
     txn.exec(pg_queries::kLoadStatementTimeoutSql);
+    txn.exec(pg_queries::kLoadCustomPlanSql);
     for (const pqxx::row& row : txn.exec(pg_queries::kListCronZonesSql)) {
       out.zones.emplace_back(row[0].as<int32_t>(), row[1].as<std::string>());
     }

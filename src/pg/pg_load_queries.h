@@ -40,6 +40,11 @@ namespace belfry::pg_queries {
 // The load reads' own bound on each statement (SET LOCAL: their transaction only), in place of
 // admin.statement_timeout, which is sized for single-job reads.
 inline constexpr const char kLoadStatementTimeoutSql[] = "SET LOCAL statement_timeout = '120s'";
+// And a plan made for the parameters' values: the admin sessions force generic plans (the
+// partitions' planning cost, issue 16), and Citus cannot plan these multi-shard reads without
+// the values ("could not create distributed plan", GET /v1/load on the cluster). A full read
+// costs seconds; planning it per call costs nothing beside that.
+inline constexpr const char kLoadCustomPlanSql[] = "SET LOCAL plan_cache_mode = force_custom_plan";
 // [0]: no breakdown, [1]: by owner, [2]: by topic.
 inline constexpr const char* kLoadJobGroupsSql[] = {
     BELFRY_LOAD_JOB_GROUPS("''"), BELFRY_LOAD_JOB_GROUPS("coalesce(j.owner, '')"),

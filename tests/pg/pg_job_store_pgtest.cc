@@ -10,6 +10,7 @@
 
 #include "core/shard_hash.h"
 #include "migrated_database_test.h"
+#include "pg/connection_options.h"
 #include "pg/pg_job_store.h"
 
 namespace belfry {
@@ -665,6 +666,18 @@ TEST_F(PgJobStoreTest, ReadLoadGroupsCountsJobsThatFireAlike) {
   // A cap below the groups there are: refused, not read.
   EXPECT_EQ(store_->ReadLoadGroups(LoadGroupQuery{kFirst, kFirst + 59, "owner", 1}).status().reason(), "too_many_groups");
   EXPECT_TRUE(store_->ReadLoadGroups(LoadGroupQuery{kFirst, kFirst + 59, "owner", 2}).ok());
+  // As the admin sessions read it, with generic plans forced (serve_rules.cc): the same groups,
+  // with and without a breakdown. Citus cannot plan these reads generically.
+  StatusOr<std::string> generic = WithSessionSetting(db().url(), "plan_cache_mode", "force_generic_plan");
+  ASSERT_TRUE(generic.ok());
+  PgJobStore admin_store(*generic);
+  for (const char* by : {"owner", ""}) {
+    StatusOr<LoadGroups> again = admin_store.ReadLoadGroups(LoadGroupQuery{kFirst, kFirst + 59, by});
+    ASSERT_TRUE(again.ok()) << by << ": " << again.status().ToString();
+    int64_t jobs = 0;
+    for (const LoadGroup& g : again->groups) jobs += g.jobs;
+    EXPECT_EQ(jobs, 5) << by;
+  }
 }
 
 }  // namespace

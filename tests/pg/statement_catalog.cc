@@ -543,7 +543,8 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
       .Add("ReadLoadGroups: SET TRANSACTION", "SET TRANSACTION READ ONLY ISOLATION LEVEL REPEATABLE READ", {},
            Routing::kNoTable, Use::kRouted, "", cluster)
       .Add("kLoadStatementTimeoutSql", q::kLoadStatementTimeoutSql, {}, Routing::kNoTable, Use::kRouted, "",
-           cluster);
+           cluster)
+      .Add("kLoadCustomPlanSql", q::kLoadCustomPlanSql, {}, Routing::kNoTable, Use::kRouted, "", cluster);
   const P load_jobs = {N(F::kMinute * 60'000), N((F::kMinute + 60) * 60'000), M, N(F::kMinute + 59), "1001"};
   const P load_calendar = {N(F::kMinute * 60'000), N((F::kMinute + 60) * 60'000), "1001"};
   const std::string load =
