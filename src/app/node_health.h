@@ -13,6 +13,24 @@
 
 namespace belfry {
 
+// Counts events and lets one log line through per 10 s (the first at once), with the events
+// counted since the last line. Thread-safe.
+class CountedLogThrottle final {
+ public:
+  // Counts one event; the events to report when a line is due now, else 0.
+  int64_t Count(EpochMs now) {
+    const int64_t n = ++since_line_;
+    EpochMs last = last_line_ms_;
+    if (now - last < 10'000 || !last_line_ms_.compare_exchange_strong(last, now)) return 0;
+    since_line_ -= n;
+    return n;
+  }
+
+ private:
+  std::atomic<int64_t> since_line_{0};
+  std::atomic<EpochMs> last_line_ms_{0};
+};
+
 class NodeHealth final : public SchedulerObserver {
  public:
   NodeHealth(SchedulerObserver& next, Clock& clock) : next_(next), clock_(clock) {}
@@ -68,11 +86,7 @@ class NodeHealth final : public SchedulerObserver {
   void OnRefusedTopic(std::string_view topic) override { next_.OnRefusedTopic(topic); }
   // A refusal is dead-lettered and counted per reason; the log gets at most one line per 10 s.
   void OnTriggerRefused(std::string_view reason) override {
-    const int64_t n = ++refused_since_log_;
-    const EpochMs now = clock_.NowMs();
-    EpochMs last = last_refusal_log_ms_;
-    if (now - last >= 10'000 && last_refusal_log_ms_.compare_exchange_strong(last, now)) {
-      refused_since_log_ -= n;
+    if (const int64_t n = refusal_log_.Count(clock_.NowMs()); n > 0) {
       spdlog::warn("{} trigger(s) refused by the broker for good (the last: {}) went to the trigger DLQ; "
                    "see belfry_triggers_refused_total and the jobs' lastDeliveryError",
                    n, reason);
@@ -84,11 +98,7 @@ class NodeHealth final : public SchedulerObserver {
   // Every tick scans while the ledger cannot be read (on Citus, while a worker is down): log the
   // first failure, then at most one line per 10 s with the count.
   void OnScanFailed(const Status& status) override {
-    const int64_t n = ++scan_failures_since_log_;
-    const EpochMs now = clock_.NowMs();
-    EpochMs last = last_scan_failure_log_ms_;
-    if (now - last >= 10'000 && last_scan_failure_log_ms_.compare_exchange_strong(last, now)) {
-      scan_failures_since_log_ -= n;
+    if (const int64_t n = scan_failure_log_.Count(clock_.NowMs()); n > 0) {
       spdlog::warn("{} catch-up scan(s) could not read the shard ledger; missed minutes and dead nodes' "
                    "shards wait for a scan that succeeds: {}",
                    n, status.ToString());
@@ -118,10 +128,8 @@ class NodeHealth final : public SchedulerObserver {
   std::atomic<EpochMs> last_fired_ms_{0};
   std::atomic<EpochMs> last_failure_log_ms_{0};
   std::atomic<int64_t> debt_minutes_{0};
-  std::atomic<int64_t> refused_since_log_{0};
-  std::atomic<EpochMs> last_refusal_log_ms_{0};
-  std::atomic<int64_t> scan_failures_since_log_{0};
-  std::atomic<EpochMs> last_scan_failure_log_ms_{0};
+  CountedLogThrottle refusal_log_;
+  CountedLogThrottle scan_failure_log_;
   mutable std::mutex shard_failures_mu_;
   std::unordered_map<int32_t, int64_t> shard_failures_;  // guarded by shard_failures_mu_
 };
