@@ -43,6 +43,11 @@ struct SchedulerConfig {
   // A slot fired later than this after its time counts as missed and follows the misfire policy.
   int64_t misfire_threshold_ms = 30 * 1000;
   int64_t claim_lease_ms = 3000;
+  // A claim (of a shard's minute or of its debt) gives up after waiting this long for a lock on
+  // its shard_state row, and the shard is retried with its back-off: a row held for long (a
+  // Citus `block_writes` shard move) then delays that shard, not every shard behind it in the
+  // firing workers (docs/scale-out.md). 0 = wait as long as the lock is held.
+  int64_t claim_lock_timeout_ms = 1000;
   // Concurrent shard queries, each worker with its own database connections. All but one may
   // run catch-up at once, so 4 lets PostgreSQL run three catch-up queries in parallel.
   int32_t workers = 4;

@@ -335,6 +335,7 @@ const std::vector<Section>& Sections() {
               DurationKey("max_catchup", &SchedulerConfig::max_catchup_ms, 0, 7 * kDay),
               DurationKey("misfire_threshold", &SchedulerConfig::misfire_threshold_ms, 0, kDay),
               DurationKey("claim_lease", &SchedulerConfig::claim_lease_ms, 500, 10 * kMinute),
+              DurationKey("claim_lock_timeout", &SchedulerConfig::claim_lock_timeout_ms, 0, kMinute),
               IntegerKey("workers", &SchedulerConfig::workers, 1, 64),
               IntegerKey("firings_in_flight", &SchedulerConfig::firings_in_flight, 1, 64),
               IntegerKey("catch_up_rate", &SchedulerConfig::catch_up_rate, 0, 100'000'000),

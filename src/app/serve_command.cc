@@ -294,7 +294,7 @@ int RunServe(const Config& cfg) {
     w.store = std::make_unique<PgJobStore>(tick_stores);
     w.store->SetUnknownZoneHandler(
         [&unknown_zones](std::string_view zone, int64_t jobs) { unknown_zones.OnSkipped(zone, jobs); });
-    w.ledger = std::make_unique<PgShardLedger>(cfg.database_url);
+    w.ledger = std::make_unique<PgShardLedger>(cfg.database_url, cfg.scheduler.claim_lock_timeout_ms);
     // Dead letters go through the catch-up producer: a refusal never queues behind the present.
     w.refusals = std::make_unique<TriggerDeadLetterer>(*catch_up_sink, cfg.kafka.triggers_dlq_topic, w.store.get(),
                                                        &unrecorded_letters);

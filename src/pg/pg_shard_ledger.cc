@@ -1,7 +1,9 @@
 #include "pg/pg_shard_ledger.h"
 
+#include <pqxx/except>
 #include <pqxx/nontransaction>
 #include <pqxx/result>
+#include <pqxx/transaction>
 #include <utility>
 
 #include "core/shard_layout.h"
@@ -22,7 +24,7 @@ Status LayoutOfField(const pqxx::field& field, ShardLayout* out) {
 
 }  // namespace
 
-PgShardLedger::PgShardLedger(std::string database_url)
+PgShardLedger::PgShardLedger(std::string database_url, int64_t claim_lock_timeout_ms)
     : session_(std::move(database_url),
                {
                    {pg_queries::kClaimShardName, pg_queries::kClaimShardSql},
@@ -35,15 +37,39 @@ PgShardLedger::PgShardLedger(std::string database_url)
                    {pg_queries::kRenewDebtName, pg_queries::kRenewDebtSql},
                    {pg_queries::kSettleDebtName, pg_queries::kSettleDebtSql},
                    {pg_queries::kReleaseDebtName, pg_queries::kReleaseDebtSql},
-               }) {}
+               }),
+      claim_lock_timeout_ms_(claim_lock_timeout_ms) {}
 
 PgShardLedger::~PgShardLedger() = default;
+
+template <typename Fn>
+Status PgShardLedger::RunClaim(const char* context, int32_t shard, Fn&& fn) {
+  return session_.Run(context, [&](pqxx::connection& conn) -> Status {
+    if (claim_lock_timeout_ms_ <= 0) {
+      pqxx::nontransaction txn(conn);
+      return fn(txn);
+    }
+    try {
+      pqxx::work txn(conn);
+      txn.exec0(pg_queries::ClaimLockTimeoutSql(claim_lock_timeout_ms_, session_.citus()));
+      Status st = fn(txn);
+      if (st.ok()) txn.commit();
+      return st;
+    } catch (const pqxx::sql_error& e) {
+      if (e.sqlstate() != "55P03") throw;
+      return Status::Retryable(std::string(context) + " " + std::to_string(shard) +
+                               ": its shard_state row stayed locked for over scheduler.claim_lock_timeout (" +
+                               std::to_string(claim_lock_timeout_ms_) +
+                               " ms), as a Citus shard move or another writer holds it; the shard is retried, the "
+                               "others fire meanwhile");
+    }
+  });
+}
 
 StatusOr<ShardClaim> PgShardLedger::Claim(int32_t shard, int64_t up_to_minute, const std::string& node,
                                           int64_t lease_ms) {
   ShardClaim claim;
-  Status st = session_.Run("claim shard", [&](pqxx::connection& conn) {
-    pqxx::nontransaction txn(conn);
+  Status st = RunClaim("claim shard", shard, [&](pqxx::transaction_base& txn) {
     const pqxx::result r =
         txn.exec_prepared(pg_queries::kClaimShardName, shard, node, up_to_minute, lease_ms);
     if (r.empty()) {
@@ -90,8 +116,7 @@ Status PgShardLedger::Advance(int32_t shard, int64_t minute, const MinuteRange& 
 
 StatusOr<DebtClaim> PgShardLedger::ClaimDebt(int32_t shard, const std::string& node, int64_t lease_ms) {
   DebtClaim claim;
-  Status st = session_.Run("claim debt", [&](pqxx::connection& conn) {
-    pqxx::nontransaction txn(conn);
+  Status st = RunClaim("claim debt of shard", shard, [&](pqxx::transaction_base& txn) {
     const pqxx::result r = txn.exec_prepared(pg_queries::kClaimDebtName, shard, node, lease_ms);
     if (r.empty()) return Status::Ok();
     claim.claimed = true;

@@ -12,11 +12,19 @@
 namespace belfry {
 
 // Thread-compatible: one instance per thread. Every call is one autocommitted statement (one
-// round trip). Connects lazily; a broken connection makes the call Retryable and is reopened by
-// the next call.
+// round trip), except the claims when `claim_lock_timeout_ms` > 0 (below). Connects lazily; a
+// broken connection makes the call Retryable and is reopened by the next call.
 class PgShardLedger final : public ShardLedger {
  public:
-  explicit PgShardLedger(std::string database_url);
+  // `claim_lock_timeout_ms` > 0: Claim and ClaimDebt give up after waiting that long for a lock
+  // (SQLSTATE 55P03, a Retryable status that names the shard), in a transaction of their own
+  // with `SET LOCAL lock_timeout` (on Citus propagated to the worker that holds the row). A
+  // shard whose row is locked for long, as Citus's `block_writes` shard move locks it, then
+  // costs a firing worker that long, not the whole move: the pool retries the shard with its
+  // back-off and fires the others meanwhile (docs/scale-out.md). 0: claims wait like every
+  // other statement. Only the claims give up: a firing's later writes (MarkFired, Advance,
+  // SettleDebt) wait, because giving up there would leave its sent triggers unrecorded.
+  explicit PgShardLedger(std::string database_url, int64_t claim_lock_timeout_ms = 0);
   PgShardLedger(const PgShardLedger&) = delete;
   PgShardLedger& operator=(const PgShardLedger&) = delete;
   ~PgShardLedger() override;
@@ -42,7 +50,12 @@ class PgShardLedger final : public ShardLedger {
   StatusOr<ShardLayout> ReadLayout() override;
 
  private:
+  // Runs one claim statement through `fn(pqxx::transaction_base&)`, under the lock timeout.
+  template <typename Fn>
+  Status RunClaim(const char* context, int32_t shard, Fn&& fn);
+
   PgSession session_;
+  const int64_t claim_lock_timeout_ms_;
 };
 
 }  // namespace belfry

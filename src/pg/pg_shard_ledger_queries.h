@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "pg/pg_job_sql.h"
 
@@ -35,6 +36,14 @@ inline constexpr const char kClaimShardSql[] =
     "UNION ALL "
     "SELECT false, fired_through, 0, (SELECT value FROM belfry_meta WHERE key = 'layout') FROM shard_state "
     "WHERE shard = $1::smallint AND NOT EXISTS (SELECT 1 FROM claimed)";
+
+// The claims' lock timeout (PgShardLedger's claim_lock_timeout_ms), first in their transaction.
+// On Citus the claim's row lock is taken on the worker that holds the row: SET LOCAL reaches the
+// worker only with citus.propagate_set_commands = 'local', itself set for this transaction.
+inline std::string ClaimLockTimeoutSql(int64_t timeout_ms, bool citus) {
+  std::string sql = citus ? "SET LOCAL citus.propagate_set_commands = 'local'; " : "";
+  return sql + "SET LOCAL lock_timeout = '" + std::to_string(timeout_ms) + "ms'";
+}
 
 // $1 shard, $2 minute, $3 node, $4 lease ms, $5 release.
 inline constexpr const char kMarkFiredName[] = "belfry_mark_fired";

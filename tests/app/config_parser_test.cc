@@ -289,6 +289,8 @@ std::map<std::string, KeyCase> KeyCases() {
        {"1m", "1m", [](const Config& c) { EXPECT_EQ(c.scheduler.misfire_threshold_ms, 60'000); }}},
       {"scheduler.claim_lease",
        {"10s", "10s", [](const Config& c) { EXPECT_EQ(c.scheduler.claim_lease_ms, 10'000); }}},
+      {"scheduler.claim_lock_timeout",
+       {"250ms", "250ms", [](const Config& c) { EXPECT_EQ(c.scheduler.claim_lock_timeout_ms, 250); }}},
       {"scheduler.workers", {"9", "9", [](const Config& c) { EXPECT_EQ(c.scheduler.workers, 9); }}},
       {"scheduler.firings_in_flight",
        {"5", "5", [](const Config& c) { EXPECT_EQ(c.scheduler.firings_in_flight, 5); }}},

@@ -2,12 +2,16 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <pqxx/connection>
+#include <pqxx/transaction>
 
 #include "migrated_database_test.h"
 #include "core/shard_layout.h"
@@ -306,6 +310,57 @@ TEST_F(PgShardLedgerTest, RacingNodesNeverGetTheSameDebtChunk) {
   int64_t owed = 0;
   for (int32_t s = 0; s < 20; ++s) owed += State(s).debt_minutes;
   EXPECT_EQ(static_cast<int64_t>(paid.size()) + owed, 20 * 20);  // nothing lost either
+}
+
+// A claim whose shard_state row stays locked (Citus's block_writes shard move holds it for the
+// move; here another transaction's FOR UPDATE, on Citus held on the worker) gives up after the
+// ledger's lock timeout with a Retryable status naming the shard, while the other shards claim.
+// Once the lock is gone the shard claims again. Without it, every firing worker that reached a
+// moved shard waited for the whole move (docs/scale-out.md).
+TEST_F(PgShardLedgerTest, AClaimGivesUpOnARowLockedPastTheLockTimeoutAndTheOtherShardsClaim) {
+  PgShardLedger ledger(db().url(), /*claim_lock_timeout_ms=*/200);
+  // Shard 7 owes minutes 90..95, so that its debt claim has a row to wait for.
+  ASSERT_TRUE(ledger.Claim(7, 100, "node-a", kLeaseMs).ok());
+  ASSERT_TRUE(ledger.Advance(7, 100, MinuteRange{90, 95}, "node-a").ok());
+
+  pqxx::connection holder(db().url());
+  auto hold = std::make_unique<pqxx::work>(holder);
+  hold->exec("SELECT shard FROM shard_state WHERE shard = 7 FOR UPDATE");
+  // Each call on a thread of its own: a call that waits for the lock is failed, not hung on.
+  auto within = [&](auto call) {
+    auto f = std::async(std::launch::async, call);
+    if (f.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+      ADD_FAILURE() << "the call still waits for the lock after 20 s: releasing it";
+      hold.reset();
+    }
+    return f.get();
+  };
+  const StatusOr<ShardClaim> blocked = within([&] { return ledger.Claim(7, 101, "node-b", kLeaseMs); });
+  ASSERT_FALSE(blocked.ok());
+  EXPECT_TRUE(blocked.status().retryable()) << blocked.status().ToString();
+  EXPECT_NE(blocked.status().ToString().find("claim shard 7:"), std::string::npos) << blocked.status().ToString();
+  EXPECT_NE(blocked.status().ToString().find("claim_lock_timeout"), std::string::npos);
+  const StatusOr<DebtClaim> debt_blocked = within([&] { return ledger.ClaimDebt(7, "node-b", kLeaseMs); });
+  ASSERT_FALSE(debt_blocked.ok());
+  EXPECT_TRUE(debt_blocked.status().retryable()) << debt_blocked.status().ToString();
+  EXPECT_NE(debt_blocked.status().ToString().find("claim debt of shard 7:"), std::string::npos);
+
+  // The other shards claim meanwhile, through the same ledger (its connection was reopened).
+  const StatusOr<ShardClaim> other = within([&] { return ledger.Claim(8, 101, "node-b", kLeaseMs); });
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_TRUE(other->claimed);
+  EXPECT_EQ(State(7).claim_node, "");  // the claims that gave up wrote nothing
+  EXPECT_TRUE(State(7).debt_node.empty());
+
+  hold.reset();  // the lock is released: the shard claims again
+  const StatusOr<ShardClaim> again = ledger.Claim(7, 101, "node-b", kLeaseMs);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(again->claimed);
+  EXPECT_EQ(again->fired_through, 100);
+  const StatusOr<DebtClaim> debt = ledger.ClaimDebt(7, "node-b", kLeaseMs);
+  ASSERT_TRUE(debt.ok()) << debt.status().ToString();
+  EXPECT_TRUE(debt->claimed);
+  EXPECT_EQ(debt->lowest.first, 90);
 }
 
 // Issue 33 §4: the admin API's and the CLI's views read the layout record through ReadLayout,
