@@ -103,6 +103,10 @@ struct ExecutionsConfig {
 struct AdminConfig {
   std::string listen = "127.0.0.1:8080";
   std::string token;  // required when listen is not a loopback address
+  // POST /v1/commands and the console's actions (docs/console.md): the HMAC-SHA256 key that signs
+  // the write tokens (`belfry token`), at least 32 bytes. Empty: writes over HTTP are off.
+  std::string write_token_secret;
+  int64_t command_wait_ms = 10'000;  // how long POST /v1/commands waits for the outcome by default
   // The read side (docs/operations.md, "Limits"). Database sessions the API reads through: up to
   // this many requests read at once, each session with its own connections and prepared statements.
   int32_t db_sessions = 4;

@@ -18,6 +18,9 @@ struct WaitArgs {
   int64_t timeout_ms = 30'000;
 };
 
+// ---- belfry token: a write token for POST /v1/commands (cli_token_command.cc) ----
+int RunToken(const Config& cfg, const std::string& actor, int64_t ttl_ms);
+
 // ---- belfry migrate: the schema and belfry's Kafka topics (cli_migrate_command.cc) ----
 int RunMigrate(const Config& cfg, bool create_topics);
 

@@ -374,6 +374,8 @@ const std::vector<Section>& Sections() {
           {
               StringKey("listen", &AdminConfig::listen),
               StringKey("token", &AdminConfig::token),
+              StringKey("write_token_secret", &AdminConfig::write_token_secret),
+              DurationKey("command_wait", &AdminConfig::command_wait_ms, 0, kMinute),
               IntegerKey("db_sessions", &AdminConfig::db_sessions, 1, 256),
               DurationKey("read_wait", &AdminConfig::read_wait_ms, 1, kMinute),
               DurationKey("statement_timeout", &AdminConfig::statement_timeout_ms, 10, 10 * kMinute),
@@ -485,6 +487,9 @@ Status ValidateConfig(const Config& c) {
   if (c.database_url.empty()) return Bad("database_url", "must be set");
   if (c.kafka.brokers.empty()) return Bad("kafka.brokers", "must be set");
   if (c.standby.admin_reads && c.standby.url.empty()) return Bad("standby.admin_reads", "needs standby.url");
+  if (!c.admin.write_token_secret.empty() && c.admin.write_token_secret.size() < 32) {
+    return Bad("admin.write_token_secret", "must be at least 32 bytes (e.g. `openssl rand -base64 32`), or empty");
+  }
   return Status::Ok();
 }
 

@@ -210,6 +210,11 @@ int main(int argc, char** argv) {
   auto* explain = app.add_subcommand("explain", "EXPLAIN ANALYZE the tick query for a shard and minute");
   explain->add_option("--shard", shard, "Shard")->required()->check(CLI::NonNegativeNumber);
   explain->add_option("--at", at, "A time inside the minute (ISO-8601; default: now)");
+  std::string token_actor, token_ttl = "8h";
+  auto* token = app.add_subcommand(
+      "token", "Mint a write token for POST /v1/commands and the console (signed with admin.write_token_secret)");
+  token->add_option("--actor", token_actor, "Who the token's commands are made by, in the audit trail")->required();
+  token->add_option("--ttl", token_ttl, "How long it is valid (default 8h)");
   std::vector<std::string> watch_topics;
   bool from_beginning = false;
   auto* watch = app.add_subcommand("watch", "Print triggers arriving on topics, with their lateness");
@@ -267,5 +272,13 @@ int main(int argc, char** argv) {
   if (rebalance->parsed()) return belfry::RunRebalance(cfg, rebalance_ids, json);
   if (explain->parsed()) return belfry::RunExplain(cfg, shard, at);
   if (watch->parsed()) return belfry::RunWatch(cfg, watch_topics, from_beginning);
+  if (token->parsed()) {
+    const int64_t ttl_ms = DurationOrDie(token_ttl, "--ttl");
+    if (ttl_ms <= 0) {
+      std::fprintf(stderr, "belfry: --ttl must be positive\n");
+      return 64;
+    }
+    return belfry::RunToken(cfg, token_actor, ttl_ms);
+  }
   return 64;
 }

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -40,6 +41,7 @@
 #include "http/unknown_zone_skips.h"
 #include "kafka/command_consumer.h"
 #include "kafka/command_publisher.h"
+#include "kafka/kafka_command_submitter.h"
 #include "kafka/execution_consumer.h"
 #include "kafka/kafka_client_config.h"
 #include "kafka/kafka_trigger_sink.h"
@@ -205,6 +207,10 @@ AdminServerOptions MakeAdminServerOptions(const Config& cfg) {
   AdminServerOptions options;
   options.listen = cfg.admin.listen;
   options.token = cfg.admin.token;
+  options.write_token_secret = cfg.admin.write_token_secret;
+  options.command_wait_ms = cfg.admin.command_wait_ms;
+  // The largest command: its details plus the rest of the object.
+  options.max_body_bytes = std::max<int64_t>(64 * 1024, cfg.commands.max_details_bytes + 64 * 1024);
   options.scheduler = cfg.scheduler;
   options.worker_threads = cfg.admin.worker_threads;
   options.max_queued_connections = cfg.admin.max_queued_connections;
@@ -359,7 +365,14 @@ int RunServe(const Config& cfg) {
     }
     m.SetReady(ready);
   });
+  // POST /v1/commands (docs/console.md): only with a write-token secret.
+  std::unique_ptr<KafkaCommandSubmitter> command_submitter;
+  if (!cfg.admin.write_token_secret.empty()) {
+    command_submitter = Take(KafkaCommandSubmitter::Create(cfg.kafka), "start the HTTP command publisher");
+    if (command_submitter == nullptr) return 1;
+  }
   AdminDeps deps;
+  deps.commands = command_submitter.get();
   deps.readers = &readers;
   deps.metrics = &metrics;
   deps.clock = &clock;

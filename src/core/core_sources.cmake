@@ -35,6 +35,7 @@ set(BELFRY_CORE_SOURCES
   manual_fire.cc
   message_quote.cc
   one_shot_placement.cc
+  outcome_mailbox.cc
   pagination.cc
   rate_limiter.cc
   resource_views.cc

@@ -12,17 +12,22 @@ bool RequiresAuth(std::string_view path) {
   return path == "/metrics" || path == "/v1" || path.starts_with("/v1/");
 }
 
-bool BearerTokenMatches(std::string_view authorization, std::string_view token) {
-  if (token.empty()) return true;
+std::optional<std::string_view> BearerToken(std::string_view authorization) {
   constexpr std::string_view kScheme = "bearer ";
-  if (authorization.size() < kScheme.size()) return false;
+  if (authorization.size() < kScheme.size()) return std::nullopt;
   for (size_t i = 0; i < kScheme.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i]) return false;
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i]) return std::nullopt;
   }
   std::string_view presented = authorization.substr(kScheme.size());
   while (!presented.empty() && presented.front() == ' ') presented.remove_prefix(1);
   while (!presented.empty() && presented.back() == ' ') presented.remove_suffix(1);
-  return ConstantTimeEquals(presented, token);
+  return presented;
+}
+
+bool BearerTokenMatches(std::string_view authorization, std::string_view token) {
+  if (token.empty()) return true;
+  const std::optional<std::string_view> presented = BearerToken(authorization);
+  return presented && ConstantTimeEquals(*presented, token);
 }
 
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {

@@ -6,6 +6,7 @@
 #include <prometheus/family.h>
 #include <prometheus/registry.h>
 
+#include <optional>
 #include <string_view>
 
 namespace belfry {
@@ -13,6 +14,10 @@ namespace belfry {
 // True iff `path` needs the bearer token when one is set: /metrics and every /v1 route. The
 // probes (/healthz, /readyz) are always open.
 bool RequiresAuth(std::string_view path);
+
+// The token of an Authorization header's value "Bearer <token>" (the scheme in any case, spaces
+// around the token ignored); nullopt for any other value.
+std::optional<std::string_view> BearerToken(std::string_view authorization);
 
 // True iff `authorization` (the Authorization header's value) is "Bearer <token>": the scheme in
 // any case, spaces around the token ignored, the token compared in constant time. An empty

@@ -5,6 +5,10 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+
+#include "belfry/status.h"
+#include "http/write_token.h"
 
 namespace httplib {
 struct Request;
@@ -44,5 +48,12 @@ void ServeRebalance(AdminContext& ctx, const httplib::Request& req, httplib::Res
 // Bulk operations (bulk_op_routes.cc): GET /v1/bulk-ops, /v1/bulk-ops/{id}.
 void ServeListBulkOps(AdminContext& ctx, const httplib::Request& req, httplib::Response& res);
 void ServeGetBulkOp(AdminContext& ctx, const httplib::Request& req, httplib::Response& res);
+
+// Commands (command_routes.cc): POST /v1/commands, with a write token.
+void ServePostCommand(AdminContext& ctx, const httplib::Request& req, httplib::Response& res);
+
+// The write token's claims when `authorization` (the Authorization header's value) carries a
+// valid one for this node; Invalid with the reason to show the caller otherwise.
+StatusOr<WriteTokenClaims> AuthorizeWrite(const AdminContext& ctx, std::string_view authorization);
 
 }  // namespace belfry

@@ -63,8 +63,13 @@ bool IsToken(std::string_view s) {
   return true;
 }
 
+constexpr std::string_view kCommandsPath = "/v1/commands";
+
+// The methods a known path allows, for 405's Allow header.
+const char* AllowedMethods(std::string_view path) { return path == kCommandsPath ? "POST" : "GET, HEAD"; }
+
 bool IsKnownPath(const std::string& path) {
-  return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/v1/jobs" ||
+  return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/v1/jobs" || path == kCommandsPath ||
          path == "/v1/shards" || path == "/v1/load" || path == "/v1/load/rebalance" || path == "/v1/bulk-ops" ||
          (path.size() > kJobsPrefix.size() && path.starts_with(kJobsPrefix)) ||
          (path.size() > kBulkOpsPrefix.size() && path.starts_with(kBulkOpsPrefix));
@@ -268,7 +273,7 @@ void AdminServer::Serve(ReadyConnection&& c) {
 void AdminServer::InstallRoutes() {
   httplib::Server& svr = *server_;
   svr.new_task_queue = [] { return new InlineTaskQueue; };
-  svr.set_payload_max_length(64 * 1024);
+  svr.set_payload_max_length(static_cast<size_t>(options_.max_body_bytes));
   // httplib's default also sets SO_REUSEPORT, which would let a second process bind the same
   // port and silently receive half of the requests. SO_REUSEADDR alone keeps fast restarts.
   svr.set_socket_options([](socket_t sock) {
@@ -277,7 +282,11 @@ void AdminServer::InstallRoutes() {
   });
 
   svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (RequiresAuth(req.path) && !BearerTokenMatches(req.get_header_value("Authorization"), options_.token)) {
+    // A valid write token admits the reads too (the console holds one token); POST /v1/commands
+    // checks its write token itself.
+    const std::string authorization = req.get_header_value("Authorization");
+    if (RequiresAuth(req.path) && req.path != kCommandsPath && !BearerTokenMatches(authorization, options_.token) &&
+        (options_.write_token_secret.empty() || !AuthorizeWrite(*context_, authorization).ok())) {
       res.set_header("WWW-Authenticate", "Bearer realm=\"belfry\"");
       SendError(res, 401, "missing or wrong bearer token: send \"Authorization: Bearer <admin.token>\"");
       return httplib::Server::HandlerResponse::Handled;
@@ -303,8 +312,8 @@ void AdminServer::InstallRoutes() {
           if (!IsKnownPath(path)) {
             SendError(res, 404, "no such route: " + path);
           } else {
-            res.set_header("Allow", "GET, HEAD");
-            SendError(res, 405, "method " + req.method + " is not allowed: the admin API is read-only");
+            res.set_header("Allow", AllowedMethods(path));
+            SendError(res, 405, "method " + req.method + " is not allowed on " + path);
           }
           return httplib::Server::HandlerResponse::Handled;
         }
@@ -345,17 +354,22 @@ void AdminServer::InstallRoutes() {
   svr.Get(R"(/v1/jobs/[\s\S]+)",
           [this](const httplib::Request& req, httplib::Response& res) { RouteJobPath(*context_, req, res); });
 
+  svr.Post(std::string(kCommandsPath),
+           [this](const httplib::Request& req, httplib::Response& res) { ServePostCommand(*context_, req, res); });
+
   auto not_allowed = [](const httplib::Request& req, httplib::Response& res) {
     if (!IsKnownPath(req.path)) {
       SendError(res, 404, std::string("no such route: ") + req.path);
       return;
     }
-    res.set_header("Allow", "GET, HEAD");
+    res.set_header("Allow", AllowedMethods(req.path));
     SendError(res, 405,
-              "method " + req.method +
-                  " is not allowed: the admin API is read-only (writes go "
-                  "through the Kafka commands topic)");
+              "method " + req.method + " is not allowed on " + req.path +
+                  (req.path == kCommandsPath ? std::string(": commands are POSTed")
+                                             : std::string(": it is read-only (commands go through the Kafka "
+                                                           "commands topic or POST /v1/commands)")));
   };
+  svr.Get(std::string(kCommandsPath), not_allowed);
   const std::string any = R"([\s\S]*)";
   svr.Post(any, not_allowed);
   svr.Put(any, not_allowed);

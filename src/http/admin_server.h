@@ -1,10 +1,12 @@
-// AdminServer: belfry's read-only admin HTTP API (health, readiness, Prometheus metrics, jobs
-// and shards). Writes go through Kafka, never through this server. Routes, formats and the
-// auth rule are documented in docs/operations.md.
+// AdminServer: belfry's admin HTTP API (health, readiness, Prometheus metrics, jobs and shards,
+// and POST /v1/commands). Writes still go through Kafka: POST /v1/commands publishes the command
+// to the commands topic and waits for its outcome (docs/console.md). Routes, formats and the auth
+// rule are documented in docs/operations.md.
 //
 // Auth rule: a listen address that is not loopback (127.0.0.0/8, ::1, localhost) requires a
-// token; with a token set, /metrics and every /v1 route require "Authorization: Bearer <token>".
-// /healthz and /readyz are always open.
+// token; with a token set, /metrics and every /v1 route require "Authorization: Bearer <token>"
+// (the read token, or a valid write token). POST /v1/commands always requires a valid write
+// token. /healthz and /readyz are always open.
 #pragma once
 
 #include <atomic>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "belfry/clock.h"
+#include "belfry/command_submitter.h"
 #include "belfry/config.h"
 #include "belfry/execution.h"
 #include "belfry/shard_ledger.h"
@@ -46,6 +49,11 @@ struct AdminServerOptions {
   // "host:port" or "[v6-host]:port". Port 0 picks an ephemeral port (see AdminServer::port()).
   std::string listen = "127.0.0.1:8080";
   std::string token;  // empty = no auth; only allowed on a loopback address
+  // POST /v1/commands (docs/console.md): the HMAC key of the write tokens (http/write_token.h);
+  // empty = writes are off (403). A valid write token also admits the read routes.
+  std::string write_token_secret;
+  int64_t command_wait_ms = 10'000;  // how long a command's request waits for its outcome by default
+  int64_t max_body_bytes = 64 * 1024;  // a request body's limit (413 beyond): the largest command
   // intervals for /v1/load (slots, shards and ticks come from the database's layout record).
   SchedulerConfig scheduler;
   int32_t max_list_limit = 1000;  // largest accepted ?limit= of /v1/jobs
@@ -85,7 +93,12 @@ struct AdminDeps {
   std::function<std::vector<std::string>()> unknown_zones;
   std::string node_id;
   std::string version;
+  // Publishes the commands of POST /v1/commands; null = writes are off (403).
+  CommandSubmitter* commands = nullptr;
 };
+
+// The longest ?wait_ms= of POST /v1/commands: a request holds a worker while it waits.
+inline constexpr int64_t kMaxCommandWaitMs = 60'000;
 
 class AdminServer final {
  public:

@@ -21,6 +21,7 @@ struct Delivery {
   std::condition_variable cv;
   bool done = false;                               // guarded by mu
   RdKafka::ErrorCode err = RdKafka::ERR_NO_ERROR;  // guarded by mu
+  PublishedAt at;                                  // guarded by mu
 };
 
 }  // namespace
@@ -66,12 +67,17 @@ class CommandPublisher::Impl {
   }
 
   Status Publish(const std::string& key, const std::optional<std::string>& value,
-                 const KafkaHeaderList& hdrs) {
+                 const KafkaHeaderList& hdrs, PublishedAt* at) {
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.delivery_timeout_ms);
     auto delivery = std::make_shared<Delivery>();
     if (Status s = Produce(key, value, hdrs, delivery, deadline); !s.ok()) return s;
-    return AwaitDeliveries({delivery}, deadline);
+    Status st = AwaitDeliveries({delivery}, deadline);
+    if (st.ok() && at != nullptr) {
+      std::lock_guard<std::mutex> lock(delivery->mu);
+      *at = delivery->at;
+    }
+    return st;
   }
 
   Status PublishAll(const std::vector<std::pair<std::string, std::string>>& records) {
@@ -158,6 +164,7 @@ class CommandPublisher::Impl {
         std::lock_guard<std::mutex> lock(d.mu);
         d.done = true;
         d.err = m.err();
+        d.at = PublishedAt{m.partition(), m.offset()};
       }
       d.cv.notify_all();
     }
@@ -183,8 +190,8 @@ CommandPublisher::CommandPublisher(std::unique_ptr<Impl> impl) : impl_(std::move
 CommandPublisher::~CommandPublisher() = default;
 
 Status CommandPublisher::Publish(const std::string& key, const std::optional<std::string>& value,
-                                 const KafkaHeaderList& headers) {
-  return impl_->Publish(key, value, headers);
+                                 const KafkaHeaderList& headers, PublishedAt* at) {
+  return impl_->Publish(key, value, headers, at);
 }
 
 Status CommandPublisher::PublishAll(const std::vector<std::pair<std::string, std::string>>& records) {

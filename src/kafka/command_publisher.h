@@ -28,6 +28,12 @@ struct CommandPublisherOptions {
   std::string topic;
 };
 
+// Where the broker stored a published record.
+struct PublishedAt {
+  int32_t partition = -1;
+  int64_t offset = -1;
+};
+
 // Thread-safe, except WaitForOutcome (one caller at a time).
 class CommandPublisher final {
  public:
@@ -41,8 +47,9 @@ class CommandPublisher final {
 
   // Produces one message to config.commands_topic (value nullopt = tombstone) with an idempotent,
   // acks=all producer, and waits for its delivery report. Ok iff the broker acknowledged it.
+  // When Ok and `at` is not null, *at is where the record was stored.
   Status Publish(const std::string& key, const std::optional<std::string>& value,
-                 const KafkaHeaderList& headers = {});
+                 const KafkaHeaderList& headers = {}, PublishedAt* at = nullptr);
 
   // Produces every (key, value) record, in order, then waits for all their delivery reports
   // (pipelined: one round trip for the lot, not one each). Ok iff the broker acknowledged every

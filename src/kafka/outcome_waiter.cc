@@ -76,21 +76,10 @@ class OutcomeWaiter::Impl {
     for (;;) {
       const auto now = std::chrono::steady_clock::now();
       if (now >= deadline) break;
-      if (now - last_refresh_ >= std::chrono::milliseconds(options_.metadata_refresh_ms)) {
-        last_refresh_ = now;
-        AssignNewPartitions();
-      }
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-      std::unique_ptr<RdKafka::Message> m(
-          consumer_->consume(static_cast<int>(std::min<int64_t>(left.count(), 100))));
-      if (m->err() == RdKafka::ERR__TIMED_OUT) continue;
-      if (m->err() != RdKafka::ERR_NO_ERROR) {
-        spdlog::debug("kafka[{}]: consume: {}", options_.client_id, m->errstr());
-        continue;
-      }
-      if (m->key_pointer() == nullptr || m->payload() == nullptr) continue;
-      std::string key(static_cast<const char*>(m->key_pointer()), m->key_len());
-      std::string value(static_cast<const char*>(m->payload()), m->len());
+      std::string key;
+      std::string value;
+      if (!ConsumeOne(std::min<int64_t>(left.count(), 100), &key, &value)) continue;
       if (key == id) return value;
       if (buffered_count_ < options_.max_buffered) {
         buffered_[std::move(key)].push_back(std::move(value));
@@ -101,7 +90,37 @@ class OutcomeWaiter::Impl {
                              "' within " + std::to_string(timeout.count()) + " ms");
   }
 
+  void Drain(std::chrono::milliseconds duration, const OutcomeWaiter::RecordFn& fn) {
+    const auto deadline = std::chrono::steady_clock::now() + duration;
+    for (auto now = std::chrono::steady_clock::now(); now < deadline; now = std::chrono::steady_clock::now()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+      std::string key;
+      std::string value;
+      if (ConsumeOne(std::min<int64_t>(left.count(), 100), &key, &value)) fn(key, value);
+    }
+  }
+
  private:
+  // One keyed record with a value within `timeout_ms`, after assigning any partitions created
+  // since the last look (every metadata_refresh_ms); false when none came.
+  bool ConsumeOne(int64_t timeout_ms, std::string* key, std::string* value) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_refresh_ >= std::chrono::milliseconds(options_.metadata_refresh_ms)) {
+      last_refresh_ = now;
+      AssignNewPartitions();
+    }
+    std::unique_ptr<RdKafka::Message> m(consumer_->consume(static_cast<int>(timeout_ms)));
+    if (m->err() == RdKafka::ERR__TIMED_OUT) return false;
+    if (m->err() != RdKafka::ERR_NO_ERROR) {
+      spdlog::debug("kafka[{}]: consume: {}", options_.client_id, m->errstr());
+      return false;
+    }
+    if (m->key_pointer() == nullptr || m->payload() == nullptr) return false;
+    key->assign(static_cast<const char*>(m->key_pointer()), m->key_len());
+    value->assign(static_cast<const char*>(m->payload()), m->len());
+    return true;
+  }
+
   std::optional<std::string> TakeBuffered(const std::string& id) {
     auto it = buffered_.find(id);
     if (it == buffered_.end()) return std::nullopt;
@@ -154,5 +173,7 @@ OutcomeWaiter::~OutcomeWaiter() = default;
 StatusOr<std::string> OutcomeWaiter::Wait(const std::string& id, std::chrono::milliseconds timeout) {
   return impl_->Wait(id, timeout);
 }
+
+void OutcomeWaiter::Drain(std::chrono::milliseconds duration, const RecordFn& fn) { impl_->Drain(duration, fn); }
 
 }  // namespace belfry

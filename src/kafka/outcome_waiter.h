@@ -5,8 +5,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "belfry/config.h"
 #include "belfry/status.h"
@@ -39,6 +41,12 @@ class OutcomeWaiter final {
   // Returns the value (outcome JSON) of the next not-yet-returned results record keyed `id`
   // that was published after construction; Retryable if none arrives within `timeout`.
   StatusOr<std::string> Wait(const std::string& id, std::chrono::milliseconds timeout);
+
+  // Reads for `duration`, handing every record with a key and a value to `fn` (the admin API's
+  // command outcomes, kafka/command_outcome_reader.h). Records that Wait buffered are not handed
+  // out; use one or the other.
+  using RecordFn = std::function<void(std::string_view key, std::string_view value)>;
+  void Drain(std::chrono::milliseconds duration, const RecordFn& fn);
 
  private:
   explicit OutcomeWaiter(std::unique_ptr<Impl> impl);
