@@ -1,4 +1,6 @@
 #include "http/admin_server.h"
+#include <mutex>
+#include "http/write_token.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -328,6 +330,7 @@ class AdminServerTest : public ::testing::Test {
     deps.node_id = "node-a";
     deps.version = "9.9.9-test";
     deps.unknown_zones = [this] { return unknown_zones_; };
+    deps.commands = commands_;
     return deps;
   }
 
@@ -338,6 +341,7 @@ class AdminServerTest : public ::testing::Test {
   MetricsRegistry metrics_;
   Status ready_;
   std::vector<std::string> unknown_zones_;
+  CommandSubmitter* commands_ = nullptr;
   std::vector<std::unique_ptr<ReaderPool>> pools_;  // outlive the servers
   std::unique_ptr<AdminServer> server_;
   std::unique_ptr<httplib::Client> client_;
@@ -1590,6 +1594,153 @@ TEST_F(AdminServerTest, OneLoadProjectionAtATime) {
   EXPECT_FALSE(second.headers.find("Retry-After") == second.headers.end());
   EXPECT_EQ(first.status, 200) << first.body;
   EXPECT_EQ(Get("/v1/load").status, 200);  // and the next one runs
+}
+
+}  // namespace
+}  // namespace belfry
+
+namespace belfry {
+namespace {
+
+// POST /v1/commands (docs/console.md) over a scripted CommandSubmitter: what it publishes, and
+// each answer. The Kafka path itself is the integration test's (http_commands_itest).
+class ScriptedSubmitter final : public CommandSubmitter {
+ public:
+  CommandSubmission Submit(const std::string& key, const std::string& value, const std::string& actor,
+                           std::chrono::milliseconds wait) override {
+    std::lock_guard<std::mutex> lock(mu);
+    calls.push_back({key, value, actor, wait.count()});
+    return next;
+  }
+  struct Call {
+    std::string key, value, actor;
+    int64_t wait_ms = 0;
+  };
+  std::mutex mu;
+  std::vector<Call> calls;
+  CommandSubmission next;
+};
+
+constexpr std::string_view kSecret = "0123456789abcdef0123456789abcdef-secret";
+
+class CommandRouteTest : public AdminServerTest {
+ protected:
+  void StartWithWrites(AdminServerOptions options = {}) {
+    options.write_token_secret = std::string(kSecret);
+    commands_ = &submitter_;
+    StartServer(options);
+  }
+  std::string Token(const std::string& actor = "ana@ops", int64_t ttl_ms = 3'600'000, EpochMs now = kNow) {
+    return MintWriteToken(kSecret, actor, now, ttl_ms);
+  }
+  Reply Post(const std::string& body, const std::string& token, const std::string& path = "/v1/commands",
+             const std::string& type = "application/json") {
+    httplib::Headers h;
+    if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
+    return Wrap(client_->Post(path, h, body, type));
+  }
+  ScriptedSubmitter submitter_;
+};
+
+constexpr char kPause[] = R"({"op":"pause","id":"job-1","reason":"carrier outage"})";
+
+TEST_F(CommandRouteTest, AnAppliedCommandAnswers200WithItsOutcomeAndIsPublishedAsItCameUnderTheTokensActor) {
+  StartWithWrites();
+  submitter_.next.partition = 3;
+  submitter_.next.offset = 41;
+  submitter_.next.outcome = R"({"id":"job-1","op":"pause","status":"applied","error":null,"partition":3,"offset":41})";
+  Reply r = Post(kPause, Token("ana@ops"));
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["status"], "applied");
+  EXPECT_EQ(r.json()["offset"], 41);
+  ASSERT_EQ(submitter_.calls.size(), 1u);
+  EXPECT_EQ(submitter_.calls[0].key, "job-1");
+  EXPECT_EQ(submitter_.calls[0].value, kPause);  // byte for byte
+  EXPECT_EQ(submitter_.calls[0].actor, "ana@ops");
+  EXPECT_EQ(submitter_.calls[0].wait_ms, 10'000);  // the default admin.command_wait
+}
+
+TEST_F(CommandRouteTest, ARejectedCommandIs422AndOneWithoutAnOutcomeInTimeIs202WithItsPosition) {
+  StartWithWrites();
+  submitter_.next.outcome = R"({"id":"job-1","op":"unknown","status":"rejected","error":"unsupported_interval: 7"})";
+  Reply r = Post(kPause, Token());
+  EXPECT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(r.json()["status"], "rejected");
+
+  submitter_.next.outcome.reset();
+  submitter_.next.partition = 2;
+  submitter_.next.offset = 9;
+  r = Post(kPause, Token(), "/v1/commands?wait_ms=0");
+  EXPECT_EQ(r.status, 202) << r.body;
+  EXPECT_EQ(r.json(), Json({{"id", "job-1"}, {"status", "pending"}, {"partition", 2}, {"offset", 9}}));
+  EXPECT_EQ(submitter_.calls.back().wait_ms, 0);
+
+  submitter_.next.status = Status::Retryable("broker down");
+  r = Post(kPause, Token());
+  ExpectError(r, 503);
+  EXPECT_NE(r.json()["error"].get<std::string>().find("broker down"), std::string::npos);
+  EXPECT_TRUE(r.headers.contains("Retry-After"));
+}
+
+TEST_F(CommandRouteTest, MissingWrongAndExpiredWriteTokensAre401AndSayWhyAndNothingIsPublished) {
+  StartWithWrites();
+  Reply r = Post(kPause, "");
+  ExpectError(r, 401);
+  EXPECT_NE(r.json()["error"].get<std::string>().find("write token"), std::string::npos);
+  EXPECT_TRUE(r.headers.contains("WWW-Authenticate"));
+
+  r = Post(kPause, MintWriteToken("another-secret-another-secret-another", "ana", kNow, 60'000));
+  ExpectError(r, 401);
+  EXPECT_NE(r.json()["error"].get<std::string>().find("signature"), std::string::npos);
+
+  // Minted two hours ago for one hour: expired an hour ago by the node's clock.
+  r = Post(kPause, Token("ana", 3'600'000, kNow - 7'200'000));
+  ExpectError(r, 401);
+  EXPECT_NE(r.json()["error"].get<std::string>().find("expired at 2026-11-22T12:37:10"), std::string::npos)
+      << r.body;
+  EXPECT_TRUE(submitter_.calls.empty());
+}
+
+TEST_F(CommandRouteTest, WritesAreOffWithoutASecretAnd403) {
+  commands_ = &submitter_;
+  StartServer();  // no write_token_secret
+  Reply r = Post(kPause, Token());
+  ExpectError(r, 403);
+  EXPECT_NE(r.json()["error"].get<std::string>().find("admin.write_token_secret"), std::string::npos);
+  EXPECT_TRUE(submitter_.calls.empty());
+}
+
+TEST_F(CommandRouteTest, ABodyThatIsNotOneJsonCommandWithAnIdAndNoActorIsRefusedBeforePublishing) {
+  StartWithWrites();
+  ExpectError(Post(kPause, Token(), "/v1/commands", "text/plain"), 415);
+  ExpectError(Post("[1,2]", Token()), 400);
+  ExpectError(Post("{\"op\":", Token()), 400);
+  ExpectError(Post(R"({"op":"pause"})", Token()), 400);
+  ExpectError(Post(R"({"op":"pause","id":7})", Token()), 400);
+  Reply r = Post(R"({"op":"pause","id":"job-1","actor":"someone-else"})", Token());
+  ExpectError(r, 400);
+  EXPECT_NE(r.json()["error"].get<std::string>().find("actor"), std::string::npos);
+  ExpectError(Post(kPause, Token(), "/v1/commands?wait_ms=60001"), 400);
+  ExpectError(Post(kPause, Token(), "/v1/commands?bogus=1"), 400);
+  EXPECT_TRUE(submitter_.calls.empty());
+  // application/json with parameters is JSON too.
+  submitter_.next.outcome = R"({"status":"applied"})";
+  EXPECT_EQ(Post(kPause, Token(), "/v1/commands", "application/json; charset=utf-8").status, 200);
+}
+
+TEST_F(CommandRouteTest, AValidWriteTokenAlsoAdmitsTheReadsAndOtherMethodsOnTheRouteAre405) {
+  AdminServerOptions options;
+  options.token = "read-token";
+  StartWithWrites(options);
+  EXPECT_EQ(Get("/v1/shards").status, 401);
+  EXPECT_EQ(Get("/v1/shards", {{"Authorization", "Bearer read-token"}}).status, 200);
+  EXPECT_EQ(Get("/v1/shards", {{"Authorization", "Bearer " + Token()}}).status, 200);
+  EXPECT_EQ(Get("/v1/shards", {{"Authorization", "Bearer " + Token("ana", 1000, kNow - 5000)}}).status, 401);
+  // The read token does not write.
+  ExpectError(Post(kPause, "read-token"), 401);
+  Reply r = Get("/v1/commands", {{"Authorization", "Bearer read-token"}});
+  ExpectError(r, 405);
+  EXPECT_EQ(r.headers.find("Allow")->second, "POST");
 }
 
 }  // namespace
