@@ -14,7 +14,10 @@ Run by ctest (tests/contract/CMakeLists.txt) with the venv that scripts/setup cr
 """
 
 import argparse
+import base64
 import copy
+import hashlib
+import hmac
 import http.client
 import json
 import os
@@ -33,6 +36,21 @@ from werkzeug.datastructures import Headers
 from belfry_node import BelfryNode, iso_ms
 
 TOKEN = "contract-token-3f9a"
+# The node's admin.write_token_secret: POST /v1/commands takes tokens signed with it (minted here
+# with Python's hmac, independently of the node's own code).
+WRITE_SECRET = "contract-write-secret-of-at-least-32-bytes"
+
+
+def write_token(actor="contract@ops", ttl_s=3600, now_s=None, secret=WRITE_SECRET):
+    """An HS256 JWT with the claims belfry's write tokens carry (docs/console.md)."""
+    def b64(b):
+        return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+    now_s = int(time.time()) if now_s is None else now_s
+    header = b64(json.dumps({"alg": "HS256", "typ": "JWT"}, separators=(",", ":")).encode())
+    claims = b64(json.dumps({"sub": actor, "iat": now_s, "exp": now_s + ttl_s, "scope": "belfry:write"},
+                            separators=(",", ":")).encode())
+    sig = b64(hmac.new(secret.encode(), f"{header}.{claims}".encode(), hashlib.sha256).digest())
+    return f"{header}.{claims}.{sig}"
 # The bulk operations seed() runs (ids of operations, not of jobs).
 BULK_DRY = "count-tracking"
 BULK_RESUME = "resume tracking/svc"
@@ -44,6 +62,8 @@ UNREACHABLE = {
     "always gives the admin server the execution store, even with executions.enabled false",
     ("/healthz", "503"): "load shedding (every connection worker busy) is not provoked here",
     ("/metrics", "503"): "load shedding (every connection worker busy) is not provoked here",
+    ("/v1/commands", "503"): "a command the broker does not acknowledge needs Kafka down while the node "
+    "runs; CommandRouteTest covers the answer",
     ("/v1/load", "422"): "a breakdown over more than 500,000 groups of jobs needs a database far larger than "
     "this node's; PgJobStoreTest.ReadLoadGroupsCountsJobsThatFireAlike checks the cap",
 }
@@ -108,7 +128,7 @@ class Contract:
         self.base_url = base_url
         self.host, self.port = urllib.parse.urlsplit(base_url).netloc.split(":")
 
-    def _send(self, method, target, headers):
+    def _send(self, method, target, headers, body=None):
         for attempt in range(2):  # one reconnect: the server closes idle keep-alive connections
             if self.conn is None:
                 self.conn = http.client.HTTPConnection(self.host, int(self.port), timeout=15)
@@ -116,7 +136,7 @@ class Contract:
                 self.conn.putrequest(method, target, skip_accept_encoding=True)
                 for k, v in headers.items():
                     self.conn.putheader(k, v)
-                self.conn.endheaders()
+                self.conn.endheaders(body)
                 r = self.conn.getresponse()
                 body = r.read()
                 if r.will_close:
@@ -142,16 +162,18 @@ class Contract:
 
     # ---- one call, checked ------------------------------------------------------------------
 
-    def call(self, method, target, expect, auth=True, token=None, headers=None):
-        """Sends `method target`, requires a status in `expect` (an int or a set), and validates
-        the answer against the spec. Returns the response."""
+    def call(self, method, target, expect, auth=True, token=None, headers=None, body=None):
+        """Sends `method target` (with `body`, bytes, when given), requires a status in `expect`
+        (an int or a set), and validates the answer against the spec. Returns the response."""
         h = {"Host": f"{self.host}:{self.port}"}
         if auth:
             h["Authorization"] = f"Bearer {token or TOKEN}"
-        if method in ("POST", "PUT", "PATCH"):
+        if body is not None:
+            h["Content-Length"] = str(len(body))
+        elif method in ("POST", "PUT", "PATCH"):
             h["Content-Length"] = "0"  # as client libraries send a bodiless POST
         h.update(headers or {})
-        resp = self._send(method, target, h)
+        resp = self._send(method, target, h, body)
         self.calls += 1
         what = f"{method} {target}" + ("" if auth else " (no token)") + f" -> {resp.status_code}"
         expected = {expect} if isinstance(expect, int) else set(expect)
@@ -161,7 +183,7 @@ class Contract:
         m = method.lower()
         if template is None:
             self.check_unrouted(what, method, target, resp, auth)
-        elif m in ("get", "head"):
+        elif m in self.spec["paths"][template]:
             self.seen.add((template, m, str(resp.status_code)))
             req = RawRequest(self.base_url, method, target, h)
             errors = list(self.openapi.iter_response_errors(req, resp))
@@ -175,7 +197,7 @@ class Contract:
             if ref is None:
                 self.fail(what, f"{template} has no x-belfry-other-methods")
             else:
-                self.check_component_response(what, resp, ref)
+                self.check_component_response(what, resp, ref, body=(m != "head"))
         return resp
 
     def check_unrouted(self, what, method, target, resp, auth):
@@ -188,7 +210,7 @@ class Contract:
             self.fail(what, f"a path outside the spec answered {resp.status_code}, not {sorted(allowed)}")
         self.check_schema(what, resp, self.spec["components"]["schemas"]["Error"])
 
-    def check_component_response(self, what, resp, ref):
+    def check_component_response(self, what, resp, ref, body=True):
         comp = self.resolve(ref)
         for name, header in comp.get("headers", {}).items():
             header = self.resolve(header)
@@ -198,7 +220,9 @@ class Contract:
                     self.fail(what, f"missing header {name}")
                 continue
             self.validate(what, f"header {name}", value, header["schema"])
-        for media, content in comp.get("content", {}).items():
+        if not body and resp.data:
+            self.fail(what, f"HEAD answered with a body: {resp.data[:100]!r}")
+        for media, content in (comp.get("content", {}) if body else {}).items():
             if not resp.content_type.startswith(media):
                 self.fail(what, f"content type {resp.content_type!r}, spec says {media}")
             self.check_schema(what, resp, content["schema"])
@@ -261,6 +285,8 @@ class Contract:
         if "kBulkOpsPrefix" in consts:
             routes.add(consts["kBulkOpsPrefix"] + "{id}")
         routes |= {prefix + "{id}" + s for s in suffixes}
+        if "kCommandsPath" in consts and re.search(r"\.Post\(\s*std::string\(kCommandsPath\)", src):
+            routes.add(consts["kCommandsPath"])
         spec_paths = set(self.spec["paths"])
         for r in sorted(routes - spec_paths):
             self.fail("server routes", f"the server routes {r}, which is not in the spec")
@@ -683,10 +709,11 @@ def exercise(c, node, ids):
         "/v1/bulk-ops/{id}": f"/v1/bulk-ops/{q(BULK_RESUME)}",
         "/v1/jobs/{id}/changes": f"/v1/jobs/{q(ids['interval'])}/changes",
     }
-    for template in c.spec["paths"]:
+    for template, item in c.spec["paths"].items():
         target = concrete.get(template, template)
-        for m in ("POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"):
-            c.call(m, target, 405)
+        for m in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"):
+            if m.lower() not in item:
+                c.call(m, target, 405)
 
     # Paths outside the spec are not served.
     for target in ("/", "/nope", "/v1", "/v1/", "/v1/nope", "/v2/jobs", "/healthz/x", "/metrics/x",
@@ -695,6 +722,40 @@ def exercise(c, node, ids):
     for target in ("/v1/nope", "/v1/jobs/x/../../shards"):
         c.call("GET", target, 401, auth=False)
     c.call("POST", "/nope", 404)
+
+
+def exercise_commands(c, node):
+    """POST /v1/commands on the node with a write secret: every answer a healthy node gives."""
+    topic = node.topics["triggers"]
+    token = write_token()
+    js = {"Content-Type": "application/json"}
+
+    def post(command, expect, token=token, target="/v1/commands", headers=js, raw=None):
+        body = raw if raw is not None else json.dumps(command).encode()
+        return c.call("POST", target, expect, token=token, headers=headers, body=body)
+
+    r = post({"id": "contract-http-1", "intervalMinutes": 5, "topic": topic, "owner": "console"}, 200)
+    if r.status_code == 200 and (r.json().get("status") != "applied" or r.json().get("op") != "upsert"):
+        c.fail("POST /v1/commands (upsert)", f"outcome {r.data[:200]!r}")
+    job = c.call("GET", "/v1/jobs/contract-http-1", 200, token=token)  # a write token reads too
+    if job.status_code == 200 and job.json().get("owner") != "console":
+        c.fail("GET /v1/jobs/contract-http-1", "the job the command put is not there")
+    r = post({"id": "contract-http-2", "intervalMinutes": 7, "topic": topic}, 422)
+    if r.status_code == 422 and "unsupported_interval" not in (r.json().get("error") or ""):
+        c.fail("POST /v1/commands (interval 7)", f"outcome {r.data[:200]!r}")
+    # No outcome can arrive in 0 ms: published, answered with where.
+    post({"op": "pause", "id": "contract-http-1", "reason": "contract"}, 202, target="/v1/commands?wait_ms=0")
+    for raw in (b"[1]", b"{", b'{"op":"pause"}', b'{"id":7}'):
+        post(None, 400, raw=raw)
+    post({"op": "pause", "id": "contract-http-1", "actor": "mallory"}, 400)
+    post({"op": "pause", "id": "contract-http-1"}, 400, target="/v1/commands?wait_ms=60001")
+    post({"op": "pause", "id": "contract-http-1"}, 415, headers={"Content-Type": "text/plain"})
+    for bad in (TOKEN, write_token(now_s=int(time.time()) - 7200), write_token(secret="x" * 40), "a.b.c"):
+        post({"op": "pause", "id": "contract-http-1"}, 401, token=bad)
+    c.call("POST", "/v1/commands", 401, auth=False, headers=js, body=b'{"id":"x"}')
+    big = json.dumps({"id": "contract-http-big", "topic": topic, "intervalMinutes": 5,
+                      "jobDetails": {"pad": "x" * 200_000}}).encode()
+    post(None, 413, raw=big)
 
 
 def exercise_plain(c, ids):
@@ -711,6 +772,9 @@ def exercise_plain(c, ids):
     c.call("HEAD", job + "/executions", {200, 404}, auth=False)
     c.call("GET", job + "/executions?limit=0", 400, auth=False)
     c.call("GET", job, 200, token="any token at all")
+    # No admin.write_token_secret: writes are off, whatever the token.
+    c.call("POST", "/v1/commands", 403, token=write_token(), headers={"Content-Type": "application/json"},
+           body=b'{"op":"pause","id":"x"}')
 
 
 def connection_answers(c, node, ids, head_timeout_ms):
@@ -908,7 +972,8 @@ def main():
     spec = args.spec or os.path.join(args.source_dir, "docs", "openapi.yaml")
 
     started = time.monotonic()
-    with BelfryNode(args.belfry, args.source_dir, "openapi", token=TOKEN) as node:
+    with BelfryNode(args.belfry, args.source_dir, "openapi", token=TOKEN,
+                    extra_env={"BELFRY_ADMIN_WRITE_TOKEN_SECRET": WRITE_SECRET}) as node:
         c = Contract(spec, args.source_dir)
         c.use(node.base_url)
         sanity_check_validator(c)
@@ -916,6 +981,7 @@ def main():
         ids = seed(node)
         print(f"seeded {len(ids)} jobs and their executions in {time.monotonic() - started:.1f}s", flush=True)
         exercise(c, node, ids)
+        exercise_commands(c, node)
         check_cli_view(c, node, ids)
         print(f"exercised every route and the CLI's view in {time.monotonic() - started:.1f}s", flush=True)
         # A second node on the same database and topics: no token, execution history disabled.
