@@ -107,6 +107,9 @@ struct AdminConfig {
   // the write tokens (`belfry token`), at least 32 bytes. Empty: writes over HTTP are off.
   std::string write_token_secret;
   int64_t command_wait_ms = 10'000;  // how long POST /v1/commands waits for the outcome by default
+  // The console's files (GET /ui/): empty = the copies compiled into the binary; a directory
+  // (web/console/ of a checkout) = read from there at each request, to work on the console.
+  std::string console_dir;
   // The read side (docs/operations.md, "Limits"). Database sessions the API reads through: up to
   // this many requests read at once, each session with its own connections and prepared statements.
   int32_t db_sessions = 4;

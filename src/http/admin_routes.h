@@ -49,6 +49,9 @@ void ServeRebalance(AdminContext& ctx, const httplib::Request& req, httplib::Res
 void ServeListBulkOps(AdminContext& ctx, const httplib::Request& req, httplib::Response& res);
 void ServeGetBulkOp(AdminContext& ctx, const httplib::Request& req, httplib::Response& res);
 
+// The console (console_routes.cc): GET /ui/<name>, "" being index.html, with its security headers.
+void ServeConsoleFile(AdminContext& ctx, const std::string& name, httplib::Response& res);
+
 // Commands (command_routes.cc): POST /v1/commands, with a write token.
 void ServePostCommand(AdminContext& ctx, const httplib::Request& req, httplib::Response& res);
 

@@ -69,7 +69,7 @@ constexpr std::string_view kCommandsPath = "/v1/commands";
 const char* AllowedMethods(std::string_view path) { return path == kCommandsPath ? "POST" : "GET, HEAD"; }
 
 bool IsKnownPath(const std::string& path) {
-  return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/v1/jobs" || path == kCommandsPath ||
+  return path == "/ui" || path.starts_with("/ui/") || path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/v1/jobs" || path == kCommandsPath ||
          path == "/v1/shards" || path == "/v1/load" || path == "/v1/load/rebalance" || path == "/v1/bulk-ops" ||
          (path.size() > kJobsPrefix.size() && path.starts_with(kJobsPrefix)) ||
          (path.size() > kBulkOpsPrefix.size() && path.starts_with(kBulkOpsPrefix));
@@ -354,6 +354,14 @@ void AdminServer::InstallRoutes() {
   svr.Get(R"(/v1/jobs/[\s\S]+)",
           [this](const httplib::Request& req, httplib::Response& res) { RouteJobPath(*context_, req, res); });
 
+  // The console: /ui redirects to /ui/, whose files are served without the token (they hold no
+  // data). [^/]* keeps every file at the top level.
+  svr.Get("/ui", [](const httplib::Request&, httplib::Response& res) {
+    res.set_redirect("/ui/", 301);
+  });
+  svr.Get(R"(/ui/([^/]*))", [this](const httplib::Request& req, httplib::Response& res) {
+    ServeConsoleFile(*context_, req.matches[1].str(), res);
+  });
   svr.Post(std::string(kCommandsPath),
            [this](const httplib::Request& req, httplib::Response& res) { ServePostCommand(*context_, req, res); });
 

@@ -54,6 +54,9 @@ struct AdminServerOptions {
   std::string write_token_secret;
   int64_t command_wait_ms = 10'000;  // how long a command's request waits for its outcome by default
   int64_t max_body_bytes = 64 * 1024;  // a request body's limit (413 beyond): the largest command
+  // The console's files (GET /ui/): empty = the copies compiled in; else read from this directory
+  // at each request (http/console_assets.h).
+  std::string console_dir;
   // intervals for /v1/load (slots, shards and ticks come from the database's layout record).
   SchedulerConfig scheduler;
   int32_t max_list_limit = 1000;  // largest accepted ?limit= of /v1/jobs

@@ -1,5 +1,6 @@
 #include "http/admin_server.h"
 #include <mutex>
+#include "http/console_assets.h"
 #include "http/write_token.h"
 
 #include <arpa/inet.h>
@@ -1726,6 +1727,30 @@ TEST_F(CommandRouteTest, ABodyThatIsNotOneJsonCommandWithAnIdAndNoActorIsRefused
   // application/json with parameters is JSON too.
   submitter_.next.outcome = R"({"status":"applied"})";
   EXPECT_EQ(Post(kPause, Token(), "/v1/commands", "application/json; charset=utf-8").status, 200);
+}
+
+// The console's files (docs/console.md): served without a token, with a strict CSP, only from the
+// top level of /ui/.
+TEST_F(AdminServerTest, TheConsoleIsServedUnderUiWithItsSecurityHeaders) {
+  AdminServerOptions options;
+  options.token = "read-token";
+  StartServer(options);
+  Reply r = Get("/ui/");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.content_type, "text/html; charset=utf-8");
+  EXPECT_NE(r.body.find("console.js"), std::string::npos);
+  ASSERT_TRUE(r.headers.contains("Content-Security-Policy"));
+  EXPECT_EQ(r.headers.find("Content-Security-Policy")->second, std::string(kConsoleSecurityPolicy));
+  EXPECT_EQ(r.headers.find("X-Content-Type-Options")->second, "nosniff");
+  EXPECT_EQ(Get("/ui/console.js").content_type, "text/javascript; charset=utf-8");
+  EXPECT_EQ(Get("/ui/console.css").content_type, "text/css; charset=utf-8");
+  Reply moved = Get("/ui");
+  EXPECT_EQ(moved.status, 301);
+  EXPECT_EQ(moved.headers.find("Location")->second, "/ui/");
+  ExpectError(Get("/ui/nope.js"), 404);
+  ExpectError(Get("/ui/.hidden"), 404);
+  ExpectError(Get("/ui/%2e%2e%2fREADME.md"), 404);
+  EXPECT_EQ(Get("/ui/a/b").status, 404);
 }
 
 TEST_F(CommandRouteTest, AValidWriteTokenAlsoAdmitsTheReadsAndOtherMethodsOnTheRouteAre405) {
