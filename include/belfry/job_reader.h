@@ -24,6 +24,7 @@ struct JobListFilter {
   std::string owner;   // empty = any
   std::string topic;   // empty = any
   std::string labels;  // a canonical label object (core/job_labels.h) the job's must contain; empty = any
+  std::string id_prefix;  // only ids that start with this; empty = any
   std::string after_id;  // keyset cursor: ids strictly greater than this
   int32_t limit = 100;   // jobs per page, 1..kMaxJobPage (clamped)
 };

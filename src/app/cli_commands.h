@@ -48,10 +48,10 @@ struct BackfillArgs {
 };
 int RunJobsBackfill(const Config& cfg, const std::string& id, const BackfillArgs& args, const WaitArgs& wait);
 int RunJobsGet(const Config& cfg, const std::string& id, bool json);
-// `labels`: key=value terms the jobs' labels must all contain.
+// `labels`: key=value terms the jobs' labels must all contain; `id_prefix`: ids that start with it.
 int RunJobsList(const Config& cfg, const std::string& owner, const std::string& topic,
-                const std::vector<std::string>& labels, int limit, const std::string& cursor,
-                const std::string& output);
+                const std::vector<std::string>& labels, const std::string& id_prefix, int limit,
+                const std::string& cursor, const std::string& output);
 // The job's next n fires; with `json`, GET /v1/jobs/{id}/next?n=<n>'s answer (EncodeNextFiresView).
 int RunJobsNext(const Config& cfg, const std::string& id, int n, bool json);
 

@@ -189,12 +189,13 @@ int RunJobsGet(const Config& cfg, const std::string& id, bool json) {
 }
 
 int RunJobsList(const Config& cfg, const std::string& owner, const std::string& topic,
-                const std::vector<std::string>& labels, int limit, const std::string& cursor,
-                const std::string& output) {
+                const std::vector<std::string>& labels, const std::string& id_prefix, int limit,
+                const std::string& cursor, const std::string& output) {
   if (Status st = CheckPageLimit(limit, kJobListPage.max_limit); !st.ok()) return Fail(st.message(), 64);
   JobListFilter filter;
   filter.owner = owner;
   filter.topic = topic;
+  filter.id_prefix = id_prefix;
   if (!cursor.empty()) {
     std::optional<std::string> after = DecodePageCursor(cursor);
     if (!after) return Fail(std::string(kInvalidCursorMessage), 64);

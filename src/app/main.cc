@@ -133,6 +133,8 @@ int main(int argc, char** argv) {
   auto* list = jobs->add_subcommand("list", "List jobs, by id, with keyset pagination");
   list->add_option("--owner", owner, "Only this owner");
   list->add_option("--topic", topic, "Only this output topic");
+  std::string id_prefix;
+  list->add_option("--id-prefix", id_prefix, "Only ids that start with this");
   std::vector<std::string> labels;
   list->add_option("--label", labels, "Only jobs with this label (key=value; repeat for all of several)");
   list->add_option("--limit", list_limit, SizeHelp("Page size", belfry::kJobListPage))
@@ -265,7 +267,7 @@ int main(int argc, char** argv) {
   if (get->parsed()) return belfry::RunJobsGet(cfg, op_id, json);
   if (history->parsed()) return belfry::RunJobsHistory(cfg, op_id, history_limit, cursor, output);
   if (audit->parsed()) return belfry::RunJobsAudit(cfg, op_id, audit_limit, audit_cursor, output);
-  if (list->parsed()) return belfry::RunJobsList(cfg, owner, topic, labels, list_limit, cursor, output);
+  if (list->parsed()) return belfry::RunJobsList(cfg, owner, topic, labels, id_prefix, list_limit, cursor, output);
   if (next->parsed()) return belfry::RunJobsNext(cfg, op_id, n, json);
   if (shards->parsed()) return belfry::RunShards(cfg, json);
   if (load->parsed()) return belfry::RunLoad(cfg, load_from, load_to, load_by, load_top, load_shards, json);

@@ -57,6 +57,12 @@ std::string EncodePageCursor(std::string_view position);
 // start", which the caller handles).
 std::optional<std::string> DecodePageCursor(std::string_view cursor);
 
+// GET /v1/jobs?id_prefix=: the smallest string that sorts after every string starting with
+// `prefix`, in byte order (UTF-8's code point order): the prefix with its last code point
+// increased (U+10FFFF dropped and the one before increased; the surrogates skipped). "" when no
+// such string exists (an empty prefix, or one of U+10FFFF only). REQUIRES: prefix is valid UTF-8.
+std::string PrefixUpperBound(std::string_view prefix);
+
 // What a client that sent a bad cursor is told.
 inline constexpr std::string_view kInvalidCursorMessage =
     "cursor is not valid: pass back the next_cursor of a previous page unchanged";

@@ -90,7 +90,7 @@ void ServeBackfillDryRun(AdminContext& ctx, const std::string& id, const httplib
 }
 
 void ServeListJobs(AdminContext& ctx, const httplib::Request& req, httplib::Response& res) {
-  if (std::string e = CheckParams(req, {"owner", "topic", "limit", "cursor", "label"}); !e.empty()) {
+  if (std::string e = CheckParams(req, {"owner", "topic", "limit", "cursor", "label", "id_prefix"}); !e.empty()) {
     return SendError(res, 400, e);
   }
   JobListFilter filter;
@@ -105,8 +105,10 @@ void ServeListJobs(AdminContext& ctx, const httplib::Request& req, httplib::Resp
   }
   filter.owner = Param(req, "owner");
   filter.topic = Param(req, "topic");
+  filter.id_prefix = Param(req, "id_prefix");
   for (const auto& [name, value] : {std::pair<const char*, const std::string&>{"owner", filter.owner},
-                                    std::pair<const char*, const std::string&>{"topic", filter.topic}}) {
+                                    std::pair<const char*, const std::string&>{"topic", filter.topic},
+                                    std::pair<const char*, const std::string&>{"id_prefix", filter.id_prefix}}) {
     if (!IsStorableText(value)) {
       return SendError(res, 400, std::string(name) + " is not valid UTF-8 or contains a NUL byte");
     }

@@ -1,5 +1,6 @@
 // PgJobStore's reads for the admin API and the CLI: one job (with its counters), a page of
 // jobs, the job count.
+#include "core/pagination.h"
 #include "pg/pg_job_store.h"
 
 #include <algorithm>
@@ -73,17 +74,23 @@ StatusOr<JobPage> PgJobStore::ListJobs(const JobListFilter& filter) {
     pqxx::result r;
     const bool by_owner = !filter.owner.empty();
     const bool by_topic = !filter.topic.empty();
+    // The id prefix as a range of the index where the collation keeps a prefix's ids together.
+    const bool range = !filter.id_prefix.empty() && session_.byte_ordered_text();
+    const std::string low = range ? filter.id_prefix : std::string();
+    const std::string below = range ? PrefixUpperBound(filter.id_prefix) : std::string();
+    const std::string& prefix = filter.id_prefix;
     if (!filter.labels.empty() && filter.labels != "{}") {
       r = txn.exec_prepared(q::kListJobsByLabelsName, filter.after_id, limit, filter.owner, filter.topic,
-                            filter.labels);
+                            filter.labels, low, below, prefix);
     } else if (by_owner && by_topic) {
-      r = txn.exec_prepared(q::kListJobsByOwnerTopicName, filter.after_id, limit, filter.owner, filter.topic);
+      r = txn.exec_prepared(q::kListJobsByOwnerTopicName, filter.after_id, limit, filter.owner, filter.topic, low,
+                            below, prefix);
     } else if (by_owner) {
-      r = txn.exec_prepared(q::kListJobsByOwnerName, filter.after_id, limit, filter.owner);
+      r = txn.exec_prepared(q::kListJobsByOwnerName, filter.after_id, limit, filter.owner, low, below, prefix);
     } else if (by_topic) {
-      r = txn.exec_prepared(q::kListJobsByTopicName, filter.after_id, limit, filter.topic);
+      r = txn.exec_prepared(q::kListJobsByTopicName, filter.after_id, limit, filter.topic, low, below, prefix);
     } else {
-      r = txn.exec_prepared(q::kListJobsName, filter.after_id, limit);
+      r = txn.exec_prepared(q::kListJobsName, filter.after_id, limit, low, below, prefix);
     }
     jobs.reserve(r.size());
     for (const pqxx::row& row : r) jobs.push_back(StoredJobFromRow(row));

@@ -75,6 +75,11 @@ inline constexpr const char kReadLayoutAndNowSql[] =
 // every connect.
 inline constexpr const char kCitusInstalledSql[] = "SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL";
 
+// Whether the database orders text byte-wise (the libc "C" or "POSIX" collation), so that the ids
+// starting with a prefix are one range of the id index (GET /v1/jobs?id_prefix=, PgJobStore).
+inline constexpr const char kByteOrderedTextSql[] =
+    "SELECT datlocprovider = 'c' AND datcollate IN ('C', 'POSIX') FROM pg_database WHERE datname = current_database()";
+
 // On Citus: the host and port of the worker that holds belfry shard $1 (its shard group: jobs,
 // shard_state and the co-located tables), for the tick query sent straight there
 // (PgWorkerTickRouter). No row when the table is not distributed.

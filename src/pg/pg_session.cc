@@ -20,7 +20,9 @@ Status PgSession::Connect(const char* context) {
   try {
     auto conn = std::make_unique<pqxx::connection>(conninfo_.str());
     for (const PreparedStatement& s : *statements_) conn->prepare(s.name, s.sql);
-    citus_ = pqxx::nontransaction(*conn).exec(pg_queries::kCitusInstalledSql)[0][0].as<bool>();
+    pqxx::nontransaction facts(*conn);
+    citus_ = facts.exec(pg_queries::kCitusInstalledSql)[0][0].as<bool>();
+    byte_ordered_text_ = facts.exec(pg_queries::kByteOrderedTextSql)[0][0].as<bool>();
     conn_ = std::move(conn);
     return Status::Ok();
   } catch (const std::exception& e) {

@@ -56,6 +56,10 @@ class PgSession final {
   // REQUIRES: called inside Run().
   bool citus() const { return citus_; }
 
+  // Whether the database's collation orders text byte-wise ("C" or "POSIX"), read at every
+  // connect: a prefix of ids is then one range of the id index. REQUIRES: called inside Run().
+  bool byte_ordered_text() const { return byte_ordered_text_; }
+
  private:
   Status Connect(const char* context);
 
@@ -63,6 +67,7 @@ class PgSession final {
   const std::shared_ptr<const std::vector<PreparedStatement>> statements_;
   std::unique_ptr<pqxx::connection> conn_;
   bool citus_ = false;
+  bool byte_ordered_text_ = false;
 };
 
 }  // namespace belfry

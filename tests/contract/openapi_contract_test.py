@@ -511,6 +511,11 @@ def exercise(c, node, ids):
     r = c.call("GET", "/v1/jobs?owner=tracking-svc&limit=1000", 200)
     if r.status_code == 200 and {j["id"] for j in r.json()["jobs"]} != {ids["interval"], ids["owner2"]}:
         c.fail("GET /v1/jobs?owner=tracking-svc", f"listed {[j['id'] for j in r.json()['jobs']]}")
+    prefix = ids["interval"][: max(1, len(ids["interval"]) - 3)]
+    r = c.call("GET", "/v1/jobs?limit=1000&id_prefix=" + q(prefix), 200)
+    if r.status_code == 200 and {j["id"] for j in r.json()["jobs"]} != {i for i in expected_ids if i.startswith(prefix)}:
+        c.fail("GET /v1/jobs?id_prefix=", f"listed {[j['id'] for j in r.json()['jobs']]} for the prefix {prefix!r}")
+    c.call("GET", "/v1/jobs?id_prefix=%FF", 400)
     c.call("GET", f"/v1/jobs?topic={q(node.topics['triggers'])}&owner=", 200)
     c.call("GET", "/v1/jobs?owner=" + q("ünïcode"), 200)
     r = c.call("GET", "/v1/jobs?owner=nobody", 200)

@@ -34,6 +34,25 @@ TEST(PaginationTest, CursorsCarryThePositionAsBase64Url) {
   }
 }
 
+TEST(PaginationTest, APrefixsUpperBoundFollowsEveryStringThatStartsWithIt) {
+  EXPECT_EQ(PrefixUpperBound("abc"), "abd");
+  EXPECT_EQ(PrefixUpperBound("team/"), "team0");
+  EXPECT_EQ(PrefixUpperBound("a\x7f"), "a\xc2\x80");              // U+007F -> U+0080
+  EXPECT_EQ(PrefixUpperBound("\xc3\xa9"), "\xc3\xaa");             // é -> ê
+  EXPECT_EQ(PrefixUpperBound("\xed\x9f\xbf"), "\xee\x80\x80");     // U+D7FF -> U+E000, past the surrogates
+  EXPECT_EQ(PrefixUpperBound("\xef\xbf\xbf"), "\xf0\x90\x80\x80"); // U+FFFF -> U+10000
+  EXPECT_EQ(PrefixUpperBound("a\xf4\x8f\xbf\xbf"), "b");           // U+10FFFF has nothing above it
+  EXPECT_EQ(PrefixUpperBound("\xf4\x8f\xbf\xbf"), "");
+  EXPECT_EQ(PrefixUpperBound(""), "");
+  // Every string with the prefix sorts below the bound, byte-wise.
+  for (std::string_view p : {"abc", "a\x7f", "\xc3\xa9", "\xed\x9f\xbf", "a\xf4\x8f\xbf\xbf"}) {
+    const std::string bound = PrefixUpperBound(p);
+    for (std::string_view tail : {"", "\x01", "zzz", "\xf4\x8f\xbf\xbf\xf4\x8f\xbf\xbf"}) {
+      EXPECT_LT(std::string(p) + std::string(tail), bound) << p;
+    }
+  }
+}
+
 TEST(PaginationTest, RejectsCursorsItDidNotMake) {
   for (const char* bad : {"%%%", "a", "am9iLTQy=", "a b", "+/"}) EXPECT_EQ(DecodePageCursor(bad), std::nullopt) << bad;
 }

@@ -516,6 +516,59 @@ TEST_F(PgJobStoreTest, ListJobsPagesByIdWithFilters) {
   EXPECT_EQ(ids("", "", "", 100000).size(), 25u);  // clamped down to 1000
 }
 
+// Issue 37: the console's search by id prefix (GET /v1/jobs?id_prefix=), with every filter shape,
+// across pages, and with ids that a byte-wise upper bound must not cut off ("team/a\x7f...",
+// code points above the prefix's last one).
+TEST_F(PgJobStoreTest, ListJobsByIdPrefixKeepsExactlyTheIdsThatStartWithIt) {
+  const std::vector<std::string> all = {"team/a",   "team/a-1", "team/a-2",     "team/a\x7f", "team/a\xc3\xa9",
+                                        "team/ab",  "team/b-1", "team/\xc3\xa9", "teal",        "team0",
+                                        "team/a\xf4\x8f\xbf\xbf"};
+  std::vector<JobAction> actions;
+  for (size_t i = 0; i < all.size(); ++i) {
+    JobAction a = Upsert(all[i], 5, 0, static_cast<int>(i));
+    a.spec.owner = i % 2 == 0 ? "even" : "odd";
+    a.spec.topic = "t.prefix";
+    actions.push_back(std::move(a));
+  }
+  Apply(actions);
+  auto ids = [&](const std::string& prefix, const std::string& owner, const std::string& topic, int32_t limit) {
+    std::vector<std::string> out;
+    JobListFilter f;
+    f.id_prefix = prefix;
+    f.owner = owner;
+    f.topic = topic;
+    f.limit = limit;
+    for (int pages = 0; pages < 20; ++pages) {
+      StatusOr<JobPage> r = store_->ListJobs(f);
+      EXPECT_TRUE(r.ok()) << r.status().ToString();
+      if (!r.ok()) break;
+      for (const StoredJob& j : r->jobs) out.push_back(j.spec.id);
+      if (r->next_after_id.empty()) break;
+      f.after_id = r->next_after_id;
+    }
+    return out;
+  };
+  auto expected = [&](const std::string& prefix, int parity) {  // parity -1: any owner
+    std::vector<std::string> out;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (all[i].starts_with(prefix) && (parity < 0 || static_cast<int>(i % 2) == parity)) out.push_back(all[i]);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  for (const std::string prefix : {"team/a", "team/", "team", "te", "team/a\xf4\x8f\xbf\xbf", "team/\xc3"
+                                   "\xa9", "nothing"}) {
+    SCOPED_TRACE(prefix);
+    EXPECT_EQ(ids(prefix, "", "", 2), expected(prefix, -1));   // pages of 2
+    EXPECT_EQ(ids(prefix, "", "", 100), expected(prefix, -1));
+    EXPECT_EQ(ids(prefix, "even", "", 100), expected(prefix, 0));
+    EXPECT_EQ(ids(prefix, "", "t.prefix", 3), expected(prefix, -1));
+    EXPECT_EQ(ids(prefix, "odd", "t.prefix", 100), expected(prefix, 1));
+  }
+  EXPECT_EQ(ids("team/a", "", "", 100).size(), 7u);
+  EXPECT_EQ(ids("", "", "", 100).size(), all.size());
+}
+
 TEST_F(PgJobStoreTest, UnreachableDatabaseIsRetryable) {
   PgJobStore store("postgresql://belfry:belfry@127.0.0.1:1/belfry?connect_timeout=2");
   EXPECT_EQ(store.ApplyActions({Upsert("j", 5, 0, 1)}).code(), Status::Code::kRetryable);

@@ -346,6 +346,10 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
       // PgSession, at every connect: whether the database has Citus.
       .Add("kCitusInstalledSql", q::kCitusInstalledSql, {}, Routing::kNoTable, Use::kRouted, "",
            {Phase::kTrigger, Phase::kCommand, Phase::kExecutions, Phase::kClusterWide})
+      // PgSession, at every connect: whether text is byte-ordered (the id prefix of job lists).
+      .Add("kByteOrderedTextSql", q::kByteOrderedTextSql, {}, Routing::kNoShardColumn, Use::kAllowed,
+           "reads the catalog pg_database, local to the node it connects to",
+           {Phase::kTrigger, Phase::kCommand, Phase::kExecutions, Phase::kClusterWide})
       // The shard layout record (docs/resharding.md): read in every transaction that names a
       // stored shard; a write first takes the layout lock shared (an advisory lock, on the
       // coordinator), then reads the record with now(); belfry_meta is a reference table on Citus.
@@ -495,14 +499,14 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
 
   // ---- Cluster-wide: admin reads, listings, sweeps, the publisher, bulk walks, migrations. ----
   const std::string owner_list = admin + "; merges every shard's (owner, id) index in id order";
-  c.Add("kListJobsSql", q::kListJobsSql, {"", "50"}, Routing::kAllShards, Use::kAllowed, admin, cluster)
-      .Add("kListJobsByOwnerSql", q::kListJobsByOwnerSql, {"", "50", "route-owner"}, Routing::kAllShards,
+  c.Add("kListJobsSql", q::kListJobsSql, {"", "50", "", "", ""}, Routing::kAllShards, Use::kAllowed, admin, cluster)
+      .Add("kListJobsByOwnerSql", q::kListJobsByOwnerSql, {"", "50", "route-owner", "", "", ""}, Routing::kAllShards,
            Use::kAllowed, owner_list, cluster)
-      .Add("kListJobsByTopicSql", q::kListJobsByTopicSql, {"", "50", "t"}, Routing::kAllShards, Use::kAllowed,
-           admin, cluster)
-      .Add("kListJobsByOwnerTopicSql", q::kListJobsByOwnerTopicSql, {"", "50", "route-owner", "t"},
+      .Add("kListJobsByTopicSql", q::kListJobsByTopicSql, {"", "50", "t", "", "", ""}, Routing::kAllShards,
+           Use::kAllowed, admin, cluster)
+      .Add("kListJobsByOwnerTopicSql", q::kListJobsByOwnerTopicSql, {"", "50", "route-owner", "t", "", "", ""},
            Routing::kAllShards, Use::kAllowed, owner_list, cluster)
-      .Add("kListJobsByLabelsSql", q::kListJobsByLabelsSql, {"", "50", "", "", R"({"team":"route"})"},
+      .Add("kListJobsByLabelsSql", q::kListJobsByLabelsSql, {"", "50", "", "", R"({"team":"route"})", "", "", ""},
            Routing::kAllShards, Use::kAllowed, admin, cluster)
       .Add("GetJobViewInPartitionSql(7)", q::GetJobViewInPartitionSql(F::kShard), {f.job},
            Routing::kNoShardColumn, Use::kAllowed,
