@@ -40,8 +40,8 @@
     return h('div', { class: 'field' }, h('label', { for: id }, label),
       h('input', Object.assign({ id, type: 'text', value: value || '', autocomplete: 'off', spellcheck: 'false' }, attrs)));
   }
-  function table(testid, heads, rows, attrs) {
-    return h('table', Object.assign({ 'data-testid': testid }, attrs),
+  function table(id, heads, rows) {
+    return h('table', { id },
       h('thead', null, h('tr', null, heads.map((x) => h('th', { scope: 'col' }, x)))),
       h('tbody', null, rows));
   }
@@ -93,12 +93,10 @@
       const i = j.intervalMinutes, o = j.offsetMinutes;
       w = i === 1 ? 'every minute' : 'every ' + every(i) + ' at offset ' + o;
       if (long && i > 1) {
-        if (i < 60) {
+        if (i <= 60) {
           const at = [];
           for (let m = o % i; m < 60; m += i) at.push(':' + pad(m));
           w += ' (at ' + at.join(', ') + ' past each hour, UTC)';
-        } else if (i === 60) {
-          w += ' (at :' + pad(o) + ' past each hour, UTC)';
         } else {
           const at = [];
           for (let m = o; m < 1440; m += i) at.push(hhmm(m));
@@ -376,8 +374,8 @@
       nextBtn.addEventListener('click', () => { cursors.push(r.data.next_cursor); load(); });
       prevBtn.addEventListener('click', () => { cursors.pop(); load(); });
       fill(results, 
-        rows.length ? table('jobs-table', ['Id', 'Owner', 'Schedule', 'Topic', 'Paused', 'Next trigger'], rows, { id: 'jobs-table' })
-          : h('p', { id: 'jobs-empty', 'data-testid': 'jobs-empty' }, 'No job matches.'),
+        rows.length ? table('jobs-table', ['Id', 'Owner', 'Schedule', 'Topic', 'Paused', 'Next trigger'], rows)
+          : h('p', { id: 'jobs-empty' }, 'No job matches.'),
         h('div', { class: 'pager' }, h('span', { id: 'jobs-page-info' }, 'Page ' + cursors.length + ': ' + rows.length + ' job' + (rows.length === 1 ? '' : 's') + (r.data.next_cursor ? ', more on the next page' : ', the last page')),
           prevBtn, nextBtn));
       markRendered('jobs');
@@ -466,13 +464,13 @@
     const nextBox = h('div', { id: 'next-fires' });
     const execBox = h('div', { id: 'executions' });
     const auditBox = h('div', { id: 'audit' });
-    const out = h('div', { id: 'action-outcome', 'data-testid': 'action-outcome', role: 'status', 'aria-live': 'polite' });
+    const out = h('div', { id: 'action-outcome', role: 'status', 'aria-live': 'polite' });
     const reason = h('input', { id: 'action-reason', type: 'text', maxlength: 1024, placeholder: 'why (recorded in the audit trail)' });
     const now = Math.floor(Date.now() / 60000) * 60000;
     const from = h('input', { id: 'backfill-from', type: 'text', value: isoOf(now - 3600000), spellcheck: 'false' });
     const to = h('input', { id: 'backfill-to', type: 'text', value: isoOf(now), spellcheck: 'false' });
     const rate = h('input', { id: 'backfill-rate', type: 'number', min: 1, max: 10000, placeholder: '60' });
-    const bfCount = h('span', { id: 'backfill-count', 'data-testid': 'backfill-count', role: 'status' });
+    const bfCount = h('span', { id: 'backfill-count', role: 'status' });
     const bPause = btn('action-pause', 'Pause'), bResume = btn('action-resume', 'Resume'), bTrigger = btn('action-trigger', 'Trigger now');
     const bDry = btn('action-backfill-dry', 'Dry run'), bFill = btn('action-backfill', 'Backfill');
     const all = [bPause, bResume, bTrigger, bDry, bFill];
@@ -541,7 +539,7 @@
         const lo = j.lastOutcome;
         fill(summary, 
           h('p', { id: 'job-state', class: 'state' }, j.paused ? badge('paused', 'Paused') : badge('applied', 'Active'),
-            ' ', h('span', { id: 'job-schedule', 'data-testid': 'job-schedule' }, scheduleWords(j, true))),
+            ' ', h('span', { id: 'job-schedule' }, scheduleWords(j, true))),
           j.pause ? h('div', { id: 'pause-note', class: 'note warn', 'data-testid': 'pause-note' }, h('strong', null, 'Paused'),
             j.pause.since ? [' since ', timeEl(j.pause.since)] : '', ' by ', h('span', { class: 'actor' }, j.pause.actor || 'unknown actor'), ': ',
             j.pause.reason ? h('q', null, j.pause.reason) : h('em', null, 'no reason given')) : '',
@@ -579,7 +577,7 @@
         });
         fill(nextBox, rows.length
           ? [h('p', null, 'The next ' + rows.length + ' fires, in UTC and in ', h('strong', { id: 'next-zone' }, zone), '. DST rules that moved a fire are marked ⚠; a change of UTC offset is marked ⇄.'),
-            table('next-fires-table', ['#', 'UTC', 'Local (' + zone + ')', 'DST'], rows, { id: 'next-fires-table' })]
+            table('next-fires-table', ['#', 'UTC', 'Local (' + zone + ')', 'DST'], rows)]
           : h('p', { id: 'next-none' }, n.paused ? 'None: the job is paused.' : 'None: the job has ended or fired.'));
       } else fill(nextBox, h('p', { class: 'muted' }, 'Not available.'));
       // Executions.
@@ -656,7 +654,7 @@
         grid,
         h('p', { class: 'legend' }, h('span', { class: 'cell s-ok' }, 'n'), ' on time (lag < 5 s) ', h('span', { class: 'cell s-late' }, 'n!'), ' late (lag ≥ 5 s or a minute behind) ',
           h('span', { class: 'cell s-behind' }, 'n!!'), ' behind (lag ≥ 60 s or catch-up debt) ', h('span', { class: 'cell s-never' }, 'n–'), ' never fired. Hover a shard for its numbers.'),
-        table('shards-table', ['Shard', 'State', 'Fired through', 'Lag (s)', 'Behind (min)', 'Debt (min)', 'Claimed by', 'Debt lease'], rows, { id: 'shards-table' }));
+        table('shards-table', ['Shard', 'State', 'Fired through', 'Lag (s)', 'Behind (min)', 'Debt (min)', 'Claimed by', 'Debt lease'], rows));
     };
     const load = async () => {
       try {
@@ -691,7 +689,7 @@
     const max = niceMax(Math.max(...mins.map((m) => m.triggers), 1));
     const bw = (W - L - R) / n;
     const y = (v) => T + (H - T - B) * (1 - v / max);
-    const svg = s('svg', { id: 'load-chart', 'data-testid': 'load-chart', viewBox: '0 0 ' + W + ' ' + H, role: 'img',
+    const svg = s('svg', { id: 'load-chart', viewBox: '0 0 ' + W + ' ' + H, role: 'img',
       'aria-label': 'Projected triggers per minute from ' + fmtTime(d.from) + ' to ' + fmtTime(d.to) + ', peak ' + d.peak.minute.triggers });
     for (let i = 0; i <= 4; i++) {
       const v = (max * i) / 4;
@@ -702,7 +700,7 @@
     mins.forEach((m, i) => {
       const at = Date.parse(m.at);
       const hgt = H - B - y(m.triggers);
-      const r = s('rect', { x: L + i * bw + (n <= 120 ? 0.5 : 0), y: y(m.triggers), width: Math.max(n <= 120 ? bw - 1 : bw, 0.6), height: Math.max(hgt, 0),
+      const r = s('rect', { x: L + i * bw + (n <= 120 ? 0.5 : 0), y: y(m.triggers), width: n <= 120 ? Math.max(bw - 1, 0.6) : bw + 0.8, height: Math.max(hgt, 0),
         class: m.triggers === d.peak.minute.triggers && m.triggers > 0 ? 'bar peak' : 'bar', 'data-at': m.at, 'data-triggers': m.triggers },
       s('title', null, m.at.slice(11, 16) + ' UTC: ' + m.triggers + ' trigger' + (m.triggers === 1 ? '' : 's') + (m.busiestShard ? ' (busiest shard ' + m.busiestShard.shard + ': ' + m.busiestShard.triggers + ')' : '')));
       svg.append(r);
@@ -788,7 +786,7 @@
     const opId = h('input', { id: 'bulk-id', type: 'text', spellcheck: 'false', placeholder: 'generated when empty' });
     const bDry = btn('bulk-dry', 'Dry run');
     const bRun = h('button', { id: 'bulk-run', type: 'button', disabled: true }, 'Run');
-    const out = h('div', { id: 'bulk-outcome', 'data-testid': 'bulk-outcome', role: 'status', 'aria-live': 'polite' });
+    const out = h('div', { id: 'bulk-outcome', role: 'status', 'aria-live': 'polite' });
     const listBox = h('div', { id: 'bulk-list' });
     const refresh = btn('bulk-refresh', 'Refresh');
     let dry = null;
@@ -831,7 +829,7 @@
       const o = await runBulk(c);
       if (o && o.status === 'applied' && typeof o.matched === 'number') {
         dry = { key: key(), matched: o.matched };
-        out.append(h('div', { id: 'bulk-dry-count', 'data-testid': 'bulk-dry-count', 'data-matched': o.matched },
+        out.append(h('div', { id: 'bulk-dry-count', 'data-matched': o.matched },
           'Dry run: ' + o.matched + ' job(s) match; nothing changed. Press Run to ' + c.op + ' them.'));
       }
       await loadList();
@@ -875,7 +873,7 @@
           : [badge('pending', 'running'), ' ', h('progress', { max: shardCount || 120, value: b.nextShard, title: 'shard ' + b.nextShard + ' of ' + (shardCount || '?') }), ' shard ' + b.nextShard + (shardCount ? ' of ' + shardCount : '')]),
         h('td', { class: 'num' }, String(b.matched)), h('td', { class: 'num' }, String(b.changed)), td(b.reason || ''), td(b.actor || ''),
         td(timeEl(b.acceptedAt)), td(timeEl(b.finishedAt))));
-      fill(listBox, rows.length ? table('bulk-table', ['Id', 'Operation', 'Selector', 'Progress', 'Matched', 'Changed', 'Reason', 'Actor', 'Accepted', 'Finished'], rows, { id: 'bulk-table' })
+      fill(listBox, rows.length ? table('bulk-table', ['Id', 'Operation', 'Selector', 'Progress', 'Matched', 'Changed', 'Reason', 'Actor', 'Accepted', 'Finished'], rows)
         : h('p', { class: 'muted' }, 'No bulk operation yet.'));
       markRendered('bulk');
       if (ops.some((b) => b.state === 'running') && polls++ < 60) setTimeout(() => { if (seq === routeSeq) loadList(); }, 2000);
