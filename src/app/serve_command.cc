@@ -371,6 +371,10 @@ int RunServe(const Config& cfg) {
   if (!cfg.admin.write_token_secret.empty()) {
     command_submitter = Take(KafkaCommandSubmitter::Create(cfg.kafka), "start the HTTP command publisher");
     if (command_submitter == nullptr) return 1;
+    // With Kafka up, ready before the node says it serves; with Kafka down, it comes up later.
+    if (!command_submitter->WaitReady(std::chrono::seconds(10))) {
+      spdlog::warn("POST /v1/commands is not ready yet: the results topic cannot be read");
+    }
   }
   AdminDeps deps;
   deps.commands = command_submitter.get();

@@ -371,9 +371,9 @@
       });
       const nextBtn = h('button', { id: 'jobs-next', type: 'button', disabled: !r.data.next_cursor }, 'Next page');
       const prevBtn = h('button', { id: 'jobs-prev', type: 'button', disabled: cursors.length < 2 }, 'Previous page');
-      nextBtn.addEventListener('click', () => { cursors.push(r.data.next_cursor); load(); });
-      prevBtn.addEventListener('click', () => { cursors.pop(); load(); });
-      fill(results, 
+      nextBtn.addEventListener('click', () => { nextBtn.disabled = prevBtn.disabled = true; cursors.push(r.data.next_cursor); load(); });
+      prevBtn.addEventListener('click', () => { nextBtn.disabled = prevBtn.disabled = true; cursors.pop(); load(); });
+      fill(results,
         rows.length ? table('jobs-table', ['Id', 'Owner', 'Schedule', 'Topic', 'Paused', 'Next trigger'], rows)
           : h('p', { id: 'jobs-empty' }, 'No job matches.'),
         h('div', { class: 'pager' }, h('span', { id: 'jobs-page-info' }, 'Page ' + cursors.length + ': ' + rows.length + ' job' + (rows.length === 1 ? '' : 's') + (r.data.next_cursor ? ', more on the next page' : ', the last page')),
@@ -537,7 +537,7 @@
         const j = job.value.data;
         const labels = Object.entries(j.labels || {}).map(([k, v]) => k + '=' + v).join(', ');
         const lo = j.lastOutcome;
-        fill(summary, 
+        fill(summary,
           h('p', { id: 'job-state', class: 'state' }, j.paused ? badge('paused', 'Paused') : badge('applied', 'Active'),
             ' ', h('span', { id: 'job-schedule' }, scheduleWords(j, true))),
           j.pause ? h('div', { id: 'pause-note', class: 'note warn', 'data-testid': 'pause-note' }, h('strong', null, 'Paused'),
@@ -647,7 +647,7 @@
           h('td', { class: 'num' }, x.behind_minutes === null ? '—' : String(x.behind_minutes)), h('td', { class: 'num' }, String(x.debt_minutes)),
           td(x.claim_node ? x.claim_node + (x.claim_live ? '' : ' (expired)') : '—'), td(x.debt_node ? x.debt_node + (x.debt_live ? '' : ' (expired)') : '—'));
       });
-      fill(body, 
+      fill(body,
         h('p', { id: 'shards-summary', class: late.length ? 'note warn' : 'note' }, shards.length + ' shards as of ' + fmtTime(data.now) + ': ' +
           count('ok') + ' on time, ' + count('late') + ' late, ' + count('behind') + ' behind, ' + count('never') + ' never fired; catch-up debt ' +
           debt + ' min; largest lag ' + maxLag + ' s' + (late.length ? '. Not on time: ' + late.slice(0, 30).map((x) => x.shard).join(', ') + (late.length > 30 ? ', …' : '') : '') + '.'),
@@ -750,7 +750,7 @@
       const pk = d.peak;
       const mean = d.minutes.length ? Math.round((10 * d.total) / d.minutes.length) / 10 : 0;
       const top = d.top || [];
-      fill(body, 
+      fill(body,
         dl([['Window', fmtTime(d.from) + ' to ' + fmtTime(d.to) + ' (' + d.minutes.length + ' minutes)'], ['Total', String(d.total), 'load-total'],
           ['Mean per minute', String(mean)], ['Peak minute', pk.minute.at ? fmtTime(pk.minute.at) + ': ' + pk.minute.triggers : String(pk.minute.triggers), 'load-peak'],
           ['Busiest shard-minute', (pk.shardMinute.at ? fmtTime(pk.shardMinute.at) + ', ' : '') + 'shard ' + pk.shardMinute.shard + ': ' + pk.shardMinute.triggers],
