@@ -35,13 +35,14 @@ struct LoadGroup {
   std::vector<LoadSlotRow> slots;  // kCalendar: the job's rows, any order
   std::optional<EpochMs> start_at;
   std::optional<EpochMs> end_at;
-  std::string label;  // the owner or topic the projection is broken down by; "" when it is not
+  std::string label;  // the owner, topic or label value the projection is broken down by; "" when it is not
   int64_t jobs = 0;
 };
 
 // Which groups to read: every unpaused job that may fire in [first_minute, last_minute]. A
 // start or end that cannot matter inside the window is read as absent, so that jobs differing
-// only there share a group. `by`: "" (no breakdown), "owner" or "topic".
+// only there share a group. `by`: "" (no breakdown), "owner", "topic" or "label:<key>" (the
+// value of the job's label <key>, "" for jobs without it): ParseLoadBreakdown's rule.
 struct LoadGroupQuery {
   int64_t first_minute = 0;
   int64_t last_minute = 0;

@@ -209,7 +209,9 @@ int RunJobsList(const Config& cfg, const std::string& owner, const std::string& 
   auto read = store.ListJobs(filter);
   if (!read.ok()) return Fail(read.status().message());
   if (output == "json") {
-    std::printf("%s\n", EncodeJobPage(*read).c_str());
+    const StatusOr<ShardLayout> layout = DatabaseLayout(cfg);
+    if (!layout.ok()) return Fail(layout.status().message());
+    std::printf("%s\n", EncodeJobPage(SystemTimeZones(), *read, *layout, SystemClock().NowMs()).c_str());
     return 0;
   }
   std::printf("%-40s %-16s %-28s %-24s %5s %s\n", "ID", "OWNER", "TOPIC", "SCHEDULE", "SHARD", "STATUS");

@@ -50,6 +50,8 @@ int RunLoad(const Config& cfg, const std::string& from, const std::string& to, c
   if (!layout.ok()) return Fail(layout.status().message());
   StatusOr<LoadWindow> window = ParseLoadWindow(from, to, SystemClock().NowMs(), *layout, cfg.scheduler.intervals);
   if (!window.ok()) return Fail(window.status().message());
+  const StatusOr<LoadBreakdown> breakdown = ParseLoadBreakdown(by);
+  if (!breakdown.ok()) return Fail(breakdown.status().message(), 64);
   PgJobStore store(cfg.database_url);
   StatusOr<LoadGroups> read = store.ReadLoadGroups(LoadGroupQuery{window->first_minute, window->last_minute, by});
   if (!read.ok()) return Fail(read.status().message());
@@ -70,7 +72,10 @@ int RunLoad(const Config& cfg, const std::string& from, const std::string& to, c
   std::printf("total %lld triggers; busiest minute %s with %lld\n", static_cast<long long>(p.total),
               FormatIsoTime(MinuteStartMs(peak_minute)).substr(0, 16).c_str(), static_cast<long long>(peak));
   if (!by.empty()) {
-    std::printf("\n%-40s %10s\n", by == "owner" ? "OWNER" : "TOPIC", "TRIGGERS");
+    const std::string heading = breakdown->kind == LoadBreakdown::Kind::kLabel ? "LABEL " + breakdown->label_key
+                                : by == "owner"                               ? "OWNER"
+                                                                              : "TOPIC";
+    std::printf("\n%-40s %10s\n", heading.c_str(), "TRIGGERS");
     for (size_t i = 0; i < p.by_label.size() && i < static_cast<size_t>(top); ++i) {
       std::printf("%-40s %10lld\n", p.by_label[i].label.c_str(), static_cast<long long>(p.by_label[i].triggers));
     }

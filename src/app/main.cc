@@ -194,7 +194,7 @@ int main(int argc, char** argv) {
       "load", "Project the triggers per shard-minute of a window from the stored schedules (fires nothing)");
   load->add_option("--from", load_from, "Window start, ISO-8601, rounded down to its minute (default: the next minute)");
   load->add_option("--to", load_to, "Window end, exclusive, rounded up (default: from + 60m; at most 1 day)");
-  load->add_option("--by", load_by, "Break the total down by owner or topic")->check(CLI::IsMember({"owner", "topic"}));
+  load->add_option("--by", load_by, "Break the total down by owner, topic or label:KEY (the value of a label)");
   load->add_option("--top", load_top, SizeHelp("How many owners or topics to list", belfry::kLoadBreakdownTop))
       ->check(CLI::Range(1, belfry::kLoadBreakdownTop.max_limit));
   load->add_flag("--shards", load_shards, "With --json: each minute's per-shard counts");

@@ -17,7 +17,7 @@ Status Reject(std::string message) { return Status::Invalid("invalid_labels", st
 
 bool AlphaNumeric(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 
-Status CheckKey(std::string_view key) {
+Status CheckKeyRules(std::string_view key) {
   if (key.empty() || key.size() > kMaxLabelKeyBytes) {
     return Reject(fmt::format("label key {} must be 1 to {} bytes", QuoteForMessage(key, kMaxEchoBytes),
                               kMaxLabelKeyBytes));
@@ -64,7 +64,7 @@ Status ParseLabels(const simdjson::dom::element& el, std::string* canonical) {
   if (el.get_object().get(object) != simdjson::SUCCESS) return Reject("labels must be an object of strings");
   std::map<std::string, std::string, std::less<>> labels;
   for (const simdjson::dom::key_value_pair field : object) {
-    if (Status s = CheckKey(field.key); !s.ok()) return s;
+    if (Status s = CheckKeyRules(field.key); !s.ok()) return s;
     std::string_view value;
     if (field.value.get_string().get(value) != simdjson::SUCCESS) {
       return Reject(fmt::format("label {} must be a string", QuoteForMessage(field.key, kMaxEchoBytes)));
@@ -93,7 +93,7 @@ Status ParseLabelFilter(const std::vector<std::string>& terms, std::string* cano
       return Reject(fmt::format("label filter {} is not key=value", QuoteForMessage(term, kMaxEchoBytes)));
     }
     const auto [key, value] = *split;
-    if (Status s = CheckKey(key); !s.ok()) return s;
+    if (Status s = CheckKeyRules(key); !s.ok()) return s;
     if (Status s = CheckValue(key, value); !s.ok()) return s;
     const auto [it, added] = labels.emplace(std::string(key), std::string(value));
     if (!added && it->second != value) {
@@ -123,5 +123,7 @@ bool LabelsContain(std::string_view labels, std::string_view filter) {
   }
   return true;
 }
+
+Status CheckLabelKey(std::string_view key) { return CheckKeyRules(key); }
 
 }  // namespace belfry

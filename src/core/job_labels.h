@@ -34,6 +34,9 @@ std::optional<std::pair<std::string_view, std::string_view>> SplitLabelTerm(std:
 // values matches nothing; the error says so. Rejects with invalid_labels.
 Status ParseLabelFilter(const std::vector<std::string>& terms, std::string* canonical);
 
+// Ok iff `key` follows the label key rules above; else invalid_labels, saying which rule.
+Status CheckLabelKey(std::string_view key);
+
 // True iff every label of `filter` (a canonical object) is in `labels` (a canonical object; empty
 // text counts as {}) with the same value: PostgreSQL's `labels @> filter`, for the test fakes.
 bool LabelsContain(std::string_view labels, std::string_view filter);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/iso_time.h"
+#include "core/job_labels.h"
 #include "core/json_writer.h"
 #include "core/shard_layout.h"
 #include "core/slot_math.h"
@@ -145,6 +146,26 @@ LoadProjection ProjectLoad(const TimeZoneDatabase& time_zones, const LoadWindow&
   return ProjectLoad(window, read.groups, zones);
 }
 
+StatusOr<LoadBreakdown> ParseLoadBreakdown(std::string_view by) {
+  LoadBreakdown out;
+  if (by.empty()) return out;
+  if (by == "owner") {
+    out.kind = LoadBreakdown::Kind::kOwner;
+  } else if (by == "topic") {
+    out.kind = LoadBreakdown::Kind::kTopic;
+  } else if (by.starts_with("label:")) {
+    out.kind = LoadBreakdown::Kind::kLabel;
+    out.label_key = std::string(by.substr(6));
+    if (Status st = CheckLabelKey(out.label_key); !st.ok()) {
+      return Status::Invalid("invalid_by", "by=label:<key> needs a label key: " + st.message());
+    }
+  } else {
+    return Status::Invalid("invalid_by", "by must be owner, topic or label:<key>, got \"" +
+                                             std::string(by.substr(0, 100)) + "\"");
+  }
+  return out;
+}
+
 StatusOr<LoadWindow> ParseLoadWindow(std::string_view from, std::string_view to, EpochMs now,
                                      const ShardLayout& layout, const std::vector<int32_t>& intervals) {
   LoadWindow w;
@@ -248,10 +269,12 @@ std::string EncodeLoadProjectionJson(const LoadProjection& p, const std::string&
     AppendJsonString(&out, by);
     out.append(",\"top\":[");
     const size_t n = std::min(p.by_label.size(), static_cast<size_t>(std::max(0, top)));
+    // Each item names its owner or topic, or for by=label:<key> the label's "value".
+    const std::string name = by.starts_with("label:") ? "value" : by;
     for (size_t i = 0; i < n; ++i) {
       if (i) out.push_back(',');
       out.push_back('{');
-      AppendJsonString(&out, by);
+      AppendJsonString(&out, name);
       out.push_back(':');
       AppendJsonString(&out, p.by_label[i].label);
       out.append(",\"triggers\":");

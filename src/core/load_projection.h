@@ -92,10 +92,21 @@ constexpr int64_t kMaxLoadWindowMinutes = kMinutesPerDay;
 StatusOr<LoadWindow> ParseLoadWindow(std::string_view from, std::string_view to, EpochMs now,
                                      const ShardLayout& layout, const std::vector<int32_t>& intervals);
 
+// The breakdown of `GET /v1/load?by=` and `belfry load --by`: "" (none), "owner", "topic", or
+// "label:<key>" (the value of each job's label <key>; "" for jobs without it).
+struct LoadBreakdown {
+  enum class Kind { kNone, kOwner, kTopic, kLabel };
+  Kind kind = Kind::kNone;
+  std::string label_key;  // kLabel
+};
+// Invalid ("invalid_by") unless `by` is one of the above with a key by the label rules
+// (core/job_labels.h); the message names what was given.
+StatusOr<LoadBreakdown> ParseLoadBreakdown(std::string_view by);
+
 // The projection as the admin API and `belfry load --json` return it (docs/load-projection.md):
 // totals, the peak minute, shard and second, every minute's total with its busiest shard and
 // second, and, with `with_shards`, each minute's 120 (shard_count) shard counts. `by` names
-// the breakdown ("owner", "topic" or "" for none); `top` caps its list.
+// the breakdown ("owner", "topic", "label:<key>" or "" for none); `top` caps its list.
 std::string EncodeLoadProjectionJson(const LoadProjection& p, const std::string& by, bool with_shards, int top);
 
 }  // namespace belfry

@@ -29,11 +29,18 @@ std::string EncodeJobDetailView(const TimeZoneDatabase& zones, const JobAndStats
   return EncodeJobDetailJson(j, stats, fires, remaining, job.last_delivery_error);
 }
 
-std::string EncodeJobPage(const JobPage& page) {
+std::string EncodeJobPage(const TimeZoneDatabase& zones, const JobPage& page, const ShardLayout& layout, EpochMs now) {
   std::string out = "{\"jobs\":[";
   for (size_t i = 0; i < page.jobs.size(); ++i) {
+    const StoredJob& j = page.jobs[i];
     if (i > 0) out.push_back(',');
-    out.append(EncodeJobJson(page.jobs[i]));
+    std::string item = EncodeJobJson(j);
+    item.pop_back();  // the closing brace: the next trigger follows
+    item.append(",\"nextTriggerAt\":");
+    const std::vector<NextFire> next = LayoutNextFires(zones, j.spec, j.paused, layout, now, 1);
+    AppendJsonTimeOrNull(&item, next.empty() ? std::nullopt : std::optional<EpochMs>(next.front().at));
+    item.push_back('}');
+    out.append(item);
   }
   out.append("],\"next_cursor\":");
   AppendJsonStringOrNull(&out, EncodePageCursor(page.next_after_id));

@@ -259,6 +259,7 @@ AdminServer::~AdminServer() {
 }
 
 void AdminServer::Serve(ReadyConnection&& c) {
+  RemoveHeaderLines(&c.buffered, "Accept-Encoding");  // every answer uncompressed (connection_gate.h)
   RequestStream stream(c.fd, std::move(c.peer_ip), c.peer_port, std::move(c.buffered),
                        std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.request_head_timeout_ms),
                        kWriteTimeout);

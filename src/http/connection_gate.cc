@@ -1,5 +1,7 @@
 #include "http/connection_gate.h"
 
+#include <cctype>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -9,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <utility>
 
@@ -67,6 +70,26 @@ std::string_view RequestTarget(std::string_view head) {
   const size_t end = head.find_first_of(" \r\n", sp + 1);
   if (end == std::string_view::npos) return {};
   return head.substr(sp + 1, end - sp - 1);
+}
+
+void RemoveHeaderLines(std::string* buffer, std::string_view name) {
+  size_t end = buffer->find("\r\n\r\n");
+  if (end == std::string::npos) return;
+  size_t pos = buffer->find("\r\n");  // the request line's end
+  while (pos < end) {
+    const size_t line = pos + 2;
+    const size_t next = buffer->find("\r\n", line);  // at most `end`: the last line's CRLF
+    const bool named = next - line > name.size() && (*buffer)[line + name.size()] == ':' &&
+                       std::equal(name.begin(), name.end(), buffer->begin() + static_cast<std::ptrdiff_t>(line),
+                                  [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) ==
+                                                              std::tolower(static_cast<unsigned char>(b)); });
+    if (named) {
+      buffer->erase(pos, next - pos);  // "\r\n<the line>": pos is now the next line's start's CRLF
+      end -= next - pos;
+      continue;
+    }
+    pos = next;
+  }
 }
 
 ConnectionGate::ConnectionGate(ConnectionGateOptions options, Dispatch dispatch, OnRefused on_refused,

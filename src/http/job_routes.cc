@@ -118,11 +118,13 @@ void ServeListJobs(AdminContext& ctx, const httplib::Request& req, httplib::Resp
   }
   if (std::string e = PageCursorParam(req, &filter.after_id); !e.empty()) return SendError(res, 400, e);
   if (!IsStorableText(filter.after_id)) return SendError(res, 400, kInvalidCursorMessage);
+  ShardLayout layout;  // for each job's next trigger
+  if (!ReadLayout(ctx, res, &layout)) return;
   std::optional<StatusOr<JobPage>> read =
       ReadWith(*ctx.deps.readers, [&](const ReadSession& s) { return s.jobs->ListJobs(filter); });
   if (!read) return SendSessionsBusy(ctx, res);
   if (!read->ok()) return SendStoreError(res, "job store", read->status());
-  SendJsonText(res, 200, EncodeJobPage(**read));
+  SendJsonText(res, 200, EncodeJobPage(*ctx.deps.time_zones, **read, layout, ctx.deps.clock->NowMs()));
 }
 
 }  // namespace belfry

@@ -36,8 +36,8 @@ void ServeLoad(AdminContext& ctx, const httplib::Request& req, httplib::Response
   LoadGroupQuery query{window->first_minute, window->last_minute, Param(req, "by")};
   // A breakdown can have a group per job; inside a serving node, read at most this many (~100 MB).
   query.max_groups = kMaxLoadGroups;
-  if (!query.by.empty() && query.by != "owner" && query.by != "topic") {
-    return SendError(res, 400, "by must be owner or topic, got \"" + query.by + "\"");
+  if (StatusOr<LoadBreakdown> by = ParseLoadBreakdown(query.by); !by.ok()) {
+    return SendError(res, 400, by.status().message());
   }
   const std::string shards = Param(req, "shards");
   if (!shards.empty() && shards != "true" && shards != "false") {

@@ -1,5 +1,6 @@
 // PgJobStore's full reads for the load projection and a rebalance proposal
 // (docs/load-projection.md).
+#include "core/load_projection.h"
 #include "pg/pg_job_store.h"
 
 #include <charconv>
@@ -29,14 +30,10 @@ Status TooManyGroups(const LoadGroupQuery& query) {
 }  // namespace
 
 StatusOr<LoadGroups> PgJobStore::ReadLoadGroups(const LoadGroupQuery& query) {
-  size_t variant = 0;
-  if (query.by == "owner") {
-    variant = 1;
-  } else if (query.by == "topic") {
-    variant = 2;
-  } else if (!query.by.empty()) {
-    return Status::Invalid("invalid_by", "load can be broken down by owner or topic, not \"" + query.by + "\"");
-  }
+  StatusOr<LoadBreakdown> by = ParseLoadBreakdown(query.by);
+  if (!by.ok()) return by.status();
+  const size_t variant = static_cast<size_t>(by->kind);  // the statements' order: LoadBreakdown::Kind's
+  const bool by_label = by->kind == LoadBreakdown::Kind::kLabel;
   const int64_t first_ms = MinuteStartMs(query.first_minute);
   const int64_t end_ms = MinuteStartMs(query.last_minute + 1);
   LoadGroups out;
@@ -53,8 +50,11 @@ StatusOr<LoadGroups> PgJobStore::ReadLoadGroups(const LoadGroupQuery& query) {
       out.zones.emplace_back(row[0].as<int32_t>(), row[1].as<std::string>());
     }
     const int64_t limit = query.max_groups > 0 ? query.max_groups + 1 : INT64_MAX;
-    const pqxx::result job_rows = txn.exec_params(pg_queries::kLoadJobGroupsSql[variant], first_ms, end_ms,
-                                                  query.first_minute, query.last_minute, limit);
+    const pqxx::result job_rows =
+        by_label ? txn.exec_params(pg_queries::kLoadJobGroupsSql[variant], first_ms, end_ms, query.first_minute,
+                                   query.last_minute, limit, by->label_key)
+                 : txn.exec_params(pg_queries::kLoadJobGroupsSql[variant], first_ms, end_ms, query.first_minute,
+                                   query.last_minute, limit);
     if (query.max_groups > 0 && static_cast<int64_t>(job_rows.size()) > query.max_groups) return TooManyGroups(query);
     for (const pqxx::row& row : job_rows) {
       LoadGroup& g = out.groups.emplace_back();
@@ -76,7 +76,9 @@ StatusOr<LoadGroups> PgJobStore::ReadLoadGroups(const LoadGroupQuery& query) {
     const int64_t job_groups = static_cast<int64_t>(job_rows.size());
     const int64_t calendar_limit = query.max_groups > 0 ? query.max_groups - job_groups + 1 : INT64_MAX;
     const pqxx::result calendar_rows =
-        txn.exec_params(pg_queries::kLoadCalendarGroupsSql[variant], first_ms, end_ms, calendar_limit);
+        by_label ? txn.exec_params(pg_queries::kLoadCalendarGroupsSql[variant], first_ms, end_ms, calendar_limit,
+                                   by->label_key)
+                 : txn.exec_params(pg_queries::kLoadCalendarGroupsSql[variant], first_ms, end_ms, calendar_limit);
     if (query.max_groups > 0 && job_groups + static_cast<int64_t>(calendar_rows.size()) > query.max_groups) {
       return TooManyGroups(query);
     }

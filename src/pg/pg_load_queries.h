@@ -45,13 +45,14 @@ inline constexpr const char kLoadStatementTimeoutSql[] = "SET LOCAL statement_ti
 // the values ("could not create distributed plan", GET /v1/load on the cluster). A full read
 // costs seconds; planning it per call costs nothing beside that.
 inline constexpr const char kLoadCustomPlanSql[] = "SET LOCAL plan_cache_mode = force_custom_plan";
-// [0]: no breakdown, [1]: by owner, [2]: by topic.
+// [0]: no breakdown, [1]: by owner, [2]: by topic, [3]: by a label's value.
+// [3]: by the value of one label, whose key is the statement's last parameter ($6 and $4).
 inline constexpr const char* kLoadJobGroupsSql[] = {
     BELFRY_LOAD_JOB_GROUPS("''"), BELFRY_LOAD_JOB_GROUPS("coalesce(j.owner, '')"),
-    BELFRY_LOAD_JOB_GROUPS("j.topic")};
+    BELFRY_LOAD_JOB_GROUPS("j.topic"), BELFRY_LOAD_JOB_GROUPS("coalesce(j.labels ->> $6::text, '')")};
 inline constexpr const char* kLoadCalendarGroupsSql[] = {
     BELFRY_LOAD_CALENDAR_GROUPS("''"), BELFRY_LOAD_CALENDAR_GROUPS("coalesce(j.owner, '')"),
-    BELFRY_LOAD_CALENDAR_GROUPS("j.topic")};
+    BELFRY_LOAD_CALENDAR_GROUPS("j.topic"), BELFRY_LOAD_CALENDAR_GROUPS("coalesce(j.labels ->> $4::text, '')")};
 #undef BELFRY_LOAD_CALENDAR_GROUPS
 #undef BELFRY_LOAD_JOB_GROUPS
 #undef BELFRY_LOAD_WITHIN

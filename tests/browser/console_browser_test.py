@@ -346,6 +346,11 @@ class Run:
         assert ids == [self.job], f"the label search listed {ids}, want only {self.job}"
         row = self.el(sel).text
         assert "tracking-svc" in row and "every hour" in row, f"row text: {row!r}"
+        # The row's next trigger is the server's, as GET /v1/jobs gives it.
+        status, listed = http(self.base, "/v1/jobs?label=" + urllib.parse.quote(self.label), token=self.token)
+        assert status == 200, f"GET /v1/jobs?label= answered {status}"
+        shown = self.el(sel + " td.next time").get_attribute("datetime")
+        assert shown == listed["jobs"][0]["nextTriggerAt"], f"row shows {shown}, the API {listed['jobs'][0]['nextTriggerAt']}"
         self.shot("find-by-label")
         self.el(sel + " a").click()
         self.wait(lambda d: self.js("return document.body.dataset.rendered") == "job"

@@ -473,6 +473,14 @@ def exercise(c, node, ids):
         body = r.json()
         if len(body["minutes"]) != 10 or len(body["minutes"][0].get("shards", [])) != 120 or body.get("by") != "owner":
             c.fail("GET /v1/load?by=owner&shards=true", "wrong shape: " + r.text[:200])
+    # By a label's value: the seeded labelled job's labels are {"team": "tracking", "tier": "gold"}.
+    r = c.call("GET", "/v1/load?by=label:team&top=1000", 200)  # the next hour: the limited job fires in it
+    if r.status_code == 200:
+        values = {item.get("value") for item in r.json().get("top", [])}
+        if "tracking" not in values or r.json().get("by") != "label:team":
+            c.fail("GET /v1/load?by=label:team", f"values {sorted(map(str, values))}: {r.data[:200]!r}")
+    c.call("GET", "/v1/load?by=label:", 400)
+    c.call("GET", "/v1/load?by=label:-bad-", 400)
     c.call("HEAD", "/v1/load", 200)
     c.call("GET", "/v1/load?from=yesterday", 400)
     c.call("GET", "/v1/load?from=2030-01-01T00:00:00Z&to=2030-01-03T00:00:00Z", 400)  # over a day

@@ -168,6 +168,21 @@ TEST_F(LoadProjectionTest, AGroupCountsAsItsJobs) {
   EXPECT_FALSE(j.contains("by"));
 }
 
+TEST(LoadBreakdownTest, OwnerTopicOrALabelKeyByTheLabelRules) {
+  EXPECT_EQ(ParseLoadBreakdown("")->kind, LoadBreakdown::Kind::kNone);
+  EXPECT_EQ(ParseLoadBreakdown("owner")->kind, LoadBreakdown::Kind::kOwner);
+  EXPECT_EQ(ParseLoadBreakdown("topic")->kind, LoadBreakdown::Kind::kTopic);
+  StatusOr<LoadBreakdown> label = ParseLoadBreakdown("label:team.io/carrier");
+  ASSERT_TRUE(label.ok()) << label.status().ToString();
+  EXPECT_EQ(label->kind, LoadBreakdown::Kind::kLabel);
+  EXPECT_EQ(label->label_key, "team.io/carrier");
+  for (const char* bad : {"shard", "label:", "label:-x", "label:a b", "Owner", "label"}) {
+    StatusOr<LoadBreakdown> r = ParseLoadBreakdown(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().reason(), "invalid_by") << bad;
+  }
+}
+
 TEST_F(LoadProjectionTest, BreaksDownByLabelMostFirst) {
   LoadWindow w;
   w.first_minute = Minute("2026-11-26T09:00:00Z");

@@ -10,6 +10,7 @@
 #include "core/execution_report.h"
 #include "core/iso_time.h"
 #include "core/job_json.h"
+#include "core/layout_next_fires.h"
 #include "core/shard_lag.h"
 #include "core/slot_math.h"
 #include "fakes/fake_time_zone_database.h"
@@ -80,17 +81,28 @@ TEST(ResourceViewsTest, ShardsViewKeepsTheApiBytes) {
   EXPECT_EQ(EncodeShardsView({}, layout, kNow), R"({"now":"2026-11-22T13:37:10.250Z","shards":[]})");
 }
 
-TEST(ResourceViewsTest, JobPageCarriesTheNextPositionAsACursor) {
+TEST(ResourceViewsTest, JobPageCarriesTheNextPositionAsACursorAndEachJobsNextTrigger) {
   JobPage page;
   page.jobs = {Job("a"), Job("b")};
+  page.jobs[1].paused = true;
   page.next_after_id = "b";
-  const Json j = Json::parse(EncodeJobPage(page));
+  const ShardLayout layout;
+  const FakeTimeZoneDatabase zones;  // interval jobs: no zone is asked for
+  const Json j = Json::parse(EncodeJobPage(zones, page, layout, kNow));
   ASSERT_EQ(j["jobs"].size(), 2u);
-  EXPECT_EQ(j["jobs"][1].dump(), Json::parse(EncodeJobJson(page.jobs[1])).dump());
+  // Each item is the job's own JSON and the next trigger its detail view gives.
+  Json item = j["jobs"][0];
+  const std::vector<NextFire> next = LayoutNextFires(zones, page.jobs[0].spec, false, layout, kNow, 1);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(item["nextTriggerAt"], FormatIsoTime(next.front().at));
+  EXPECT_GT(next.front().at, kNow);
+  item.erase("nextTriggerAt");
+  EXPECT_EQ(item.dump(), Json::parse(EncodeJobJson(page.jobs[0])).dump());
+  EXPECT_EQ(j["jobs"][1]["nextTriggerAt"], nullptr);  // paused
   EXPECT_EQ(j["next_cursor"], Base64UrlEncode("b"));
   page.next_after_id.clear();
-  EXPECT_EQ(Json::parse(EncodeJobPage(page))["next_cursor"], nullptr);
-  EXPECT_EQ(EncodeJobPage(JobPage{}), R"({"jobs":[],"next_cursor":null})");
+  EXPECT_EQ(Json::parse(EncodeJobPage(zones, page, layout, kNow))["next_cursor"], nullptr);
+  EXPECT_EQ(EncodeJobPage(zones, JobPage{}, layout, kNow), R"({"jobs":[],"next_cursor":null})");
 }
 
 TEST(ResourceViewsTest, ExecutionPageNamesTheJobAndEncodesItsCursor) {

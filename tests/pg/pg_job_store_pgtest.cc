@@ -724,13 +724,37 @@ TEST_F(PgJobStoreTest, ReadLoadGroupsCountsJobsThatFireAlike) {
   StatusOr<std::string> generic = WithSessionSetting(db().url(), "plan_cache_mode", "force_generic_plan");
   ASSERT_TRUE(generic.ok());
   PgJobStore admin_store(*generic);
-  for (const char* by : {"owner", ""}) {
+  for (const char* by : {"owner", "", "label:team"}) {
     StatusOr<LoadGroups> again = admin_store.ReadLoadGroups(LoadGroupQuery{kFirst, kFirst + 59, by});
     ASSERT_TRUE(again.ok()) << by << ": " << again.status().ToString();
     int64_t jobs = 0;
     for (const LoadGroup& g : again->groups) jobs += g.jobs;
     EXPECT_EQ(jobs, 5) << by;
   }
+}
+
+// Issue 37: the console's load by a label's value (GET /v1/load?by=label:<key>): each group is
+// labelled with the job's value of that label, "" for a job without it.
+TEST_F(PgJobStoreTest, ReadLoadGroupsBreaksDownByALabelsValue) {
+  constexpr int64_t kFirst = 29'000'000;
+  std::vector<JobAction> actions;
+  const std::vector<std::pair<std::string, std::string>> jobs = {
+      {"lab-1", R"({"carrier":"acme","team":"x"})"}, {"lab-2", R"({"carrier":"acme"})"},
+      {"lab-3", R"({"carrier":"zeta"})"},             {"lab-4", "{}"}};
+  int64_t src = 0;
+  for (const auto& [id, labels] : jobs) {
+    JobAction a = Upsert(id, 5, 1, ++src);
+    a.spec.labels_json = labels == "{}" ? "" : labels;
+    actions.push_back(std::move(a));
+  }
+  Apply(actions);
+  StatusOr<LoadGroups> read = store_->ReadLoadGroups(LoadGroupQuery{kFirst, kFirst + 59, "label:carrier"});
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  std::map<std::string, int64_t> by_value;
+  for (const LoadGroup& g : read->groups) by_value[g.label] += g.jobs;
+  EXPECT_EQ(by_value, (std::map<std::string, int64_t>{{"", 1}, {"acme", 2}, {"zeta", 1}}));
+  EXPECT_EQ(store_->ReadLoadGroups(LoadGroupQuery{kFirst, kFirst, "label:"}).status().reason(), "invalid_by");
+  EXPECT_EQ(store_->ReadLoadGroups(LoadGroupQuery{kFirst, kFirst, "label:-x"}).status().reason(), "invalid_by");
 }
 
 }  // namespace

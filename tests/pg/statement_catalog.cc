@@ -555,10 +555,17 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
       "the load projection (`belfry load`, GET /v1/load): one full read of the jobs, grouped";
   for (size_t i = 0; i < std::size(q::kLoadJobGroupsSql); ++i) {
     const std::set<Phase> driven = i < 2 ? cluster : none;
-    c.Add("kLoadJobGroupsSql[" + N(static_cast<int64_t>(i)) + "]", q::kLoadJobGroupsSql[i], load_jobs,
+    // [3], by a label's value, takes the label's key last.
+    P jobs_params = load_jobs;
+    P calendar_params = load_calendar;
+    if (i == 3) {
+      jobs_params.push_back("carrier");
+      calendar_params.push_back("carrier");
+    }
+    c.Add("kLoadJobGroupsSql[" + N(static_cast<int64_t>(i)) + "]", q::kLoadJobGroupsSql[i], jobs_params,
           Routing::kAllShards, Use::kAllowed, load, driven)
         .Add("kLoadCalendarGroupsSql[" + N(static_cast<int64_t>(i)) + "]", q::kLoadCalendarGroupsSql[i],
-             load_calendar, Routing::kAllShards, Use::kAllowed, load, driven);
+             calendar_params, Routing::kAllShards, Use::kAllowed, load, driven);
   }
   c.Add("kOffsetLoadsSql", q::kOffsetLoadsSql, {}, Routing::kAllShards, Use::kAllowed,
         "`belfry rebalance`: every interval job, grouped by (interval, offset)", cluster)

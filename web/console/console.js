@@ -111,29 +111,6 @@
     }
     return w;
   }
-  // The next slot of an interval or one-shot job, computed here (GET /v1/jobs lists no next
-  // trigger). The slot's second is shard × 60 / shard count; 120 shards assumed unless the shard
-  // number says there are more. Shown to the minute.
-  function nextSlotGuess(j, now) {
-    if (j.paused) return { text: 'paused' };
-    const end = Math.min(j.endDateTime ? Date.parse(j.endDateTime) : Infinity, j.firesEndAt ? Date.parse(j.firesEndAt) : Infinity);
-    if (j.cron) return null;
-    if (!j.intervalMinutes) {
-      const at = j.scheduledFor || j.runAt;
-      if (!at) return { text: '—' };
-      return Date.parse(at) > now ? { iso: at } : { text: 'past (' + fmtTime(at) + ')' };
-    }
-    const i = j.intervalMinutes, o = j.offsetMinutes;
-    const sec = j.shard < 120 ? j.shard * 0.5 : j.shard * 0.25;
-    const from = Math.max(now, j.startDateTime ? Date.parse(j.startDateTime) - sec * 1000 : 0);
-    let m = Math.floor(from / 60000);
-    m += (((o - m) % i) + i) % i;
-    while (m * 60000 + sec * 1000 <= now) m += i;
-    const at = m * 60000;
-    if (at >= end) return { text: 'ended' };
-    return { iso: isoOf(at), approx: true };
-  }
-
   // ---- the token
 
   function getToken() {
@@ -352,15 +329,11 @@
         return;
       }
       if (seq !== routeSeq) return;
-      const now = Date.now();
-      const cronCells = [];
       const rows = r.data.jobs.map((j) => {
-        const next = nextSlotGuess(j, now);
-        const nextCell = h('td', { class: 'next' });
-        if (next === null) { nextCell.textContent = '…'; cronCells.push([j, nextCell]); } else if (next.iso) {
-          nextCell.append(h('time', { datetime: next.iso, title: (next.approx ? 'computed from interval and offset; ' : '') + rel(next.iso) },
-            next.approx ? next.iso.slice(0, 10) + ' ' + next.iso.slice(11, 16) + ' UTC' : fmtTime(next.iso)));
-        } else nextCell.textContent = next.text;
+        // The server's next trigger (GET /v1/jobs gives each job's, as the job's own view does).
+        const nextCell = h('td', { class: 'next' },
+          j.nextTriggerAt ? h('time', { datetime: j.nextTriggerAt, title: rel(j.nextTriggerAt) }, fmtTime(j.nextTriggerAt))
+            : (j.paused ? 'paused' : 'none (ended)'));
         return h('tr', { 'data-testid': 'job-row', 'data-job-id': j.id },
           td(h('a', { href: '#/jobs/' + enc(j.id), class: 'job-link' }, j.id)),
           td(j.owner || '—'),
@@ -379,14 +352,6 @@
         h('div', { class: 'pager' }, h('span', { id: 'jobs-page-info' }, 'Page ' + cursors.length + ': ' + rows.length + ' job' + (rows.length === 1 ? '' : 's') + (r.data.next_cursor ? ', more on the next page' : ', the last page')),
           prevBtn, nextBtn));
       markRendered('jobs');
-      // Calendar jobs' next fires need the server's tz rules: asked for, for the first 20 shown.
-      for (const [j, cell] of cronCells.slice(0, 20)) {
-        api('/v1/jobs/' + enc(j.id) + '/next?n=1').then((x) => {
-          const at = x.data.fires[0];
-          fill(cell, at ? h('time', { datetime: at.at, title: 'local ' + fmtLocal(at.local) + '; ' + rel(at.at) }, fmtTime(at.at)) : 'none');
-        }, () => { cell.textContent = '?'; });
-      }
-      cronCells.slice(20).forEach(([, cell]) => { cell.textContent = 'see the job'; });
     };
     await load();
   }
@@ -720,16 +685,26 @@
   async function loadPage(seq, params) {
     const app = $('app');
     const hours = ['1', '6', '24'].includes(params.get('h')) ? Number(params.get('h')) : 1;
-    const by = ['owner', 'topic'].includes(params.get('by')) ? params.get('by') : '';
-    const go = (hh, bb) => { location.hash = '#/load?h=' + hh + (bb ? '&by=' + bb : ''); };
-    const bySel = h('select', { id: 'load-by' }, [['', 'total only'], ['owner', 'by owner'], ['topic', 'by topic']].map(([v, t]) => h('option', { value: v, selected: v === by }, t)));
-    bySel.addEventListener('change', () => go(hours, bySel.value));
+    // by: '', 'owner', 'topic' or 'label:<key>' (the value of one label, GET /v1/load?by=).
+    const raw = params.get('by') || '';
+    const by = ['owner', 'topic'].includes(raw) || /^label:.+/.test(raw) ? raw : '';
+    const labelKey = by.startsWith('label:') ? by.slice(6) : '';
+    const go = (hh, bb) => { location.hash = '#/load?h=' + hh + (bb ? '&by=' + encodeURIComponent(bb) : ''); };
+    const bySel = h('select', { id: 'load-by' }, [['', 'total only'], ['owner', 'by owner'], ['topic', 'by topic'], ['label', 'by a label']]
+      .map(([v, t]) => h('option', { value: v, selected: v === (labelKey ? 'label' : by) }, t)));
+    const keyIn = h('input', { id: 'load-label-key', type: 'text', spellcheck: 'false', placeholder: 'label key, e.g. carrier', value: labelKey });
+    keyIn.hidden = !labelKey;
+    const byLabel = () => { if (keyIn.value.trim()) go(hours, 'label:' + keyIn.value.trim()); };
+    bySel.addEventListener('change', () => {
+      if (bySel.value === 'label') { keyIn.hidden = false; keyIn.focus(); byLabel(); } else go(hours, bySel.value);
+    });
+    keyIn.addEventListener('change', byLabel);
     const body = h('div', { id: 'load-body', 'aria-live': 'polite' });
     const refresh = btn('load-refresh', 'Refresh');
     fill(app, h('h1', null, 'Projected load'),
       h('div', { class: 'buttons', role: 'group', 'aria-label': 'Window' }, h('span', null, 'Window from the next minute:'),
         [1, 6, 24].map((x) => h('button', { id: 'load-' + x + 'h', type: 'button', 'aria-pressed': String(x === hours), onclick: () => go(x, by) }, x + ' h')),
-        h('label', { for: 'load-by' }, 'Breakdown'), bySel, refresh),
+        h('label', { for: 'load-by' }, 'Breakdown'), bySel, h('label', { for: 'load-label-key', class: 'sr-only' }, 'Label key'), keyIn, refresh),
       body);
     const load = async () => {
       const from = Math.ceil((Date.now() + 1) / 60000) * 60000;
@@ -757,9 +732,9 @@
           ['Busiest second', (pk.second.at ? fmtTime(pk.second.at) : 'second ' + pk.second.second) + ': ' + pk.second.triggers],
           ['Shards', d.shardCount + ' (tick ' + d.tickMs + ' ms)']]),
         h('figure', { class: 'chart' }, loadChart(d), h('figcaption', null, 'Triggers per minute the stored schedules will fire (hover a bar for its minute). The highest bar is the peak.')),
-        by ? section('load-top', 'Most triggers by ' + by + (typeof d.labels === 'number' ? ' (' + d.labels + ' fire in the window)' : ''), top.length
-          ? table('load-top-table', [by === 'owner' ? 'Owner' : 'Topic', 'Triggers', 'Share'], top.map((t) => h('tr', null,
-            td((by === 'owner' ? t.owner : t.topic) || '(none)'), h('td', { class: 'num' }, String(t.triggers)),
+        by ? section('load-top', 'Most triggers by ' + (labelKey ? 'label ' + labelKey : by) + (typeof d.labels === 'number' ? ' (' + d.labels + ' fire in the window)' : ''), top.length
+          ? table('load-top-table', [labelKey ? 'Label ' + labelKey : by === 'owner' ? 'Owner' : 'Topic', 'Triggers', 'Share'], top.map((t) => h('tr', null,
+            td((labelKey ? t.value : by === 'owner' ? t.owner : t.topic) || '(none)'), h('td', { class: 'num' }, String(t.triggers)),
             h('td', { class: 'num' }, d.total ? ((100 * t.triggers) / d.total).toFixed(1) + ' %' : '—'))))
           : h('p', null, 'Nothing fires in this window.')) : '');
       markRendered('load');
