@@ -23,8 +23,9 @@
 #
 # The node serves the console compiled into BIN; CONSOLE_DIR=web/console serves this checkout's files
 # instead (admin.console_dir, read at each request). console_timings.py says when the served files
-# differ from web/console/. The node compresses its answers (cpp-httplib with zlib and brotli):
-# Chromium asks for br, and the tables include what that costs outside the browser.
+# differ from web/console/. Since this session's change the node answers uncompressed whatever the
+# client accepts (cpp-httplib 0.11 compressed with brotli at its slowest quality when Chromium asked
+# for br); the probe table shows the answers' times with and without Accept-Encoding.
 #
 # Results in $R: timings.txt (the tables), console-timings.json (everything raw), run.txt (what ran,
 # count(*) FROM jobs, the database's size, nproc and the load average before and after), seed.json
