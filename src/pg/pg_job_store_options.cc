@@ -48,6 +48,8 @@ std::vector<PreparedStatement> JobStoreStatements() {
       {q::kListJobsByTopicName, q::kListJobsByTopicSql},
       {q::kListJobsByOwnerTopicName, q::kListJobsByOwnerTopicSql},
       {q::kListJobsByLabelsName, q::kListJobsByLabelsSql},
+      {q::kListJobsByPrefixName, q::kListJobsByPrefixSql},
+      {q::kListJobsByPrefixFilterName, q::kListJobsByPrefixFilterSql},
       {q::kCountJobsName, q::kCountJobsSql},
       {q::kSweepOneShotsName, q::kSweepOneShotsSql},
       {q::kTzdataVersionName, q::kTzdataVersionSql},

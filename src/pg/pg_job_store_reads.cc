@@ -74,23 +74,26 @@ StatusOr<JobPage> PgJobStore::ListJobs(const JobListFilter& filter) {
     pqxx::result r;
     const bool by_owner = !filter.owner.empty();
     const bool by_topic = !filter.topic.empty();
-    // The id prefix as a range of the index where the collation keeps a prefix's ids together.
-    const bool range = !filter.id_prefix.empty() && session_.byte_ordered_text();
-    const std::string low = range ? filter.id_prefix : std::string();
-    const std::string below = range ? PrefixUpperBound(filter.id_prefix) : std::string();
-    const std::string& prefix = filter.id_prefix;
-    if (!filter.labels.empty() && filter.labels != "{}") {
+    const bool by_labels = !filter.labels.empty() && filter.labels != "{}";
+    // An id prefix: one range of the index where the collation keeps a prefix's ids together.
+    const std::string below = filter.id_prefix.empty() ? std::string() : PrefixUpperBound(filter.id_prefix);
+    if (!filter.id_prefix.empty() && session_.byte_ordered_text() && !below.empty()) {
+      r = txn.exec_prepared(q::kListJobsByPrefixName, filter.after_id, limit, filter.id_prefix, filter.owner,
+                            filter.topic, by_labels ? filter.labels : std::string("{}"), below);
+    } else if (!filter.id_prefix.empty()) {
+      r = txn.exec_prepared(q::kListJobsByPrefixFilterName, filter.after_id, limit, filter.id_prefix, filter.owner,
+                            filter.topic, by_labels ? filter.labels : std::string("{}"));
+    } else if (by_labels) {
       r = txn.exec_prepared(q::kListJobsByLabelsName, filter.after_id, limit, filter.owner, filter.topic,
-                            filter.labels, low, below, prefix);
+                            filter.labels);
     } else if (by_owner && by_topic) {
-      r = txn.exec_prepared(q::kListJobsByOwnerTopicName, filter.after_id, limit, filter.owner, filter.topic, low,
-                            below, prefix);
+      r = txn.exec_prepared(q::kListJobsByOwnerTopicName, filter.after_id, limit, filter.owner, filter.topic);
     } else if (by_owner) {
-      r = txn.exec_prepared(q::kListJobsByOwnerName, filter.after_id, limit, filter.owner, low, below, prefix);
+      r = txn.exec_prepared(q::kListJobsByOwnerName, filter.after_id, limit, filter.owner);
     } else if (by_topic) {
-      r = txn.exec_prepared(q::kListJobsByTopicName, filter.after_id, limit, filter.topic, low, below, prefix);
+      r = txn.exec_prepared(q::kListJobsByTopicName, filter.after_id, limit, filter.topic);
     } else {
-      r = txn.exec_prepared(q::kListJobsName, filter.after_id, limit, low, below, prefix);
+      r = txn.exec_prepared(q::kListJobsName, filter.after_id, limit);
     }
     jobs.reserve(r.size());
     for (const pqxx::row& row : r) jobs.push_back(StoredJobFromRow(row));

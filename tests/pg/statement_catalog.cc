@@ -499,15 +499,19 @@ std::vector<CatalogEntry> BelfryStatements(const F& f) {
 
   // ---- Cluster-wide: admin reads, listings, sweeps, the publisher, bulk walks, migrations. ----
   const std::string owner_list = admin + "; merges every shard's (owner, id) index in id order";
-  c.Add("kListJobsSql", q::kListJobsSql, {"", "50", "", "", ""}, Routing::kAllShards, Use::kAllowed, admin, cluster)
-      .Add("kListJobsByOwnerSql", q::kListJobsByOwnerSql, {"", "50", "route-owner", "", "", ""}, Routing::kAllShards,
+  c.Add("kListJobsSql", q::kListJobsSql, {"", "50"}, Routing::kAllShards, Use::kAllowed, admin, cluster)
+      .Add("kListJobsByOwnerSql", q::kListJobsByOwnerSql, {"", "50", "route-owner"}, Routing::kAllShards,
            Use::kAllowed, owner_list, cluster)
-      .Add("kListJobsByTopicSql", q::kListJobsByTopicSql, {"", "50", "t", "", "", ""}, Routing::kAllShards,
-           Use::kAllowed, admin, cluster)
-      .Add("kListJobsByOwnerTopicSql", q::kListJobsByOwnerTopicSql, {"", "50", "route-owner", "t", "", "", ""},
+      .Add("kListJobsByTopicSql", q::kListJobsByTopicSql, {"", "50", "t"}, Routing::kAllShards, Use::kAllowed,
+           admin, cluster)
+      .Add("kListJobsByOwnerTopicSql", q::kListJobsByOwnerTopicSql, {"", "50", "route-owner", "t"},
            Routing::kAllShards, Use::kAllowed, owner_list, cluster)
-      .Add("kListJobsByLabelsSql", q::kListJobsByLabelsSql, {"", "50", "", "", R"({"team":"route"})", "", "", ""},
+      .Add("kListJobsByLabelsSql", q::kListJobsByLabelsSql, {"", "50", "", "", R"({"team":"route"})"},
            Routing::kAllShards, Use::kAllowed, admin, cluster)
+      .Add("kListJobsByPrefixSql", q::kListJobsByPrefixSql, {"", "50", "route", "", "", "{}", "rouu"},
+           Routing::kAllShards, Use::kAllowed, admin + "; an id prefix is a range of every shard's index", cluster)
+      .Add("kListJobsByPrefixFilterSql", q::kListJobsByPrefixFilterSql, {"", "50", "route", "", "", "{}"},
+           Routing::kAllShards, Use::kAllowed, admin + "; on a collation that is not byte-wise", none)
       .Add("GetJobViewInPartitionSql(7)", q::GetJobViewInPartitionSql(F::kShard), {f.job},
            Routing::kNoShardColumn, Use::kAllowed,
            "the job view names its shard's partition (jobs_shard_007: one shard), and joins job_stats, which "

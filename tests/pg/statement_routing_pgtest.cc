@@ -353,6 +353,9 @@ TEST_F(StatementRoutingTest, EveryStatementOnTheTriggerAndCommandPathsNamesItsSh
         filter.labels = labels;
         EXPECT_OK(jobs.ListJobs(filter));
       }
+      JobListFilter by_prefix;  // an id prefix (the console's search): a range of the index here
+      by_prefix.id_prefix = "route";
+      EXPECT_OK(jobs.ListJobs(by_prefix));
       EXPECT_OK(jobs.CountJobs());
       EXPECT_OK(jobs.ExplainDueQuery(minute));
       for (const char* by : {"", "owner"}) {
