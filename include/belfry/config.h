@@ -110,6 +110,9 @@ struct AdminConfig {
   // The console's files (GET /ui/): empty = the copies compiled into the binary; a directory
   // (web/console/ of a checkout) = read from there at each request, to work on the console.
   std::string console_dir;
+  // GET /v1/load's bound (docs/load-projection.md): at most this many groups of jobs that fire
+  // alike, one projection at a time; ~470 bytes a group at its peak (measured: 568k groups, 269 MB).
+  int64_t load_max_groups = 1'000'000;
   // The read side (docs/operations.md, "Limits"). Database sessions the API reads through: up to
   // this many requests read at once, each session with its own connections and prepared statements.
   int32_t db_sessions = 4;

@@ -377,6 +377,7 @@ const std::vector<Section>& Sections() {
               StringKey("write_token_secret", &AdminConfig::write_token_secret),
               DurationKey("command_wait", &AdminConfig::command_wait_ms, 0, kMinute),
               StringKey("console_dir", &AdminConfig::console_dir),
+              IntegerKey("load_max_groups", &AdminConfig::load_max_groups, 1000, 100'000'000),
               IntegerKey("db_sessions", &AdminConfig::db_sessions, 1, 256),
               DurationKey("read_wait", &AdminConfig::read_wait_ms, 1, kMinute),
               DurationKey("statement_timeout", &AdminConfig::statement_timeout_ms, 10, 10 * kMinute),

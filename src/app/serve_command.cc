@@ -210,6 +210,7 @@ AdminServerOptions MakeAdminServerOptions(const Config& cfg) {
   options.write_token_secret = cfg.admin.write_token_secret;
   options.command_wait_ms = cfg.admin.command_wait_ms;
   options.console_dir = cfg.admin.console_dir;
+  options.load_max_groups = cfg.admin.load_max_groups;
   // The largest command: its details plus the rest of the object.
   options.max_body_bytes = std::max<int64_t>(64 * 1024, cfg.commands.max_details_bytes + 64 * 1024);
   options.scheduler = cfg.scheduler;

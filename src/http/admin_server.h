@@ -60,6 +60,10 @@ struct AdminServerOptions {
   // intervals for /v1/load (slots, shards and ticks come from the database's layout record).
   SchedulerConfig scheduler;
   int32_t max_list_limit = 1000;  // largest accepted ?limit= of /v1/jobs
+  // GET /v1/load reads at most this many groups in all (LoadGroupQuery::max_groups; more is a
+  // 422), and a node runs one projection at a time (another gets 503 + Retry-After): its memory is
+  // bounded by one request's groups, whatever the number of connection workers (issue 33 §5).
+  int64_t load_max_groups = 1'000'000;
   // Requests served at once, besides probes (/healthz, /readyz), which have two threads of their
   // own. A connection holds a worker only while its request is served: the ConnectionGate reads
   // request heads, and keeps connections between requests, without a thread.

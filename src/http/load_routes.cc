@@ -17,11 +17,6 @@
 namespace belfry {
 namespace {
 
-// GET /v1/load reads at most this many groups in all (LoadGroupQuery::max_groups; more is a 422),
-// and a node runs one projection at a time (another gets 503 + Retry-After): its memory is bounded
-// by one request's groups (~100 MB), whatever the number of connection workers (issue 33 §5).
-constexpr int64_t kMaxLoadGroups = 500'000;
-
 }  // namespace
 
 void ServeLoad(AdminContext& ctx, const httplib::Request& req, httplib::Response& res) {
@@ -35,7 +30,7 @@ void ServeLoad(AdminContext& ctx, const httplib::Request& req, httplib::Response
   if (!window.ok()) return SendError(res, 400, window.status().message());
   LoadGroupQuery query{window->first_minute, window->last_minute, Param(req, "by")};
   // A breakdown can have a group per job; inside a serving node, read at most this many (~100 MB).
-  query.max_groups = kMaxLoadGroups;
+  query.max_groups = ctx.options.load_max_groups;
   if (StatusOr<LoadBreakdown> by = ParseLoadBreakdown(query.by); !by.ok()) {
     return SendError(res, 400, by.status().message());
   }

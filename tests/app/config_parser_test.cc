@@ -334,6 +334,8 @@ std::map<std::string, KeyCase> KeyCases() {
         [](const Config& c) { EXPECT_EQ(c.admin.write_token_secret, "0123456789abcdef0123456789abcdef"); }}},
       {"admin.command_wait",
        {"3s", "3s", [](const Config& c) { EXPECT_EQ(c.admin.command_wait_ms, 3000); }}},
+      {"admin.load_max_groups",
+       {"2000000", "2000000", [](const Config& c) { EXPECT_EQ(c.admin.load_max_groups, 2'000'000); }}},
       {"admin.console_dir",
        {"/srv/console", "/srv/console", [](const Config& c) { EXPECT_EQ(c.admin.console_dir, "/srv/console"); }}},
       {"admin.db_sessions", {"16", "16", [](const Config& c) { EXPECT_EQ(c.admin.db_sessions, 16); }}},

@@ -64,7 +64,7 @@ UNREACHABLE = {
     ("/metrics", "503"): "load shedding (every connection worker busy) is not provoked here",
     ("/v1/commands", "503"): "a command the broker does not acknowledge needs Kafka down while the node "
     "runs; CommandRouteTest covers the answer",
-    ("/v1/load", "422"): "a breakdown over more than 500,000 groups of jobs needs a database far larger than "
+    ("/v1/load", "422"): "a breakdown over more than 1,000,000 groups of jobs needs a database far larger than "
     "this node's; PgJobStoreTest.ReadLoadGroupsCountsJobsThatFireAlike checks the cap",
 }
 

@@ -1584,7 +1584,7 @@ TEST_F(AdminServerTest, SlotsLoadAndLagFollowTheLayoutRecordNotTheConfiguredShar
   EXPECT_EQ(by_shard[200]["lag_seconds"], 0.0);
 }
 
-// Issue 33 §5: a node runs one load projection at a time (each can hold up to 500,000 groups), so
+// Issue 33 §5: a node runs one load projection at a time (each up to admin.load_max_groups groups), so
 // its memory does not grow with its 64 connection workers: another request meanwhile gets 503.
 TEST_F(AdminServerTest, OneLoadProjectionAtATime) {
   store_.SetLoadGroups(LoadGroups{});
