@@ -127,8 +127,10 @@ TEST_F(PgShardLedgerTest, RacingNodesClaimEachShardMinuteOnce) {
 }
 
 TEST_F(PgShardLedgerTest, ExpiredLeaseLetsAnotherNodeClaim) {
-  EXPECT_TRUE(Claim(3, 10, "node-a", 200).claimed);
-  EXPECT_FALSE(Claim(3, 10, "node-b", 200).claimed);
+  // A 2 s lease: node-b's claim must come while node-a's is live. With 200 ms it once came after
+  // the lease had lapsed on the Citus cluster of a loaded CI run (clean clone, 2026-11-30).
+  EXPECT_TRUE(Claim(3, 10, "node-a", 2000).claimed);
+  EXPECT_FALSE(Claim(3, 10, "node-b", 2000).claimed);
   ASSERT_TRUE(WaitForLeaseToLapse(3, "claim_until"));
   EXPECT_FALSE(State(3).claim_live);
   EXPECT_TRUE(Claim(3, 10, "node-b", kLeaseMs).claimed);
