@@ -72,9 +72,9 @@ int RunLoad(const Config& cfg, const std::string& from, const std::string& to, c
   std::printf("total %lld triggers; busiest minute %s with %lld\n", static_cast<long long>(p.total),
               FormatIsoTime(MinuteStartMs(peak_minute)).substr(0, 16).c_str(), static_cast<long long>(peak));
   if (!by.empty()) {
-    const std::string heading = breakdown->kind == LoadBreakdown::Kind::kLabel ? "LABEL " + breakdown->label_key
-                                : by == "owner"                               ? "OWNER"
-                                                                              : "TOPIC";
+    const std::string heading = breakdown->kind == LoadBreakdown::Kind::kLabel   ? "LABEL " + breakdown->label_key
+                                : breakdown->kind == LoadBreakdown::Kind::kOwner ? "OWNER"
+                                                                                 : "TOPIC";
     std::printf("\n%-40s %10s\n", heading.c_str(), "TRIGGERS");
     for (size_t i = 0; i < p.by_label.size() && i < static_cast<size_t>(top); ++i) {
       std::printf("%-40s %10lld\n", p.by_label[i].label.c_str(), static_cast<long long>(p.by_label[i].triggers));

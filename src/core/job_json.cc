@@ -89,13 +89,21 @@ std::string EncodeJobViewFields(const std::vector<JobViewField>& fields) {
 
 std::string EncodeJobJson(const StoredJob& job) { return EncodeJobViewFields(JobViewFields(job)); }
 
+std::string EncodeJobListItemJson(const StoredJob& job, std::optional<EpochMs> next_trigger) {
+  std::string out = EncodeJobJson(job);
+  out.pop_back();  // the closing brace: the next trigger follows
+  out.append(",\"nextTriggerAt\":");
+  AppendJsonTimeOrNull(&out, next_trigger);
+  out.push_back('}');
+  return out;
+}
+
 std::string EncodeJobDetailJson(const StoredJob& job, const std::optional<JobStats>& stats,
                                 const std::vector<NextFire>& fires, std::optional<int64_t> fires_remaining,
                                 const std::optional<DeliveryErrorRecord>& last_delivery_error) {
-  std::string out = EncodeJobJson(job);
+  std::string out =
+      EncodeJobListItemJson(job, fires.empty() ? std::nullopt : std::optional<EpochMs>(fires.front().at));
   out.pop_back();  // the closing brace: the detail fields follow
-  out.append(",\"nextTriggerAt\":");
-  AppendJsonTimeOrNull(&out, fires.empty() ? std::nullopt : std::optional<EpochMs>(fires.front().at));
   out.append(",\"nextFires\":");
   out.append(EncodeNextFires(fires));
   out.append(",\"lastOutcome\":");

@@ -35,8 +35,11 @@ std::vector<JobViewField> JobViewFields(const StoredJob& job);
 // The object of `fields`, in their order: EncodeJobJson(job) is EncodeJobViewFields(JobViewFields(job)).
 std::string EncodeJobViewFields(const std::vector<JobViewField>& fields);
 
-// One job with what is known about it: EncodeJobJson's fields, then "nextTriggerAt", "nextFires"
-// (EncodeNextFires of `fires`), "lastOutcome" (null until a terminal report arrives),
+// A job in a list (GET /v1/jobs): EncodeJobJson's fields, then "nextTriggerAt" (null when none).
+std::string EncodeJobListItemJson(const StoredJob& job, std::optional<EpochMs> next_trigger);
+
+// One job with what is known about it: EncodeJobListItemJson's fields (the first of `fires` as its
+// next trigger), then "nextFires" (EncodeNextFires of `fires`), "lastOutcome" (null until a terminal report arrives),
 // "consecutiveFailures", "totalSucceeded" and "totalFailed" (0 without stats), and
 // "firesRemaining" (`fires_remaining`: FiresRemaining at the caller's now; null when unlimited),
 // and "lastDeliveryError": {"error","topic","slot","at"} of the job's last trigger the broker

@@ -34,13 +34,8 @@ std::string EncodeJobPage(const TimeZoneDatabase& zones, const JobPage& page, co
   for (size_t i = 0; i < page.jobs.size(); ++i) {
     const StoredJob& j = page.jobs[i];
     if (i > 0) out.push_back(',');
-    std::string item = EncodeJobJson(j);
-    item.pop_back();  // the closing brace: the next trigger follows
-    item.append(",\"nextTriggerAt\":");
     const std::vector<NextFire> next = LayoutNextFires(zones, j.spec, j.paused, layout, now, 1);
-    AppendJsonTimeOrNull(&item, next.empty() ? std::nullopt : std::optional<EpochMs>(next.front().at));
-    item.push_back('}');
-    out.append(item);
+    out.append(EncodeJobListItemJson(j, next.empty() ? std::nullopt : std::optional<EpochMs>(next.front().at)));
   }
   out.append("],\"next_cursor\":");
   AppendJsonStringOrNull(&out, EncodePageCursor(page.next_after_id));

@@ -43,8 +43,8 @@ std::string EncodeJobDetailView(const TimeZoneDatabase& zones, const JobAndStats
                                 const ShardLayout& layout, EpochMs now);
 
 // GET /v1/jobs, `belfry jobs list -o json`: {"jobs":[...],"next_cursor"}: each job its
-// EncodeJobJson with "nextTriggerAt" (its next fire under `layout` at `now`, as the job detail's;
-// null when paused or ended), the cursor EncodePageCursor(page.next_after_id), null on the last page.
+// EncodeJobListItemJson with its next fire under `layout` at `now`, as the job detail's (null when
+// paused or ended), the cursor EncodePageCursor(page.next_after_id), null on the last page.
 std::string EncodeJobPage(const TimeZoneDatabase& zones, const JobPage& page, const ShardLayout& layout, EpochMs now);
 
 // GET /v1/jobs/{id}/executions, `belfry jobs history -o json`:

@@ -221,6 +221,20 @@
     b.apiCalls = String(apiCalls);
     performance.mark('rendered');
   }
+  // A page's read: what `read` resolves to, or null when it failed (the error shown by `onError`,
+  // by default as a read error, and the route marked rendered without its data) or when the
+  // operator has moved to another route (seq is no longer routeSeq) meanwhile.
+  async function pageRead(seq, route, read, onError) {
+    try {
+      const v = await read();
+      return seq === routeSeq ? v : null;
+    } catch (e) {
+      if (seq !== routeSeq) return null;
+      if (onError) onError(e); else showApiError(e, 'read');
+      markRendered(route, false);
+      return null;
+    }
+  }
 
   // ---- commands
 
@@ -318,17 +332,11 @@
       p.set('limit', JOBS_PAGE);
       const cur = cursors[cursors.length - 1];
       if (cur) p.set('cursor', cur);
-      let r;
-      try {
-        r = await api('/v1/jobs?' + p);
-      } catch (e) {
-        if (seq !== routeSeq) return;
+      const r = await pageRead(seq, 'jobs', () => api('/v1/jobs?' + p), (e) => {
         showMessage('error', explain(e, 'read') + (/id_prefix/.test(e.message) ? ' (this node cannot search by id prefix yet)' : ''));
         fill(results);
-        markRendered('jobs', false);
-        return;
-      }
-      if (seq !== routeSeq) return;
+      });
+      if (r === null) return;
       const rows = r.data.jobs.map((j) => {
         // The server's next trigger (GET /v1/jobs gives each job's, as the job's own view does).
         const nextCell = h('td', { class: 'next' },
@@ -622,15 +630,9 @@
         table('shards-table', ['Shard', 'State', 'Fired through', 'Lag (s)', 'Behind (min)', 'Debt (min)', 'Claimed by', 'Debt lease'], rows));
     };
     const load = async () => {
-      try {
-        data = (await api('/v1/shards')).data;
-      } catch (e) {
-        if (seq !== routeSeq) return;
-        showApiError(e, 'read');
-        markRendered('shards', false);
-        return;
-      }
-      if (seq !== routeSeq) return;
+      const read = await pageRead(seq, 'shards', () => api('/v1/shards'));
+      if (read === null) return;
+      data = read.data;
       draw();
       markRendered('shards');
     };
@@ -711,17 +713,9 @@
       const p = new URLSearchParams({ from: isoOf(from), to: isoOf(from + hours * 3600000) });
       if (by) p.set('by', by);
       fill(body, h('p', { class: 'busy' }, 'Projecting ' + hours + ' h…'));
-      let d;
-      try {
-        d = (await api('/v1/load?' + p)).data;
-      } catch (e) {
-        if (seq !== routeSeq) return;
-        fill(body);
-        showApiError(e, 'read');
-        markRendered('load', false);
-        return;
-      }
-      if (seq !== routeSeq) return;
+      const read = await pageRead(seq, 'load', () => api('/v1/load?' + p), (e) => { fill(body); showApiError(e, 'read'); });
+      if (read === null) return;
+      const d = read.data;
       const pk = d.peak;
       const mean = d.minutes.length ? Math.round((10 * d.total) / d.minutes.length) / 10 : 0;
       const top = d.top || [];
@@ -831,17 +825,12 @@
     let shardCount = null;
     let polls = 0;
     async function loadList() {
-      let ops;
-      try {
-        ops = (await api('/v1/bulk-ops?limit=50')).data.bulkOps;
-        if (ops.some((b) => b.state === 'running') && shardCount === null) shardCount = (await api('/v1/shards')).data.shards.length;
-      } catch (e) {
-        if (seq !== routeSeq) return;
-        showApiError(e, 'read');
-        markRendered('bulk', false);
-        return;
-      }
-      if (seq !== routeSeq) return;
+      const ops = await pageRead(seq, 'bulk', async () => {
+        const listed = (await api('/v1/bulk-ops?limit=50')).data.bulkOps;
+        if (listed.some((b) => b.state === 'running') && shardCount === null) shardCount = (await api('/v1/shards')).data.shards.length;
+        return listed;
+      });
+      if (ops === null) return;
       const rows = ops.map((b) => h('tr', { 'data-testid': 'bulk-row', 'data-bulk-id': b.id, 'data-state': b.state },
         h('td', { class: 'mono' }, b.id), td(b.op + (b.dryRun ? ' (dry run)' : '')), td(selectorWords(b.selector)),
         td(b.state === 'finished' ? badge('applied', 'finished')
